@@ -1,0 +1,219 @@
+/* ncclbpf policy SDK: everything a policy needs, for plain `clang -target bpf -O2 -g`.
+ * No other header is required (not even libbpf's or the kernel's).
+ *
+ *   #include <ncclbpf/policy.h>
+ *   SEC("tuner") int pick(struct ncclbpf_tuner_ctx *ctx) { ... return 0; }
+ *   char LICENSE[] SEC("license") = "Dual BSD/GPL";
+ *
+ * Context layouts here are the ABI between policies and the plugin; the verifier's hook
+ * tables (src/verifier/hooks.c) describe the same offsets and which fields are writable.
+ * Fields are only ever appended.
+ */
+#ifndef NCCLBPF_POLICY_H
+#define NCCLBPF_POLICY_H
+
+#ifdef __bpf__
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef signed char __s8;
+typedef short __s16;
+typedef int __s32;
+typedef long long __s64;
+#else
+#include <stdint.h>
+typedef uint8_t __u8;
+typedef uint16_t __u16;
+typedef uint32_t __u32;
+typedef uint64_t __u64;
+typedef int8_t __s8;
+typedef int16_t __s16;
+typedef int32_t __s32;
+typedef int64_t __s64;
+#endif
+
+/* ---- NCCL constants (identical in NCCL 2.21 .. 2.30) ---- */
+#define NCCLBPF_COLL_BROADCAST 0
+#define NCCLBPF_COLL_REDUCE 1
+#define NCCLBPF_COLL_ALLGATHER 2
+#define NCCLBPF_COLL_REDUCESCATTER 3
+#define NCCLBPF_COLL_ALLREDUCE 4
+#define NCCLBPF_NUM_COLLS 5
+
+#define NCCLBPF_ALGO_KEEP (-1) /* keep NCCL's choice */
+#define NCCLBPF_ALGO_TREE 0
+#define NCCLBPF_ALGO_RING 1
+#define NCCLBPF_ALGO_COLLNET_DIRECT 2
+#define NCCLBPF_ALGO_COLLNET_CHAIN 3
+#define NCCLBPF_ALGO_NVLS 4
+#define NCCLBPF_ALGO_NVLS_TREE 5
+#define NCCLBPF_ALGO_PAT 6
+#define NCCLBPF_NUM_ALGOS 7
+
+#define NCCLBPF_PROTO_KEEP (-1) /* keep NCCL's choice */
+#define NCCLBPF_PROTO_LL 0
+#define NCCLBPF_PROTO_LL128 1
+#define NCCLBPF_PROTO_SIMPLE 2
+#define NCCLBPF_NUM_PROTOS 3
+
+#define NCCLBPF_CHANNELS_KEEP 0 /* keep NCCL's channel count */
+#define NCCLBPF_MAX_CHANNELS 64
+
+/* ---- tuner hook: SEC("tuner"), called for every collective NCCL schedules ---- */
+struct ncclbpf_tuner_ctx {
+	/* inputs (read-only) */
+	__u64 comm_id;       /*   0: NCCL's commHash (0 with tuner ABI v3/v4)      rank-invariant */
+	__u64 n_bytes;       /*   8: bytes of the (aggregated) collective          rank-invariant */
+	__u64 seq;           /*  16: calls so far on this comm for this coll type  rank-invariant */
+	__u32 coll_type;     /*  24: NCCLBPF_COLL_*                                rank-invariant */
+	__u32 n_ranks;       /*  28                                                rank-invariant */
+	__u32 n_nodes;       /*  32                                                rank-invariant */
+	__u32 num_pipe_ops;  /*  36: NCCL's ops-per-channel estimate               rank-invariant */
+	__u32 reg_buff;      /*  40: 1 if buffers are registered                   rank-local */
+	__u32 max_channels;  /*  44: comm channel count if learned, else 0        rank-local */
+	__u32 avail_mask;    /*  48: bit (algo*3+proto) set if NCCL allows it      rank-invariant */
+	__u32 abi_version;   /*  52: tuner ABI NCCL bound (3..6)                   rank-invariant */
+	float cost[NCCLBPF_NUM_ALGOS][NCCLBPF_NUM_PROTOS]; /* 56: NCCL's estimate, µs, -1 = unavailable */
+	/* outputs (read-write; start as KEEP, or as the previous program's decision) */
+	__s32 algo;          /* 140: NCCLBPF_ALGO_* or NCCLBPF_ALGO_KEEP */
+	__s32 proto;         /* 144: NCCLBPF_PROTO_* or NCCLBPF_PROTO_KEEP */
+	__s32 n_channels;    /* 148: 1..64, or NCCLBPF_CHANNELS_KEEP */
+	__u32 _reserved[2];  /* 152 */
+};                           /* 160 bytes */
+
+/* Cost entries are floats; BPF has no FPU. Compare their bit patterns: for non-negative
+ * IEEE-754 floats the order of the bits as unsigned integers is the order of the values. */
+#define NCCLBPF_COST_BITS(ctx, a, p) (((const __u32 *)(ctx)->cost)[(a) * NCCLBPF_NUM_PROTOS + (p)])
+#define NCCLBPF_AVAILABLE(ctx, a, p) (((ctx)->avail_mask >> ((a) * NCCLBPF_NUM_PROTOS + (p))) & 1)
+
+/* ---- tuner chunk hook: SEC("tuner/chunk"), tuner ABI v6 (NCCL 2.30) getChunkSize ---- */
+struct ncclbpf_chunk_ctx {
+	__u64 comm_id;    /*  0 */
+	__u64 n_bytes;    /*  8: segment bytes (see NCCL: per channel segment) */
+	__u32 coll_type;  /* 16 */
+	__s32 algo;       /* 20 */
+	__s32 proto;      /* 24 */
+	__s32 n_channels; /* 28 */
+	__u64 chunk_size; /* 32: in: NCCL's chunk size; out: the policy's (>= protocol grain) */
+};                        /* 40 bytes */
+
+/* ---- profiler hook: SEC("profiler"), once per completed collective (read-only) ---- */
+struct ncclbpf_profiler_ctx {
+	__u64 comm_id;     /*  0 */
+	__u64 seq;         /*  8: per-comm collective sequence number (NCCL's seqNumber) */
+	__u64 n_bytes;     /* 16 */
+	__u64 start_ns;    /* 24: enqueue time, CLOCK_MONOTONIC ns (same clock on a node) */
+	__u64 host_ns;     /* 32: enqueue-to-completion, host clock */
+	__u64 gpu_ns;      /* 40: GPU execution (kernel-channel timestamps), 0 if unknown */
+	__u32 coll_type;   /* 48: NCCLBPF_COLL_* */
+	__s32 algo;        /* 52: what NCCL ran */
+	__s32 proto;       /* 56 */
+	__u32 n_channels;  /* 60 */
+	__u32 rank;        /* 64 */
+	__u32 n_ranks;     /* 68 */
+	__u32 n_nodes;     /* 72 */
+	__u32 size_bucket; /* 76: ncclbpf_size_bucket(n_bytes) */
+};                         /* 80 bytes */
+
+/* ---- net hook: SEC("net"), net plugin data-path observation (read-only except verdict) */
+struct ncclbpf_net_ctx {
+	__u64 comm_id; /*  0 */
+	__u64 bytes;   /*  8 */
+	__u32 op;      /* 16: 0 isend, 1 irecv, 2 test-complete */
+	__u32 dev;     /* 20 */
+	__s32 peer;    /* 24 */
+	__s32 tag;     /* 28 */
+	__u64 now_ns;  /* 32 */
+	__u32 verdict; /* 40: writable, reserved for the net plugin issue */
+	__u32 _pad;    /* 44 */
+};                     /* 48 bytes */
+
+/* ---- env hook: SEC("env"), NCCL env plugin getEnv (name read-only) ---- */
+struct ncclbpf_env_ctx {
+	char name[64];     /*  0: variable NCCL asks for, NUL-terminated */
+	__u64 name_hash;   /* 64: FNV-1a 64 of name */
+	__s32 value_index; /* 72: writable: index into the env config map, -1 = default */
+	__u32 _pad;        /* 76 */
+};                         /* 80 bytes */
+
+/* Size buckets used by the built-in latency map: floor(log2(n_bytes)), 0 for 0 bytes. */
+static inline __u32 ncclbpf_size_bucket(__u64 n)
+{
+	__u32 b = 0;
+	if (n >= (1ull << 32)) { b += 32; n >>= 32; }
+	if (n >= (1ull << 16)) { b += 16; n >>= 16; }
+	if (n >= (1ull << 8)) { b += 8; n >>= 8; }
+	if (n >= (1ull << 4)) { b += 4; n >>= 4; }
+	if (n >= (1ull << 2)) { b += 2; n >>= 2; }
+	if (n >= (1ull << 1)) { b += 1; }
+	return b;
+}
+
+/* ---- built-in latency statistics, filled by the profiler, read by tuner policies ---- */
+struct ncclbpf_latency_key {
+	__u64 comm_id;
+	__u32 coll_type;
+	__u32 size_bucket;
+};
+struct ncclbpf_latency_stats {
+	__u64 count;
+	__u64 last_ns;
+	__u64 ewma_ns;   /* EWMA, alpha = 1/8 */
+	__u64 min_ns;
+	__u64 p99_ns;    /* streaming p99 estimate */
+	__u64 n_channels_last; /* channel count of the last sample */
+};
+
+#ifdef __bpf__
+/* ---- libbpf-compatible declaration macros ---- */
+#define SEC(name) __attribute__((section(name), used))
+#define __uint(name, val) int (*name)[val]
+#define __type(name, val) typeof(val) *name
+#define __array(name, val) typeof(val) *name[]
+#define __always_inline inline __attribute__((always_inline))
+#ifndef NULL
+#define NULL ((void *)0)
+#endif
+
+/* kernel map-type numbers */
+#define BPF_MAP_TYPE_HASH 1
+#define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_PERCPU_ARRAY 6
+#define BPF_MAP_TYPE_LRU_HASH 9
+/* update flags */
+#define BPF_ANY 0
+#define BPF_NOEXIST 1
+#define BPF_EXIST 2
+#define BPF_F_RDONLY_PROG (1U << 7)
+#define LIBBPF_PIN_BY_NAME 1
+
+/* ---- helpers, kernel-compatible ids ---- */
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value,
+				   __u64 flags) = (void *)2;
+static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
+static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
+static long (*bpf_trace_printk)(const char *fmt, __u32 fmt_size, ...) = (void *)6;
+static __u32 (*bpf_get_prandom_u32)(void) = (void *)7;
+
+/* bpf_printk("x=%d", x): logged through NCCL's logger (NCCL_DEBUG=INFO). */
+#define bpf_printk(fmt, ...)                                                   \
+	({                                                                     \
+		static const char ____fmt[] = fmt;                             \
+		bpf_trace_printk(____fmt, sizeof(____fmt), ##__VA_ARGS__);     \
+	})
+
+/* Declares the built-in latency map in a tuner policy. Pinned by name: the plugin binds
+ * it to the statistics the profiler maintains. */
+#define NCCLBPF_LATENCY_MAP                                                    \
+	struct {                                                               \
+		__uint(type, BPF_MAP_TYPE_HASH);                               \
+		__uint(max_entries, 4096);                                     \
+		__type(key, struct ncclbpf_latency_key);                       \
+		__type(value, struct ncclbpf_latency_stats);                   \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);                           \
+	} ncclbpf_latency SEC(".maps")
+#endif /* __bpf__ */
+
+#endif

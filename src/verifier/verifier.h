@@ -1,0 +1,92 @@
+/* verifier: static safety proof of one program for one hook type, before it runs.
+ *
+ * Linux-style path exploration over an abstract state (register types, tnum + s64/u64/s32/
+ * u32 bounds for scalars, ids for NULL narrowing, per-byte stack tracking with full spilled
+ * register state, bpf-to-bpf frames), pruning by state containment at jump targets, bounded
+ * loops by simulation under hook->loop_budget.
+ *
+ * Input is the loader's program (map pseudo LDDW forms unresolved: imm = map index into
+ * `maps`). A rejection fills nb_verifier_diag with a stable code, the instruction index,
+ * the source position from BTF line info when present, and a one-line explanation.
+ */
+#ifndef NCCLBPF_VERIFIER_VERIFIER_H
+#define NCCLBPF_VERIFIER_VERIFIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader/object.h"
+#include "verifier/hooks.h"
+
+/* Stable rejection codes, printed as "[E-NULL-DEREF]" etc. Never renumber. */
+enum nb_verr {
+	NB_VERR_OK = 0,
+	NB_VERR_NULL_DEREF,        /* deref of possibly-NULL map value */
+	NB_VERR_NULL_ARITH,        /* arithmetic on possibly-NULL pointer */
+	NB_VERR_CTX_ACCESS,        /* out of bounds / misaligned / wrong size ctx access */
+	NB_VERR_CTX_WRITE,         /* write to a read-only ctx field */
+	NB_VERR_MAP_VALUE_OOB,     /* map value access not proven in bounds */
+	NB_VERR_STACK_OOB,         /* stack access outside the frame / variable offset */
+	NB_VERR_HELPER_UNKNOWN,    /* unknown helper id */
+	NB_VERR_HELPER_DENIED,     /* helper not allowed for this hook */
+	NB_VERR_HELPER_ARG,        /* helper argument of the wrong kind */
+	NB_VERR_STACK_LIMIT,       /* stack use beyond the frame size */
+	NB_VERR_CALL_DEPTH,        /* call depth beyond the limit */
+	NB_VERR_INFINITE_LOOP,     /* state repeats exactly at a loop head */
+	NB_VERR_BUDGET,            /* exploration budget exhausted */
+	NB_VERR_POINTER_LEAK,      /* pointer stored to map/ctx or returned */
+	NB_VERR_DIV_ZERO,          /* divisor may be zero */
+	NB_VERR_UNINIT_REG,        /* read of an uninitialised register */
+	NB_VERR_UNINIT_STACK,      /* read of uninitialised stack bytes */
+	NB_VERR_BAD_JUMP,          /* jump out of program / into LDDW */
+	NB_VERR_FALL_OFF,          /* falls off the end */
+	NB_VERR_BAD_INSN,          /* unknown opcode / malformed encoding */
+	NB_VERR_UNREACHABLE,       /* unreachable instruction */
+	NB_VERR_PROG_SIZE,         /* too many instructions */
+	NB_VERR_POINTER_ARITH,     /* pointer arithmetic not allowed (e.g. ptr * x, ctx += var) */
+	NB_VERR_INVALID_MEM,       /* deref of a scalar / non-pointer */
+	NB_VERR_READONLY_MAP,      /* write to a read-only map (.rodata) */
+	NB_VERR_RETURN,            /* bad return value (uninitialised) */
+	NB_VERR_COUNT
+};
+
+/* "E-NULL-DEREF", ... */
+const char *verifier_err_code(enum nb_verr code);
+
+struct nb_verifier_diag {
+	enum nb_verr code;
+	size_t insn;       /* instruction index in the program */
+	const char *file;  /* from line info, or NULL */
+	uint32_t line;     /* 0 if unknown */
+	uint32_t col;
+	const char *line_src; /* source text of the line, or NULL */
+	char msg[256];     /* one line a policy author can act on */
+};
+
+struct nb_verifier_stats {
+	uint64_t insns_processed;
+	uint64_t states_stored;
+	uint64_t states_pruned;
+	uint64_t peak_states;
+	uint64_t time_ns;
+};
+
+struct nb_verifier_opts {
+	uint64_t budget; /* 0 = hook default */
+};
+
+/* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */
+int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
+		   size_t map_cnt, const struct nb_hook_desc *hook,
+		   const struct nb_verifier_opts *opts, struct nb_verifier_diag *diag,
+		   struct nb_verifier_stats *stats);
+
+/* Formats a diagnostic compiler-style:
+ *   policy.bpf.c:14:9: error: <msg> [E-NULL-DEREF]
+ *      14 |     return v->count;
+ *   insn 7: r0 = *(u64 *)(r0 + 0)
+ * Returns the length written (snprintf semantics). */
+int verifier_format_diag(const struct nb_verifier_diag *diag, const struct nb_program *prog,
+			 char *buf, size_t buflen);
+
+#endif

@@ -1,0 +1,112 @@
+/* vm: executes linked programs. The interpreter (vm_interp.c) is the reference semantics
+ * (RFC 9669 exactly: division by zero -> 0, modulo by zero -> dst unchanged (32-bit:
+ * zero-extended), INT_MIN / -1 -> INT_MIN, INT_MIN % -1 -> 0, shift amounts masked to 63/31,
+ * ALU32 results zero-extended). The x86-64 JIT (jit_x86_64*.c) must produce identical
+ * results; differential tests prove it.
+ *
+ * A linked program (struct vm_program) has no pseudo instructions left: the runtime
+ * replaces LDDW map forms by plain 64-bit immediates (the struct nb_map pointer for
+ * BPF_PSEUDO_MAP_FD, the value address for BPF_PSEUDO_MAP_VALUE) before execution.
+ *
+ * Checked mode: every load, store and atomic is checked against the regions the runtime
+ * handed out (context, each live stack frame, global-data/array map storage, map values
+ * returned by helpers, caller memory) and the call depth and an optional instruction budget
+ * are enforced; a violation stops the program with a precise vm_fault. The verifier's
+ * soundness tests run accepted programs in this mode.
+ */
+#ifndef NCCLBPF_VM_VM_H
+#define NCCLBPF_VM_VM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa/isa.h"
+#include "verifier/hooks.h"
+
+typedef uint64_t (*vm_helper_fn)(uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4,
+				 uint64_t r5);
+
+struct nb_map;
+
+struct vm_program {
+	const struct bpf_insn *insns; /* linked: no pseudo LDDW forms */
+	size_t insn_cnt;
+	/* helper implementations indexed by id; NULL = not available (fault if called) */
+	const vm_helper_fn *helpers;
+	/* prototypes indexed by id (for checked mode: which helpers return map values) */
+	const struct nb_helper_proto *const *helper_protos;
+};
+
+enum vm_fault_kind {
+	VM_FAULT_NONE = 0,
+	VM_FAULT_MEM_OOB,        /* access outside every region */
+	VM_FAULT_MEM_READONLY,   /* write into a read-only region */
+	VM_FAULT_NULL,           /* access near address 0 */
+	VM_FAULT_CALL_DEPTH,     /* more than BPF_MAX_CALL_DEPTH frames */
+	VM_FAULT_BAD_HELPER,     /* helper id without implementation */
+	VM_FAULT_BUDGET,         /* instruction budget exhausted (checked mode) */
+	VM_FAULT_BAD_INSN,       /* should be impossible after isa_validate */
+	VM_FAULT_PC_OOB,         /* fell off the end */
+};
+
+struct vm_fault {
+	enum vm_fault_kind kind;
+	size_t pc;        /* instruction index */
+	uint64_t addr;    /* faulting address for memory faults */
+	uint32_t size;    /* access size */
+	char msg[200];    /* "insn 12: 4-byte write at 0x... is 3 bytes past the end of the
+			   * context (48 bytes at 0x...)" */
+};
+
+struct vm_region {
+	uint64_t start;
+	uint64_t size;
+	bool writable;
+	const char *what; /* "context", "map value of 'stats'", "caller memory" */
+};
+
+#define VM_MAX_REGIONS 64
+
+/* State of a checked run. The caller fills the initial regions; the interpreter adds the
+ * stack frames and helper-returned map values itself. */
+struct vm_checked {
+	struct vm_region regions[VM_MAX_REGIONS];
+	size_t region_cnt;
+	uint64_t insn_budget; /* 0 = unlimited */
+	uint64_t insns_executed;
+};
+
+/* Runs the program with r1 = a1, r2 = a2 (conformance passes mem, len; hooks pass ctx, 0).
+ * chk NULL: fast unchecked mode (program must have been verified or be trusted).
+ * Returns 0 and sets *r0, or -EFAULT with *fault filled (fault may be NULL). */
+int vm_interp_run(const struct vm_program *prog, uint64_t a1, uint64_t a2, uint64_t *r0,
+		  struct vm_checked *chk, struct vm_fault *fault);
+
+/* Adds a region to a checked run (returns -ENOSPC when full). */
+int vm_checked_add_region(struct vm_checked *chk, uint64_t start, uint64_t size, bool writable,
+			  const char *what);
+
+/* ---- JIT (x86-64) ---- */
+
+/* Entry point of compiled code: System V ABI, r1 = a1, r2 = a2, returns r0. */
+typedef uint64_t (*vm_jit_fn)(uint64_t a1, uint64_t a2);
+
+struct vm_jit_image; /* opaque: code mapping, freed by vm_jit_free */
+
+struct vm_jit_options {
+	bool inline_array_lookup; /* inline bpf_map_lookup_elem on constant array maps */
+};
+
+/* Compiles a linked program. Returns 0, or -ENOTSUP on other architectures, -ENOMEM,
+ * -EPERM when the system forbids executable mappings; err explains. Code memory is written
+ * while RW, then mprotect'ed RX; never RWX. */
+int vm_jit_compile(const struct vm_program *prog, const struct vm_jit_options *opts,
+		   struct vm_jit_image **out, char *err, size_t errlen);
+vm_jit_fn vm_jit_entry(const struct vm_jit_image *img);
+size_t vm_jit_code_size(const struct vm_jit_image *img);
+void vm_jit_free(struct vm_jit_image *img);
+/* true when this build has a JIT for the host architecture */
+bool vm_jit_available(void);
+
+#endif
