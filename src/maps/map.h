@@ -13,6 +13,32 @@
  * (epoch-based reclamation). Updates and deletes of hash maps may take a per-bucket lock;
  * array updates are lock-free (value copied in place; torn multi-word values are possible
  * exactly as in the kernel when no lock is used).
+ *
+ * Details of this implementation (additions to the contract above):
+ *  - Hash/LRU updates of an existing key publish a new element and retire the old one (as
+ *    the kernel's htab): a reader holding the old value pointer keeps seeing the old,
+ *    untorn value until it leaves its section. Array updates copy in place with 64-bit
+ *    relaxed atomic stores (words never tear, the value as a whole may).
+ *  - Elements are preallocated (max_entries plus a slack of 256..8192 for retired ones);
+ *    updates never call malloc. If the slack is exhausted because readers still hold
+ *    retired elements, an update made outside any critical section reclaims and waits
+ *    (up to 1 s) for them; one made inside a section (a program) fails with -ENOMEM
+ *    instead of waiting for itself.
+ *  - LRU: lookups set a reference bit (no lock); writers serialise on one lock per map;
+ *    when full, an insert evicts the least recently inserted/updated element, giving a
+ *    second chance to one looked up since (the kernel's ref-bit scheme). Failed updates
+ *    (-EEXIST/-ENOENT/-EINVAL) evict nothing.
+ *  - Arrays: update of index >= max_entries -> -E2BIG, NOEXIST -> -EEXIST, delete ->
+ *    -EINVAL, lookup out of range -> NULL (all as the kernel).
+ *  - Flags: update flags other than ANY/NOEXIST/EXIST (BPF_F_LOCK included: values have
+ *    no spin lock) give -EINVAL. Known map_flags (NB_MAP_F_*) are validated per type as
+ *    the kernel does and recorded; LRU with NO_PREALLOC gives -ENOTSUP.
+ *  - Hash iteration order is deterministic (fixed hash seed).
+ *  - Epoch records: one 64-byte record per thread, allocated at its first
+ *    map_epoch_enter, released by a thread-exit destructor (and in a forked child) and
+ *    reused. A thread that exits inside a section does not block reclamation. Readers
+ *    need no fence when membarrier(PRIVATE_EXPEDITED) works: writers issue it before
+ *    scanning the records (env NCCLBPF_EPOCH_FENCE=1 forces the fence instead).
  */
 #ifndef NCCLBPF_MAPS_MAP_H
 #define NCCLBPF_MAPS_MAP_H
@@ -31,6 +57,23 @@
 #define NB_EXIST 2
 
 #define NB_MAP_F_RDONLY_PROG (1u << 7) /* BPF_F_RDONLY_PROG: programs may not write */
+
+/* Other kernel map_flags accepted by map_create (recorded, mostly no effect here). */
+#define NB_MAP_F_NO_PREALLOC (1u << 0)   /* hash: accepted, we always preallocate */
+#define NB_MAP_F_NO_COMMON_LRU (1u << 1) /* LRU only: accepted, one LRU list */
+#define NB_MAP_F_NUMA_NODE (1u << 2)
+#define NB_MAP_F_RDONLY (1u << 3)        /* user-space access flags */
+#define NB_MAP_F_WRONLY (1u << 4)
+#define NB_MAP_F_ZERO_SEED (1u << 6)     /* hash: our seed is fixed anyway */
+#define NB_MAP_F_WRONLY_PROG (1u << 8)
+#define NB_MAP_F_MMAPABLE (1u << 10)     /* array (not per-CPU) */
+#define NB_MAP_F_PRESERVE_ELEMS (1u << 11)
+#define NB_MAP_F_INNER_MAP (1u << 12)
+
+/* Limits as the kernel's (value_size is capped lower than kmalloc's limit). */
+#define NB_MAP_MAX_KEY_SIZE 512u           /* MAX_BPF_STACK */
+#define NB_MAP_MAX_VALUE_SIZE (1u << 20)
+#define NB_MAP_MAX_PERCPU_VALUE_SIZE (32u << 10) /* PCPU_MIN_UNIT_SIZE */
 
 struct nb_map_spec {
 	const char *name;
@@ -72,8 +115,9 @@ void *map_array_base(struct nb_map *map);
 /* Array maps only: stride between entries in bytes (value_size rounded up to 8). */
 uint32_t map_array_stride(const struct nb_map *map);
 
-/* Read-side critical section for the calling thread. Cheap (no lock, no syscall);
- * nestable. */
+/* Read-side critical section for the calling thread. Cheap (no lock, no syscall; the
+ * outermost enter is one store, plus a full fence only where membarrier() is
+ * unavailable or NCCLBPF_EPOCH_FENCE is set); nestable. */
 void map_epoch_enter(void);
 void map_epoch_exit(void);
 /* Reclaims everything retired before all current readers started; called by writers

@@ -1,0 +1,290 @@
+/* Epoch-based reclamation for map elements.
+ *
+ * Readers: each thread owns a record (allocated once, found through a thread-local
+ * pointer, kept on a global list and reused after the thread exits). map_epoch_enter
+ * stores the current global epoch into the record, then needs store-load ordering
+ * against the writer's unlink; map_epoch_exit stores 0. Nesting is a thread-local
+ * counter, so only the outermost pair touches the record.
+ *
+ * The store-load fence: a full fence (a locked instruction) costs ~10-40 cycles on
+ * every enter. Where the kernel offers membarrier(PRIVATE_EXPEDITED) (Linux >= 4.14) the
+ * fence is made asymmetric, as liburcu's "memb" flavour does: readers only keep the
+ * compiler from reordering, and a writer about to scan the records calls membarrier(),
+ * which runs a full barrier on every CPU currently running a thread of this process.
+ * Writers scan rarely (batched reclamation), readers enter on every decision. If the
+ * syscall is unavailable (old kernel, seccomp), readers use the full fence.
+ *
+ * Writers: after unlinking an element they take a tag with map_epoch_retire_tag(), which
+ * also advances the global epoch. A reader that could still hold the element entered
+ * before the unlink, so its record holds an epoch <= tag (or the scan is guaranteed to
+ * see it: the enter fence and the scan fence make this a Dekker pair). Every reader that
+ * enters later reads an epoch > tag. So an element retired with tag T is free once
+ * map_epoch_min_active() > T.
+ *
+ * Thread exit: a pthread key destructor clears the record and marks it free, so a dead
+ * thread never blocks reclamation and records do not leak. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "maps/map_internal.h"
+
+struct epoch_record {
+	_Atomic uint64_t epoch;      /* 0 = not in a critical section */
+	atomic_bool in_use;          /* owned by a live thread */
+	_Atomic(struct epoch_record *) next; /* global list, append-only */
+	char pad[64 - 24];           /* one record per cache line: no false sharing */
+};
+
+struct epoch_tls {
+	struct epoch_record *rec;
+	unsigned nesting;
+};
+
+/* The global epoch starts at 1: 0 marks an idle record. */
+static _Atomic uint64_t global_epoch = 1;
+static _Atomic(struct epoch_record *) records;
+static atomic_size_t record_count;
+/* Readers whose record could not be allocated: while any is inside a section nothing
+ * is reclaimed (correct, merely slower; only after malloc failed for 64 bytes). */
+static atomic_uint unregistered_readers;
+static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+/* Written once inside key_once (before any reader publishes an epoch or any writer
+ * scans), or in a forked child while it has a single thread. */
+static bool use_membarrier;
+
+#define NB_MEMBARRIER_CMD_QUERY 0
+#define NB_MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
+#define NB_MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+
+static bool membarrier_setup(void)
+{
+#ifdef SYS_membarrier
+	long cmds = syscall(SYS_membarrier, NB_MEMBARRIER_CMD_QUERY, 0);
+	long need = NB_MEMBARRIER_CMD_PRIVATE_EXPEDITED | NB_MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
+
+	if (getenv("NCCLBPF_EPOCH_FENCE")) /* debugging / measurement: force full fences */
+		return false;
+	return cmds > 0 && (cmds & need) == need &&
+	       syscall(SYS_membarrier, NB_MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
+#else
+	return false;
+#endif
+}
+
+/* initial-exec: the library is loaded once per process and needs 16 bytes of static TLS;
+ * this keeps enter/exit free of __tls_get_addr calls. */
+static __thread struct epoch_tls tls __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t domain_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct map_epoch_domain *domains;
+
+static void epoch_thread_exit(void *arg)
+{
+	struct epoch_record *rec = arg;
+
+	atomic_store_explicit(&rec->epoch, 0, memory_order_release);
+	atomic_store_explicit(&rec->in_use, false, memory_order_release);
+	if (tls.rec == rec) {
+		tls.rec = NULL;
+		tls.nesting = 0;
+	}
+}
+
+/* In a forked child only the forking thread exists: records of the parent's other
+ * threads would pin their epochs forever. Release them. */
+static void epoch_atfork_child(void)
+{
+	pthread_mutex_init(&register_lock, NULL);
+	/* Single-threaded now: safe to (re)decide the fence mode for the child's mm. */
+	if (use_membarrier)
+		use_membarrier = membarrier_setup();
+	atomic_store_explicit(&unregistered_readers, !tls.rec && tls.nesting ? 1 : 0,
+			      memory_order_relaxed);
+	for (struct epoch_record *rec = atomic_load_explicit(&records, memory_order_relaxed); rec;
+	     rec = atomic_load_explicit(&rec->next, memory_order_relaxed)) {
+		if (rec == tls.rec)
+			continue;
+		atomic_store_explicit(&rec->epoch, 0, memory_order_relaxed);
+		atomic_store_explicit(&rec->in_use, false, memory_order_relaxed);
+	}
+}
+
+static void epoch_init_once(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, epoch_thread_exit) == 0;
+	pthread_atfork(NULL, NULL, epoch_atfork_child);
+	use_membarrier = membarrier_setup();
+}
+
+/* Slow path, once per thread: take a free record or allocate one. Returns NULL only if
+ * malloc fails; the caller then runs without a record (see map_epoch_enter). */
+static __attribute__((noinline)) struct epoch_record *epoch_register(void)
+{
+	struct epoch_record *rec;
+
+	pthread_once(&key_once, epoch_init_once);
+	pthread_mutex_lock(&register_lock);
+	for (rec = atomic_load_explicit(&records, memory_order_acquire); rec;
+	     rec = atomic_load_explicit(&rec->next, memory_order_acquire)) {
+		if (!atomic_load_explicit(&rec->in_use, memory_order_acquire))
+			break;
+	}
+	if (!rec) {
+		rec = aligned_alloc(64, sizeof(*rec));
+		if (rec) {
+			atomic_init(&rec->epoch, 0);
+			atomic_init(&rec->in_use, false);
+			atomic_init(&rec->next, atomic_load_explicit(&records, memory_order_relaxed));
+			atomic_store_explicit(&records, rec, memory_order_release);
+			atomic_fetch_add_explicit(&record_count, 1, memory_order_relaxed);
+		}
+	}
+	if (rec)
+		atomic_store_explicit(&rec->in_use, true, memory_order_relaxed);
+	pthread_mutex_unlock(&register_lock);
+	if (rec) {
+		tls.rec = rec;
+		if (exit_key_ok)
+			pthread_setspecific(exit_key, rec);
+	}
+	return rec;
+}
+
+static inline void epoch_publish(struct epoch_record *rec)
+{
+	atomic_store_explicit(&rec->epoch,
+			      atomic_load_explicit(&global_epoch, memory_order_relaxed),
+			      memory_order_release);
+	/* StoreLoad: our epoch is visible before we read any map pointer. With
+	 * membarrier the writer supplies the hardware barrier (see the top). */
+	if (MAP_LIKELY(use_membarrier))
+		atomic_signal_fence(memory_order_seq_cst);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* First section of this thread (or malloc failed before): kept out of line so the fast
+ * path stays a handful of instructions. */
+static __attribute__((noinline, cold)) void epoch_enter_slow(void)
+{
+	struct epoch_record *rec = epoch_register();
+
+	if (!rec) {
+		atomic_fetch_add_explicit(&unregistered_readers, 1, memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		return;
+	}
+	epoch_publish(rec);
+}
+
+void map_epoch_enter(void)
+{
+	struct epoch_record *rec;
+
+	if (tls.nesting++)
+		return;
+	rec = tls.rec;
+	if (MAP_UNLIKELY(!rec)) {
+		epoch_enter_slow();
+		return;
+	}
+	epoch_publish(rec);
+}
+
+void map_epoch_exit(void)
+{
+	struct epoch_record *rec;
+
+	if (MAP_UNLIKELY(tls.nesting == 0))
+		return; /* unbalanced exit: ignore rather than corrupt state */
+	if (--tls.nesting)
+		return;
+	rec = tls.rec;
+	if (MAP_LIKELY(rec != NULL))
+		atomic_store_explicit(&rec->epoch, 0, memory_order_release);
+	else
+		atomic_fetch_sub_explicit(&unregistered_readers, 1, memory_order_release);
+}
+
+bool map_epoch_in_section(void)
+{
+	return tls.nesting != 0;
+}
+
+uint64_t map_epoch_retire_tag(void)
+{
+	return atomic_fetch_add_explicit(&global_epoch, 1, memory_order_seq_cst);
+}
+
+uint64_t map_epoch_min_active(void)
+{
+	uint64_t min = UINT64_MAX;
+
+	/* Pairs with the fence in map_epoch_enter: either we see the reader's epoch, or
+	 * the reader sees the unlink that happened before the caller got here. */
+	pthread_once(&key_once, epoch_init_once);
+	atomic_thread_fence(memory_order_seq_cst);
+#ifdef SYS_membarrier
+	if (use_membarrier &&
+	    syscall(SYS_membarrier, NB_MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
+		return 0; /* cannot order against readers now: reclaim nothing */
+#endif
+	if (atomic_load_explicit(&unregistered_readers, memory_order_acquire))
+		return 0;
+	for (struct epoch_record *rec = atomic_load_explicit(&records, memory_order_acquire); rec;
+	     rec = atomic_load_explicit(&rec->next, memory_order_acquire)) {
+		uint64_t e = atomic_load_explicit(&rec->epoch, memory_order_acquire);
+		if (e && e < min)
+			min = e;
+	}
+	return min;
+}
+
+bool map_epoch_uses_membarrier(void)
+{
+	pthread_once(&key_once, epoch_init_once);
+	return use_membarrier;
+}
+
+size_t map_epoch_record_count(void)
+{
+	return atomic_load_explicit(&record_count, memory_order_relaxed);
+}
+
+void map_epoch_domain_register(struct map_epoch_domain *d)
+{
+	pthread_mutex_lock(&domain_lock);
+	d->prev = NULL;
+	d->next = domains;
+	if (domains)
+		domains->prev = d;
+	domains = d;
+	pthread_mutex_unlock(&domain_lock);
+}
+
+void map_epoch_domain_unregister(struct map_epoch_domain *d)
+{
+	pthread_mutex_lock(&domain_lock);
+	if (d->prev)
+		d->prev->next = d->next;
+	else if (domains == d)
+		domains = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->prev = d->next = NULL;
+	pthread_mutex_unlock(&domain_lock);
+}
+
+void map_epoch_reclaim(void)
+{
+	pthread_mutex_lock(&domain_lock);
+	for (struct map_epoch_domain *d = domains; d; d = d->next)
+		d->reclaim(d);
+	pthread_mutex_unlock(&domain_lock);
+}

@@ -1,0 +1,223 @@
+/* Map creation (spec validation with the kernel's rules and error codes), accessors and
+ * the per-type dispatch of the map operations. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "maps/map_internal.h"
+
+#define ACCESS_MASK (NB_MAP_F_RDONLY | NB_MAP_F_WRONLY | NB_MAP_F_RDONLY_PROG | NB_MAP_F_WRONLY_PROG)
+#define ARRAY_FLAGS (NB_MAP_F_NUMA_NODE | NB_MAP_F_MMAPABLE | ACCESS_MASK | \
+		     NB_MAP_F_PRESERVE_ELEMS | NB_MAP_F_INNER_MAP)
+#define PERCPU_ARRAY_FLAGS (ARRAY_FLAGS & ~NB_MAP_F_MMAPABLE)
+#define HASH_FLAGS (NB_MAP_F_NO_PREALLOC | NB_MAP_F_NO_COMMON_LRU | NB_MAP_F_NUMA_NODE | \
+		    ACCESS_MASK | NB_MAP_F_ZERO_SEED)
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static const char *type_name(uint32_t type)
+{
+	switch (type) {
+	case NB_MAP_TYPE_HASH: return "hash";
+	case NB_MAP_TYPE_ARRAY: return "array";
+	case NB_MAP_TYPE_PERCPU_ARRAY: return "percpu_array";
+	case NB_MAP_TYPE_LRU_HASH: return "lru_hash";
+	default: return "?";
+	}
+}
+
+static int validate(const struct nb_map_spec *s, const char *name, char *err, size_t errlen)
+{
+	uint32_t allowed;
+	bool is_array = s->type == NB_MAP_TYPE_ARRAY || s->type == NB_MAP_TYPE_PERCPU_ARRAY;
+
+	switch (s->type) {
+	case NB_MAP_TYPE_ARRAY: allowed = ARRAY_FLAGS; break;
+	case NB_MAP_TYPE_PERCPU_ARRAY: allowed = PERCPU_ARRAY_FLAGS; break;
+	case NB_MAP_TYPE_HASH:
+	case NB_MAP_TYPE_LRU_HASH: allowed = HASH_FLAGS; break;
+	default:
+		return fail(err, errlen, -EINVAL, "map '%s': unsupported map type %u", name, s->type);
+	}
+	if (s->key_size == 0 || s->value_size == 0 || s->max_entries == 0)
+		return fail(err, errlen, -EINVAL,
+			    "map '%s': key_size %u, value_size %u, max_entries %u: all must be > 0",
+			    name, s->key_size, s->value_size, s->max_entries);
+	if (is_array && s->key_size != 4)
+		return fail(err, errlen, -EINVAL, "map '%s': %s key_size %u invalid (must be 4)", name,
+			    type_name(s->type), s->key_size);
+	if (s->map_flags & ~allowed)
+		return fail(err, errlen, -EINVAL, "map '%s': map_flags 0x%x not supported for %s",
+			    name, s->map_flags & ~allowed, type_name(s->type));
+	if ((s->map_flags & NB_MAP_F_RDONLY) && (s->map_flags & NB_MAP_F_WRONLY))
+		return fail(err, errlen, -EINVAL, "map '%s': RDONLY and WRONLY are exclusive", name);
+	if ((s->map_flags & NB_MAP_F_RDONLY_PROG) && (s->map_flags & NB_MAP_F_WRONLY_PROG))
+		return fail(err, errlen, -EINVAL, "map '%s': RDONLY_PROG and WRONLY_PROG are exclusive",
+			    name);
+	if (s->type == NB_MAP_TYPE_HASH && (s->map_flags & NB_MAP_F_NO_COMMON_LRU))
+		return fail(err, errlen, -EINVAL, "map '%s': NO_COMMON_LRU needs an LRU map", name);
+	if (s->type == NB_MAP_TYPE_LRU_HASH && (s->map_flags & NB_MAP_F_NO_PREALLOC))
+		return fail(err, errlen, -ENOTSUP, "map '%s': LRU maps are always preallocated", name);
+	if (!is_array && s->key_size > NB_MAP_MAX_KEY_SIZE)
+		return fail(err, errlen, -E2BIG, "map '%s': key_size %u > %u", name, s->key_size,
+			    NB_MAP_MAX_KEY_SIZE);
+	if (s->value_size > NB_MAP_MAX_VALUE_SIZE)
+		return fail(err, errlen, -E2BIG, "map '%s': value_size %u > %u", name, s->value_size,
+			    NB_MAP_MAX_VALUE_SIZE);
+	if (s->type == NB_MAP_TYPE_PERCPU_ARRAY && MAP_ROUND8(s->value_size) > NB_MAP_MAX_PERCPU_VALUE_SIZE)
+		return fail(err, errlen, -E2BIG, "map '%s': per-CPU value_size %u > %u", name,
+			    s->value_size, NB_MAP_MAX_PERCPU_VALUE_SIZE);
+	return 0;
+}
+
+int map_create(const struct nb_map_spec *spec, struct nb_map **out, char *err, size_t errlen)
+{
+	struct nb_map *m;
+	const char *name;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (!out)
+		return fail(err, errlen, -EINVAL, "map_create: no output pointer");
+	*out = NULL;
+	if (!spec)
+		return fail(err, errlen, -EINVAL, "map_create: no spec");
+	name = spec->name ? spec->name : "";
+	rc = validate(spec, name, err, errlen);
+	if (rc)
+		return rc;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return fail(err, errlen, -ENOMEM, "map '%s': out of memory", name);
+	m->name = strdup(name);
+	if (!m->name) {
+		free(m);
+		return fail(err, errlen, -ENOMEM, "map '%s': out of memory", name);
+	}
+	m->type = spec->type;
+	m->key_size = spec->key_size;
+	m->value_size = spec->value_size;
+	m->max_entries = spec->max_entries;
+	m->map_flags = spec->map_flags;
+	switch (m->type) {
+	case NB_MAP_TYPE_ARRAY:
+	case NB_MAP_TYPE_PERCPU_ARRAY:
+		rc = map_array_init(m, err, errlen);
+		break;
+	case NB_MAP_TYPE_LRU_HASH:
+		pthread_mutex_init(&m->lru_lock, NULL);
+		/* fallthrough */
+	default:
+		rc = map_hash_init(m, err, errlen);
+		break;
+	}
+	if (rc) {
+		if (m->type == NB_MAP_TYPE_LRU_HASH)
+			pthread_mutex_destroy(&m->lru_lock);
+		free(m->name);
+		free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void map_free(struct nb_map *m)
+{
+	if (!m)
+		return;
+	switch (m->type) {
+	case NB_MAP_TYPE_ARRAY:
+	case NB_MAP_TYPE_PERCPU_ARRAY:
+		map_array_destroy(m);
+		break;
+	case NB_MAP_TYPE_LRU_HASH:
+		pthread_mutex_destroy(&m->lru_lock);
+		/* fallthrough */
+	default:
+		map_hash_destroy(m);
+		break;
+	}
+	free(m->name);
+	free(m);
+}
+
+const char *map_name(const struct nb_map *m) { return m->name; }
+uint32_t map_type(const struct nb_map *m) { return m->type; }
+uint32_t map_key_size(const struct nb_map *m) { return m->key_size; }
+uint32_t map_value_size(const struct nb_map *m) { return m->value_size; }
+uint32_t map_max_entries(const struct nb_map *m) { return m->max_entries; }
+uint32_t map_flags(const struct nb_map *m) { return m->map_flags; }
+
+static inline bool is_array(const struct nb_map *m)
+{
+	return m->type == NB_MAP_TYPE_ARRAY || m->type == NB_MAP_TYPE_PERCPU_ARRAY;
+}
+
+bool map_needs_epoch(const struct nb_map *m)
+{
+	return !is_array(m);
+}
+
+void *map_lookup(struct nb_map *m, const void *key)
+{
+	if (MAP_LIKELY(is_array(m)))
+		return map_array_lookup(m, key);
+	if (m->type == NB_MAP_TYPE_HASH)
+		return map_hash_lookup(m, key);
+	return map_lru_lookup(m, key);
+}
+
+int map_update(struct nb_map *m, const void *key, const void *value, uint64_t flags)
+{
+	if (!m || !key || !value)
+		return -EINVAL;
+	if (is_array(m))
+		return map_array_update(m, key, value, flags);
+	if (m->type == NB_MAP_TYPE_HASH)
+		return map_hash_update(m, key, value, flags);
+	return map_lru_update(m, key, value, flags);
+}
+
+int map_delete(struct nb_map *m, const void *key)
+{
+	if (!m || !key)
+		return -EINVAL;
+	if (is_array(m))
+		return -EINVAL; /* array entries always exist */
+	if (m->type == NB_MAP_TYPE_HASH)
+		return map_hash_delete(m, key);
+	return map_lru_delete(m, key);
+}
+
+int map_get_next_key(struct nb_map *m, const void *key, void *next_key)
+{
+	if (!m || !next_key)
+		return -EINVAL;
+	if (is_array(m))
+		return map_array_get_next_key(m, key, next_key);
+	return map_hash_get_next_key(m, key, next_key);
+}
+
+void *map_array_base(struct nb_map *m)
+{
+	return is_array(m) ? m->array_base : NULL;
+}
+
+uint32_t map_array_stride(const struct nb_map *m)
+{
+	return is_array(m) ? m->stride : 0;
+}
