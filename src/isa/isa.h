@@ -124,14 +124,21 @@ static inline unsigned isa_size_bytes(uint8_t code)
 /* Structural validation: every opcode known with its reserved fields zero, registers in
  * range (no writes to r10 except as a store base), LDDW complete and never the target of a
  * jump into its second slot, jump and local-call targets inside the program, BPF_ABS/IND,
- * kfunc calls and unknown pseudo forms rejected. Runs on every program at load, before any
- * execution. Returns 0, or -EINVAL with "insn N: <what is wrong>" in err. */
+ * kfunc calls and unknown pseudo forms rejected, and the last slot an exit or unconditional
+ * jump (so execution can never run past the end: the unchecked interpreter relies on it).
+ * Runs on every program at load, before any execution. Returns 0, or -EINVAL with
+ * "insn N: <what is wrong>" in err ("program is empty" for no instructions). */
 int isa_validate(const struct bpf_insn *insns, size_t insn_cnt, char *err, size_t errlen);
 
 /* Disassembles instruction `pc` into buf in llvm-objdump syntax (without the address and
- * byte columns), e.g. "r0 = *(u32 *)(r1 + 8)", "if r1 > 0x20 goto +3 <LBB0_2>" is NOT
- * printed (objdump prints "goto +3"). Returns the number of slots consumed (1, or 2 for
- * LDDW), or a negative errno. */
+ * byte columns), e.g. "r0 = *(u32 *)(r1 + 8)", "if r1 > 32 goto +3". objdump's branch
+ * target annotation (" <LBB0_2>", which depends on the object's symbols) is not printed.
+ * Forms LLVM 14 cannot print use LLVM 17 syntax ("r0 s/= r1", "r0 = (s8)r1",
+ * "r0 = *(s16 *)(r1 + 2)", "r0 = bswap64 r0", "gotol +5", "r1 %= 4", "*(u32 *)(r1 + 0) = 4",
+ * "if r1 & 4 goto +3"); pseudo LDDW prints "r1 = map[3] ll" / "r1 = map[3][0] + 8 ll"
+ * (map indexes). An undecodable slot prints "<unknown>" and consumes 1 slot, as objdump
+ * does; a truncated buffer is NUL-terminated. Returns the number of slots consumed (1, or
+ * 2 for LDDW), or -EINVAL for a NULL argument or pc >= insn_cnt. */
 int isa_disasm_insn(const struct bpf_insn *insns, size_t insn_cnt, size_t pc, char *buf,
 		    size_t buflen);
 
