@@ -96,11 +96,20 @@ struct vm_jit_image; /* opaque: code mapping, freed by vm_jit_free */
 
 struct vm_jit_options {
 	bool inline_array_lookup; /* inline bpf_map_lookup_elem on constant array maps */
+	/* The maps the linked program may reference (LDDW immediates equal to one of these
+	 * pointers are map handles). The JIT inlines `call 1` (helper 1 present) only when r1
+	 * was set in the same basic block by an LDDW of one of these maps of type ARRAY or
+	 * PERCPU_ARRAY. NULL/0: no inlining. */
+	struct nb_map *const *maps;
+	size_t map_cnt;
 };
 
 /* Compiles a linked program. Returns 0, or -ENOTSUP on other architectures, -ENOMEM,
  * -EPERM when the system forbids executable mappings; err explains. Code memory is written
- * while RW, then mprotect'ed RX; never RWX. */
+ * while RW, then mprotect'ed RX; never RWX. -EINVAL ("jit: insn N: ...") for programs it
+ * cannot compile with the interpreter's exact behaviour (unknown encodings, unlinked pseudo
+ * LDDW, writes to r10, jumps between functions, a function falling through into the next,
+ * a local call to insn 0): the interpreter runs those. Verified programs never hit these. */
 int vm_jit_compile(const struct vm_program *prog, const struct vm_jit_options *opts,
 		   struct vm_jit_image **out, char *err, size_t errlen);
 vm_jit_fn vm_jit_entry(const struct vm_jit_image *img);
@@ -108,5 +117,19 @@ size_t vm_jit_code_size(const struct vm_jit_image *img);
 void vm_jit_free(struct vm_jit_image *img);
 /* true when this build has a JIT for the host architecture */
 bool vm_jit_available(void);
+
+/* Runs compiled code like vm_interp_run (unchecked mode): returns 0 and sets *r0, or
+ * -EFAULT with *fault filled (kind and pc; fault may be NULL) for the run-time faults the
+ * JIT detects exactly as the interpreter does: VM_FAULT_CALL_DEPTH (a local call from the
+ * BPF_MAX_CALL_DEPTH-th frame), VM_FAULT_BAD_HELPER (helper id without implementation),
+ * VM_FAULT_PC_OOB (falling off the end). Memory is not checked (verified programs only).
+ * Thread-safe; the fault is reported per call. */
+int vm_jit_run(const struct vm_jit_image *img, uint64_t a1, uint64_t a2, uint64_t *r0,
+	       struct vm_fault *fault);
+/* The raw entry (vm_jit_entry) cannot report faults: a faulting call returns 0 and is
+ * counted here (the last fault's kind/pc is kept too). For the runtime's statistics. */
+uint64_t vm_jit_fault_count(const struct vm_jit_image *img);
+/* Kind and pc of the most recent fault of a raw-entry call (VM_FAULT_NONE if none). */
+void vm_jit_last_fault(const struct vm_jit_image *img, enum vm_fault_kind *kind, size_t *pc);
 
 #endif

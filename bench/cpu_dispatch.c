@@ -1,0 +1,345 @@
+/* Per-call cost of a policy decision on the CPU: native C vs interpreter vs JIT, in one
+ * process, for three programs on a struct ncclbpf_tuner_ctx:
+ *   noop         r0 = 0
+ *   size-aware   16 instructions (15 + exit): pick algo/proto/channels from n_bytes and n_ranks
+ *   two-lookups  two array-map lookups (thresholds, per-collective algo) + a decision
+ * The native baselines are C functions doing the same work (map_lookup for the maps),
+ * called through a function pointer like the JIT code. Timing: batches of BATCH calls
+ * timed with clock_gettime, engines interleaved batch by batch so that noise from the
+ * shared machine hits them alike; P50/P99 of the per-call average of each batch.
+ *
+ *   bench_cpu_dispatch [batches=2000] [batch_calls=1000]
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "isa/insn_build.h"
+#include "maps/map.h"
+#include "ncclbpf/policy.h"
+#include "vm/vm.h"
+
+#define NCTX 16
+#define OFF(f) ((int16_t)offsetof(struct ncclbpf_tuner_ctx, f))
+
+static struct ncclbpf_tuner_ctx ctxs[NCTX];
+static struct nb_map *map_thresh, *map_algo;
+static vm_helper_fn helpers[NB_HELPER_MAX];
+static volatile uint64_t sink;
+
+static uint64_t h_lookup(uint64_t map, uint64_t key, uint64_t c, uint64_t d, uint64_t e)
+{
+	(void)c, (void)d, (void)e;
+	return (uint64_t)(uintptr_t)map_lookup((struct nb_map *)(uintptr_t)map,
+					       (const void *)(uintptr_t)key);
+}
+
+/* ---- native baselines ---- */
+
+static uint64_t native_noop(uint64_t a1, uint64_t a2)
+{
+	(void)a1, (void)a2;
+	return 0;
+}
+
+static uint64_t native_size_aware(uint64_t a1, uint64_t a2)
+{
+	(void)a2;
+	struct ncclbpf_tuner_ctx *c = (struct ncclbpf_tuner_ctx *)(uintptr_t)a1;
+	uint64_t n = c->n_bytes;
+	if (n <= 65536) {
+		c->algo = NCCLBPF_ALGO_TREE;
+		c->proto = NCCLBPF_PROTO_LL;
+	} else if (n <= (1u << 22)) {
+		c->algo = NCCLBPF_ALGO_RING;
+		c->proto = NCCLBPF_PROTO_LL128;
+	} else {
+		c->algo = NCCLBPF_ALGO_RING;
+		c->proto = NCCLBPF_PROTO_SIMPLE;
+		if (c->n_ranks >= 8)
+			c->n_channels = 32;
+	}
+	return 0;
+}
+
+static uint64_t native_two_lookups(uint64_t a1, uint64_t a2)
+{
+	(void)a2;
+	struct ncclbpf_tuner_ctx *c = (struct ncclbpf_tuner_ctx *)(uintptr_t)a1;
+	uint32_t k0 = 0, kc = c->coll_type;
+	uint64_t *thr = map_lookup(map_thresh, &k0);
+	if (!thr)
+		return 0;
+	uint64_t *algo = map_lookup(map_algo, &kc);
+	if (!algo)
+		return 0;
+	if (c->n_bytes >= *thr)
+		c->algo = (int32_t)*algo;
+	return 0;
+}
+
+/* ---- the same programs in eBPF ---- */
+
+static const struct bpf_insn prog_noop[] = { MOV64_K(0, 0), EXIT() };
+
+static const struct bpf_insn prog_size_aware[] = {
+	LDX(BPF_DW, 2, 1, OFF(n_bytes)),
+	JMP_K(BPF_JGT, 2, 65536, 3),
+	ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_TREE),
+	ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_LL),
+	JA(9),
+	JMP_K(BPF_JGT, 2, 1 << 22, 3),
+	ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_RING),
+	ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_LL128),
+	JA(5),
+	ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_RING),
+	ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_SIMPLE),
+	LDX(BPF_W, 3, 1, OFF(n_ranks)),
+	JMP_K(BPF_JLT, 3, 8, 1),
+	ST(BPF_W, 1, OFF(n_channels), 32),
+	MOV64_K(0, 0),
+	EXIT(),
+};
+
+static struct bpf_insn prog_two_lookups[32];
+static size_t two_lookups_len;
+
+static void build_two_lookups(void)
+{
+	const struct bpf_insn p[] = {
+		MOV64_X(6, 1),
+		ST(BPF_W, 10, -4, 0),
+		LDDW(1, (uint64_t)(uintptr_t)map_thresh),
+		MOV64_X(2, 10),
+		ALU64_K(BPF_ADD, 2, -4),
+		CALL(NB_HELPER_MAP_LOOKUP_ELEM),
+		JMP_K(BPF_JEQ, 0, 0, 13),
+		LDX(BPF_DW, 7, 0, 0),
+		LDX(BPF_W, 2, 6, OFF(coll_type)),
+		STX(BPF_W, 10, 2, -8),
+		LDDW(1, (uint64_t)(uintptr_t)map_algo),
+		MOV64_X(2, 10),
+		ALU64_K(BPF_ADD, 2, -8),
+		CALL(NB_HELPER_MAP_LOOKUP_ELEM),
+		JMP_K(BPF_JEQ, 0, 0, 4),
+		LDX(BPF_DW, 8, 0, 0),
+		LDX(BPF_DW, 3, 6, OFF(n_bytes)),
+		JMP_X(BPF_JLT, 3, 7, 1),
+		STX(BPF_W, 6, 8, OFF(algo)),
+		MOV64_K(0, 0),
+		EXIT(),
+	};
+	two_lookups_len = sizeof(p) / sizeof(p[0]);
+	memcpy(prog_two_lookups, p, sizeof(p));
+}
+
+/* ---- engines ---- */
+
+enum engine { E_NATIVE, E_INTERP, E_JIT, E_JIT_NOINLINE, E_COUNT };
+static const char *const engine_name[] = { "native C", "interpreter", "JIT",
+					   "JIT (helper call)" };
+
+struct bench_case {
+	const char *name;
+	vm_jit_fn native;
+	struct vm_program prog;
+	vm_jit_fn jit, jit_noinline;
+	struct vm_jit_image *img, *img_noinline;
+	double *samples[E_COUNT];
+};
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static double run_batch(struct bench_case *c, enum engine e, unsigned calls)
+{
+	uint64_t acc = 0;
+	double t0 = now_ns();
+	switch (e) {
+	case E_NATIVE: {
+		vm_jit_fn volatile fp = c->native; /* an indirect call, as for JIT code */
+		vm_jit_fn f = fp;
+		for (unsigned i = 0; i < calls; i++)
+			acc += f((uint64_t)(uintptr_t)&ctxs[i % NCTX], sizeof(ctxs[0]));
+		break;
+	}
+	case E_INTERP:
+		for (unsigned i = 0; i < calls; i++) {
+			uint64_t r0 = 0;
+			vm_interp_run(&c->prog, (uint64_t)(uintptr_t)&ctxs[i % NCTX], sizeof(ctxs[0]),
+				      &r0, NULL, NULL);
+			acc += r0;
+		}
+		break;
+	case E_JIT:
+	case E_JIT_NOINLINE: {
+		vm_jit_fn volatile fp = e == E_JIT ? c->jit : c->jit_noinline;
+		vm_jit_fn f = fp;
+		for (unsigned i = 0; i < calls; i++)
+			acc += f((uint64_t)(uintptr_t)&ctxs[i % NCTX], sizeof(ctxs[0]));
+		break;
+	}
+	default:
+		break;
+	}
+	double dt = now_ns() - t0;
+	sink += acc;
+	return dt / calls;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, unsigned n, double p)
+{
+	size_t i = (size_t)(p * (n - 1) + 0.5);
+	return v[i];
+}
+
+static int setup_case(struct bench_case *c, const char *name, vm_jit_fn native,
+		      const struct bpf_insn *insns, size_t n, unsigned batches)
+{
+	char err[256];
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->native = native;
+	c->prog = (struct vm_program){ insns, n, helpers, NULL };
+	struct nb_map *maps[] = { map_thresh, map_algo };
+	struct vm_jit_options on = { .inline_array_lookup = true, .maps = maps, .map_cnt = 2 };
+	struct vm_jit_options off = { .inline_array_lookup = false };
+	if (vm_jit_compile(&c->prog, &on, &c->img, err, sizeof(err)) ||
+	    vm_jit_compile(&c->prog, &off, &c->img_noinline, err, sizeof(err))) {
+		fprintf(stderr, "%s: JIT failed: %s\n", name, err);
+		return -1;
+	}
+	c->jit = vm_jit_entry(c->img);
+	c->jit_noinline = vm_jit_entry(c->img_noinline);
+	for (int e = 0; e < E_COUNT; e++) {
+		c->samples[e] = calloc(batches, sizeof(double));
+		if (!c->samples[e])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Every engine must compute the same decisions before anything is timed. */
+static int check_case(struct bench_case *c)
+{
+	for (int i = 0; i < NCTX; i++) {
+		struct ncclbpf_tuner_ctx ref = ctxs[i], out[3];
+		c->native((uint64_t)(uintptr_t)&ref, sizeof(ref));
+		for (int e = 0; e < 3; e++) {
+			out[e] = ctxs[i];
+			uint64_t r0 = 0;
+			if (e == 0)
+				vm_interp_run(&c->prog, (uint64_t)(uintptr_t)&out[e], sizeof(out[e]), &r0,
+					      NULL, NULL);
+			else
+				(e == 1 ? c->jit : c->jit_noinline)((uint64_t)(uintptr_t)&out[e],
+								    sizeof(out[e]));
+			if (memcmp(&ref, &out[e], sizeof(ref))) {
+				fprintf(stderr, "%s: engine %d disagrees with native on ctx %d\n",
+					c->name, e, i);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned batches = argc > 1 ? (unsigned)atoi(argv[1]) : 2000;
+	unsigned calls = argc > 2 ? (unsigned)atoi(argv[2]) : 1000;
+	char err[256];
+	if (!batches || !calls)
+		return 2;
+	if (!vm_jit_available()) {
+		printf("no JIT on this architecture\n");
+		return 0;
+	}
+	helpers[NB_HELPER_MAP_LOOKUP_ELEM] = h_lookup;
+	struct nb_map_spec s1 = { "thresh", NB_MAP_TYPE_ARRAY, 4, 8, 1, 0 };
+	struct nb_map_spec s2 = { "algo", NB_MAP_TYPE_ARRAY, 4, 8, NCCLBPF_NUM_COLLS, 0 };
+	if (map_create(&s1, &map_thresh, err, sizeof(err)) ||
+	    map_create(&s2, &map_algo, err, sizeof(err))) {
+		fprintf(stderr, "map_create: %s\n", err);
+		return 1;
+	}
+	uint32_t k = 0;
+	uint64_t thr = 1 << 20;
+	map_update(map_thresh, &k, &thr, NB_ANY);
+	for (k = 0; k < NCCLBPF_NUM_COLLS; k++) {
+		uint64_t a = k % 2 ? NCCLBPF_ALGO_RING : NCCLBPF_ALGO_TREE;
+		map_update(map_algo, &k, &a, NB_ANY);
+	}
+	for (int i = 0; i < NCTX; i++) {
+		ctxs[i].n_bytes = 1ull << (6 + i * 2 % 26);
+		ctxs[i].coll_type = (uint32_t)(i % NCCLBPF_NUM_COLLS);
+		ctxs[i].n_ranks = (uint32_t)(1 + i);
+		ctxs[i].algo = NCCLBPF_ALGO_KEEP;
+		ctxs[i].proto = NCCLBPF_PROTO_KEEP;
+	}
+	build_two_lookups();
+
+	struct bench_case cases[3];
+	if (setup_case(&cases[0], "noop", native_noop, prog_noop, 2, batches) ||
+	    setup_case(&cases[1], "size-aware (16 insns)", native_size_aware, prog_size_aware,
+		       sizeof(prog_size_aware) / sizeof(prog_size_aware[0]), batches) ||
+	    setup_case(&cases[2], "two map lookups", native_two_lookups, prog_two_lookups,
+		       two_lookups_len, batches))
+		return 1;
+	for (int c = 0; c < 3; c++)
+		if (check_case(&cases[c]))
+			return 1;
+
+	/* warm up, then interleave engines batch by batch */
+	for (int c = 0; c < 3; c++)
+		for (int e = 0; e < E_COUNT; e++)
+			run_batch(&cases[c], (enum engine)e, calls);
+	for (unsigned b = 0; b < batches; b++)
+		for (int c = 0; c < 3; c++)
+			for (int e = 0; e < E_COUNT; e++)
+				cases[c].samples[e][b] = run_batch(&cases[c], (enum engine)e,
+								   e == E_INTERP ? (calls + 9) / 10 : calls);
+
+	printf("bench_cpu_dispatch: %u batches x %u calls (interpreter: %u), ns per call\n",
+	       batches, calls, (calls + 9) / 10);
+	printf("%-24s %-18s %8s %8s %12s\n", "program", "engine", "P50", "P99", "P50/native");
+	for (int c = 0; c < 3; c++) {
+		double native_p50 = 0;
+		for (int e = 0; e < E_COUNT; e++) {
+			if (c < 2 && e == E_JIT_NOINLINE)
+				continue; /* identical to JIT without map lookups */
+			qsort(cases[c].samples[e], batches, sizeof(double), cmp_double);
+			double p50 = pct(cases[c].samples[e], batches, 0.50);
+			double p99 = pct(cases[c].samples[e], batches, 0.99);
+			if (e == E_NATIVE)
+				native_p50 = p50;
+			printf("%-24s %-18s %8.2f %8.2f %11.2fx\n", cases[c].name, engine_name[e], p50,
+			       p99, native_p50 > 0 ? p50 / native_p50 : 0.0);
+		}
+	}
+	printf("JIT code sizes: noop %zu B, size-aware %zu B, two lookups %zu B (inlined) / %zu B\n",
+	       vm_jit_code_size(cases[0].img), vm_jit_code_size(cases[1].img),
+	       vm_jit_code_size(cases[2].img), vm_jit_code_size(cases[2].img_noinline));
+	for (int c = 0; c < 3; c++) {
+		vm_jit_free(cases[c].img);
+		vm_jit_free(cases[c].img_noinline);
+		for (int e = 0; e < E_COUNT; e++)
+			free(cases[c].samples[e]);
+	}
+	map_free(map_thresh);
+	map_free(map_algo);
+	return 0;
+}
