@@ -1,0 +1,93 @@
+/* tuner: the NCCL tuner shim. One struct tuner_comm per communicator (created by the
+ * version-specific init in tuner_v3.c..tuner_v6.c), the decision path (tuner_core.c) and
+ * the translation of a policy's decision into NCCL's cost table (tuner_translate.c).
+ *
+ * Translation rules (architecture.md "Tuner decisions", ref/nccl-plugin-abi.md §2.3-2.4):
+ *  - NCCL picks the strictly smallest entry >= 0, scanning algo 0..6 then proto 0..2, so
+ *    ties go to the lowest index. Entries NCCL set to -1 (or any negative / NaN) are never
+ *    raised.
+ *  - algo and proto both set: if the entry is available (>= 0) it is set to 0.0; every
+ *    entry with a LOWER index that is also exactly 0 is nudged to FLT_MIN (still available,
+ *    just no longer tied), so the chosen entry wins NCCL's scan. Nothing else changes.
+ *  - only algo set: the cheapest available protocol of that algorithm is chosen, as above.
+ *  - only proto set: the cheapest available algorithm with that protocol is chosen.
+ *  - a request NCCL marked unavailable, or out of range, leaves the whole decision
+ *    (algorithm, protocol and channels) to NCCL; it is counted and logged once per kind.
+ *  - n_channels: 0 = keep; otherwise clamped to 1..64 and to the communicator's learned
+ *    channel count when known (comm_channels_get); negative values are invalid.
+ */
+#ifndef NCCLBPF_PLUGIN_TUNER_H
+#define NCCLBPF_PLUGIN_TUNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ncclbpf/policy.h"
+#include "plugin/nccl_tuner_abi.h"
+
+enum tuner_issue {
+	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */
+	TUNER_ISSUE_BAD_ALGO,           /* algo outside KEEP..NUM_ALGOS-1 */
+	TUNER_ISSUE_BAD_PROTO,          /* proto outside KEEP..NUM_PROTOS-1 */
+	TUNER_ISSUE_UNAVAILABLE,        /* algo/proto pair NCCL marked unavailable (-1) */
+	TUNER_ISSUE_NO_PROTO_FOR_ALGO,  /* only algo set, and no protocol of it is available */
+	TUNER_ISSUE_NO_ALGO_FOR_PROTO,  /* only proto set, and no algorithm with it is available */
+	TUNER_ISSUE_BAD_CHANNELS,       /* n_channels < 0 */
+	TUNER_ISSUE_CHANNELS_CLAMPED,   /* n_channels > 64 or > the comm's channel count */
+	TUNER_ISSUE_BAD_CHUNK,          /* chunk size below the protocol grain (kept NCCL's) */
+	TUNER_ISSUE_COUNT
+};
+
+const char *tuner_issue_name(enum tuner_issue issue);
+
+/* What the translation did. */
+struct tuner_applied {
+	int algo;       /* entry lowered to 0, or -1 when NCCL's choice was kept */
+	int proto;
+	int n_channels; /* value written to *nChannels, or 0 when kept */
+	unsigned issues; /* bit (1u << enum tuner_issue) */
+};
+
+/* Fills the inputs of a tuner context from NCCL's arguments (outputs set to KEEP).
+ * table is float[num_algo][num_proto]; entries beyond 7x3 are ignored, missing ones -1. */
+void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
+		    int num_proto);
+
+/* Applies a decision (algo, proto, n_channels as a policy wrote them) to NCCL's table and
+ * channel count following the rules above. Never raises a negative entry. */
+void tuner_translate(float *table, int num_algo, int num_proto, int algo, int proto,
+		     int n_channels, int max_channels, int *nccl_n_channels,
+		     struct tuner_applied *out);
+
+/* NCCL's selection rule (topoGetAlgoInfo): strictly smallest entry >= 0, lowest index on
+ * ties. Returns 0 and the pair, or -1 if nothing is available. */
+int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto);
+
+/* ---- per-communicator shim state (tuner_core.c) ---- */
+struct tuner_comm {
+	uint64_t comm_id;  /* NCCL commHash (v5/v6), 0 for v3/v4 */
+	uint32_t n_ranks;
+	uint32_t n_nodes;
+	uint32_t abi_version;
+	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
+	uint64_t seq[NCCLBPF_NUM_COLLS];
+	uint64_t calls;
+	uint64_t decided; /* calls where a policy changed the table or the channels */
+};
+
+/* Called by every version's init. Never fails NCCL: on error *out is NULL and the comm
+ * runs pass-through. */
+void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
+		     nb_nccl_logger_t log, void **out);
+int tuner_comm_close(void *ctx);
+/* Always returns NB_NCCL_SUCCESS. */
+int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
+			float **cost_table, int num_algo, int num_proto, int reg_buff,
+			int *n_channels);
+int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int proto,
+			 int n_channels, size_t *chunk_size);
+
+/* Process-wide count of each issue since load (relaxed). */
+uint64_t tuner_issue_count(enum tuner_issue issue);
+
+#endif

@@ -1,0 +1,200 @@
+/* The tuner decision path shared by every ABI version: per-communicator state, the
+ * policy chain run on a stack context, and the hand-off to tuner_translate.c.
+ * getCollInfo takes no lock and allocates nothing; it always returns success because NCCL
+ * fails the collective on any other value (ref/nccl-plugin-abi.md §7.4). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncclbpf/ncclbpf.h"
+#include "plugin/comm_channels.h"
+#include "plugin/tuner.h"
+#include "runtime/runtime.h"
+
+#define TUNER_LOG (NB_LOG_TUNING)
+
+static _Atomic uint64_t issue_counts[TUNER_ISSUE_COUNT];
+static _Atomic unsigned issues_logged; /* bit per kind: logged once per process */
+
+uint64_t tuner_issue_count(enum tuner_issue issue)
+{
+	if ((unsigned)issue >= TUNER_ISSUE_COUNT)
+		return 0;
+	return atomic_load_explicit(&issue_counts[issue], memory_order_relaxed);
+}
+
+/* Counts every issue; logs the first occurrence of each kind (the slow path only runs when
+ * a policy misbehaves). */
+static void note_issues(unsigned issues, const char *label, const char *detail)
+{
+	for (int i = 0; i < TUNER_ISSUE_COUNT; i++) {
+		if (!(issues & (1u << i)))
+			continue;
+		atomic_fetch_add_explicit(&issue_counts[i], 1, memory_order_relaxed);
+		unsigned bit = 1u << i;
+		if (atomic_fetch_or_explicit(&issues_logged, bit, memory_order_relaxed) & bit)
+			continue;
+		int level = i == TUNER_ISSUE_FAULT ? NB_LOG_WARN : NB_LOG_INFO;
+		const char *action = i == TUNER_ISSUE_FAULT ? "its writes were discarded"
+				     : i == TUNER_ISSUE_CHANNELS_CLAMPED ? "the clamped count was applied"
+				     : "NCCL's choice was kept";
+		runtime_log(level, TUNER_LOG,
+			    "tuner: %s (%s)%s%s; %s. Logged once per kind, counted always",
+			    tuner_issue_name((enum tuner_issue)i), label ? label : "policy",
+			    detail && detail[0] ? ": " : "", detail ? detail : "", action);
+	}
+}
+
+void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
+		     nb_nccl_logger_t log, void **out)
+{
+	if (log)
+		runtime_set_logger((nb_logger_fn)log);
+	/* Loads NCCLBPF_POLICY once per process; the runtime logs the outcome (one INFO line
+	 * for pass-through, one WARN line with the diagnostic per rejected object). */
+	runtime_load_policies_from_env();
+	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
+	size_t attached = chain ? chain->len : 0;
+
+	struct tuner_comm *tc = calloc(1, sizeof(*tc));
+	if (!tc) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | TUNER_LOG,
+			    "tuner: out of memory for a communicator context, pass-through");
+		*out = NULL;
+		return;
+	}
+	tc->comm_id = comm_id;
+	tc->n_ranks = (uint32_t)n_ranks;
+	tc->n_nodes = (uint32_t)n_nodes;
+	tc->abi_version = abi_version;
+	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
+		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
+		    "tuner program(s)%s",
+		    abi_version, comm_id, n_ranks, n_nodes, attached,
+		    attached ? "" : ", pass-through");
+	*out = tc;
+}
+
+int tuner_comm_close(void *ctx)
+{
+	struct tuner_comm *tc = ctx;
+	if (!tc)
+		return NB_NCCL_SUCCESS;
+	runtime_log(NB_LOG_INFO, TUNER_LOG,
+		    "tuner: comm 0x%" PRIx64 " finalized: %" PRIu64 " decisions, %" PRIu64
+		    " changed by policy",
+		    tc->comm_id, tc->calls, tc->decided);
+	free(tc);
+	return NB_NCCL_SUCCESS;
+}
+
+int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
+			float **cost_table, int num_algo, int num_proto, int reg_buff,
+			int *n_channels)
+{
+	struct tuner_comm *tc = ctx;
+	if (!tc || !cost_table || !n_channels || coll_type < 0 ||
+	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
+		return NB_NCCL_SUCCESS;
+	uint64_t seq = tc->seq[coll_type]++;
+	tc->calls++;
+	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
+	if (!chain || chain->len == 0)
+		return NB_NCCL_SUCCESS;
+
+	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
+	float *table = (float *)cost_table;
+	struct ncclbpf_tuner_ctx c;
+	c.comm_id = tc->comm_id;
+	c.n_bytes = n_bytes;
+	c.seq = seq;
+	c.coll_type = (uint32_t)coll_type;
+	c.n_ranks = tc->n_ranks;
+	c.n_nodes = tc->n_nodes;
+	c.num_pipe_ops = num_pipe_ops > 0 ? (uint32_t)num_pipe_ops : 0;
+	c.reg_buff = reg_buff ? 1 : 0;
+	int max_ch = tc->comm_id ? comm_channels_get(tc->comm_id) : 0;
+	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
+	c.abi_version = tc->abi_version;
+	tuner_ctx_fill(&c, table, num_algo, num_proto);
+
+	for (size_t i = 0; i < chain->len; i++) {
+		/* Snapshot: a faulting program's writes are discarded, the previous program's
+		 * decision stands. */
+		int32_t sa = c.algo, sp = c.proto, sn = c.n_channels;
+		uint64_t r0;
+		char err[160];
+		if (ncclbpf_program_run(chain->items[i].prog, &c, sizeof(c), &r0, err,
+					sizeof(err)) != 0) {
+			c.algo = sa;
+			c.proto = sp;
+			c.n_channels = sn;
+			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
+		}
+	}
+
+	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
+	    c.n_channels == NCCLBPF_CHANNELS_KEEP)
+		return NB_NCCL_SUCCESS;
+	struct tuner_applied applied;
+	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, max_ch,
+			n_channels, &applied);
+	if (applied.algo >= 0 || applied.n_channels > 0)
+		tc->decided++;
+	if (applied.issues)
+		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
+			    NULL);
+	return NB_NCCL_SUCCESS;
+}
+
+/* Protocol grain NCCL rounds chunk sizes down to (§2.7): below it the chunk becomes 0 and
+ * NCCL divides by zero. */
+static uint64_t proto_grain(int proto)
+{
+	switch (proto) {
+	case NCCLBPF_PROTO_LL: return 16;
+	case NCCLBPF_PROTO_LL128: return 1920;
+	case NCCLBPF_PROTO_SIMPLE: return 512;
+	default: return 0;
+	}
+}
+
+int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int proto,
+			 int n_channels, size_t *chunk_size)
+{
+	struct tuner_comm *tc = ctx;
+	if (!tc || !chunk_size)
+		return NB_NCCL_SUCCESS;
+	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER_CHUNK);
+	if (!chain || chain->len == 0)
+		return NB_NCCL_SUCCESS;
+	struct ncclbpf_chunk_ctx c = {
+		.comm_id = tc->comm_id,
+		.n_bytes = n_bytes,
+		.coll_type = coll_type >= 0 ? (uint32_t)coll_type : 0,
+		.algo = algo,
+		.proto = proto,
+		.n_channels = n_channels,
+		.chunk_size = *chunk_size,
+	};
+	for (size_t i = 0; i < chain->len; i++) {
+		uint64_t saved = c.chunk_size, r0;
+		char err[160];
+		if (ncclbpf_program_run(chain->items[i].prog, &c, sizeof(c), &r0, err,
+					sizeof(err)) != 0) {
+			c.chunk_size = saved;
+			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
+		}
+	}
+	uint64_t grain = proto_grain(proto);
+	if (c.chunk_size == *chunk_size)
+		return NB_NCCL_SUCCESS;
+	if (grain == 0 || c.chunk_size < grain) {
+		note_issues(1u << TUNER_ISSUE_BAD_CHUNK, chain->items[0].label, NULL);
+		return NB_NCCL_SUCCESS;
+	}
+	*chunk_size = (size_t)c.chunk_size;
+	return NB_NCCL_SUCCESS;
+}

@@ -1,0 +1,167 @@
+/* Translation of a policy decision into NCCL's cost table (rules in tuner.h). Pure
+ * functions, no allocation, no logging: the decision path calls them for every collective. */
+#include <float.h>
+#include <string.h>
+
+#include "plugin/tuner.h"
+
+static const char *const issue_names[TUNER_ISSUE_COUNT] = {
+	[TUNER_ISSUE_FAULT] = "policy fault",
+	[TUNER_ISSUE_BAD_ALGO] = "algorithm out of range",
+	[TUNER_ISSUE_BAD_PROTO] = "protocol out of range",
+	[TUNER_ISSUE_UNAVAILABLE] = "algorithm/protocol marked unavailable by NCCL",
+	[TUNER_ISSUE_NO_PROTO_FOR_ALGO] = "no protocol available for the requested algorithm",
+	[TUNER_ISSUE_NO_ALGO_FOR_PROTO] = "no algorithm available for the requested protocol",
+	[TUNER_ISSUE_BAD_CHANNELS] = "negative channel count",
+	[TUNER_ISSUE_CHANNELS_CLAMPED] = "channel count clamped",
+	[TUNER_ISSUE_BAD_CHUNK] = "chunk size below the protocol grain",
+};
+
+const char *tuner_issue_name(enum tuner_issue issue)
+{
+	if ((unsigned)issue >= TUNER_ISSUE_COUNT)
+		return "unknown";
+	return issue_names[issue];
+}
+
+/* NCCL accepts an entry iff it is >= 0 (NaN and negatives are skipped). */
+static inline int entry_available(float v)
+{
+	return v >= 0.0f;
+}
+
+void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
+		    int num_proto)
+{
+	uint32_t mask = 0;
+	for (int a = 0; a < NCCLBPF_NUM_ALGOS; a++) {
+		for (int p = 0; p < NCCLBPF_NUM_PROTOS; p++) {
+			float v = NB_NCCL_ALGO_PROTO_IGNORE;
+			if (a < num_algo && p < num_proto)
+				v = table[a * num_proto + p];
+			ctx->cost[a][p] = v;
+			if (entry_available(v))
+				mask |= 1u << (a * NCCLBPF_NUM_PROTOS + p);
+		}
+	}
+	ctx->avail_mask = mask;
+	ctx->algo = NCCLBPF_ALGO_KEEP;
+	ctx->proto = NCCLBPF_PROTO_KEEP;
+	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
+	ctx->_reserved[0] = 0;
+	ctx->_reserved[1] = 0;
+}
+
+int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto)
+{
+	float best = FLT_MAX;
+	int ba = -1, bp = -1;
+	for (int a = 0; a < num_algo; a++) {
+		for (int p = 0; p < num_proto; p++) {
+			float v = table[a * num_proto + p];
+			if (entry_available(v) && v < best) {
+				best = v;
+				ba = a;
+				bp = p;
+			}
+		}
+	}
+	if (ba < 0)
+		return -1;
+	*algo = ba;
+	*proto = bp;
+	return 0;
+}
+
+/* Makes (a, p) NCCL's pick: lower it to 0 and break ties NCCL would resolve towards a
+ * lower index by nudging those zero entries to the smallest positive normal float. */
+static void choose_entry(float *table, int num_proto, int a, int p)
+{
+	int chosen = a * num_proto + p;
+	table[chosen] = 0.0f;
+	for (int i = 0; i < chosen; i++)
+		if (entry_available(table[i]) && table[i] <= 0.0f)
+			table[i] = FLT_MIN;
+}
+
+void tuner_translate(float *table, int num_algo, int num_proto, int algo, int proto,
+		     int n_channels, int max_channels, int *nccl_n_channels,
+		     struct tuner_applied *out)
+{
+	int na = num_algo < NCCLBPF_NUM_ALGOS ? num_algo : NCCLBPF_NUM_ALGOS;
+	int np = num_proto < NCCLBPF_NUM_PROTOS ? num_proto : NCCLBPF_NUM_PROTOS;
+	unsigned issues = 0;
+	int ca = -1, cp = -1;
+
+	out->algo = -1;
+	out->proto = -1;
+	out->n_channels = 0;
+
+	if (algo < NCCLBPF_ALGO_KEEP || algo >= na)
+		issues |= 1u << TUNER_ISSUE_BAD_ALGO;
+	if (proto < NCCLBPF_PROTO_KEEP || proto >= np)
+		issues |= 1u << TUNER_ISSUE_BAD_PROTO;
+	if (n_channels < 0)
+		issues |= 1u << TUNER_ISSUE_BAD_CHANNELS;
+
+	if (!issues) {
+		if (algo >= 0 && proto >= 0) {
+			if (entry_available(table[algo * num_proto + proto])) {
+				ca = algo;
+				cp = proto;
+			} else {
+				issues |= 1u << TUNER_ISSUE_UNAVAILABLE;
+			}
+		} else if (algo >= 0) {
+			float best = FLT_MAX;
+			for (int p = 0; p < np; p++) {
+				float v = table[algo * num_proto + p];
+				if (entry_available(v) && (cp < 0 || v < best)) {
+					best = v;
+					cp = p;
+				}
+			}
+			if (cp >= 0)
+				ca = algo;
+			else
+				issues |= 1u << TUNER_ISSUE_NO_PROTO_FOR_ALGO;
+		} else if (proto >= 0) {
+			float best = FLT_MAX;
+			for (int a = 0; a < na; a++) {
+				float v = table[a * num_proto + proto];
+				if (entry_available(v) && (ca < 0 || v < best)) {
+					best = v;
+					ca = a;
+				}
+			}
+			if (ca >= 0)
+				cp = proto;
+			else
+				issues |= 1u << TUNER_ISSUE_NO_ALGO_FOR_PROTO;
+		}
+	}
+
+	if (issues) {
+		/* An invalid or unavailable request: NCCL decides everything. */
+		out->issues = issues;
+		return;
+	}
+
+	if (ca >= 0) {
+		choose_entry(table, num_proto, ca, cp);
+		out->algo = ca;
+		out->proto = cp;
+	}
+	if (n_channels > 0) {
+		int n = n_channels;
+		if (n > NB_NCCL_MAXCHANNELS)
+			n = NB_NCCL_MAXCHANNELS;
+		if (max_channels > 0 && n > max_channels)
+			n = max_channels;
+		if (n != n_channels)
+			issues |= 1u << TUNER_ISSUE_CHANNELS_CLAMPED;
+		*nccl_n_channels = n;
+		out->n_channels = n;
+	}
+	out->issues = issues;
+}

@@ -1,0 +1,21 @@
+/* ncclTunerPlugin_v6: NCCL 2.30's native tuner ABI (v5 plus getChunkSize, which runs the
+ * SEC("tuner/chunk") programs). */
+#include "plugin/tuner.h"
+
+static int v6_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
+		   nb_nccl_logger_t log, struct nb_nccl_nvl_domain_info_v5 *nvl,
+		   struct nb_nccl_tuner_constants_v5 *constants)
+{
+	(void)nvl;
+	(void)constants;
+	tuner_comm_open(6, comm_id, n_ranks, n_nodes, log, ctx);
+	return NB_NCCL_SUCCESS;
+}
+
+__attribute__((visibility("default"))) const struct nb_nccl_tuner_v6 ncclTunerPlugin_v6 = {
+	.name = "ncclbpf",
+	.init = v6_init,
+	.get_coll_info = tuner_get_coll_info,
+	.finalize = tuner_comm_close,
+	.get_chunk_size = tuner_get_chunk_size,
+};

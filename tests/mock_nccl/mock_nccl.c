@@ -1,0 +1,494 @@
+/* Mock NCCL host (see mock_nccl.h). Behaviour follows ref/nccl-plugin-abi.md: §1.1 for
+ * library resolution, §0 for the symbols per release, §2.2-2.4 for how getCollInfo is
+ * called and how its result is consumed. */
+#define _GNU_SOURCE
+#include "mock_nccl.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <float.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+int mock_nccl_parse_release(const char *s)
+{
+	if (!s)
+		return -1;
+	if (!strcmp(s, "2.27"))
+		return 227;
+	if (!strcmp(s, "2.28"))
+		return 228;
+	if (!strcmp(s, "2.29"))
+		return 229;
+	if (!strcmp(s, "2.30"))
+		return 230;
+	return -1;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* openPluginLib(type="tuner", name): §1.1 steps 1-3. */
+static void *open_plugin_lib(struct mock_nccl *m, const char *name)
+{
+	const int flags = RTLD_NOW | RTLD_LOCAL;
+	char candidate[512];
+	void *h;
+
+	if (!name || !name[0]) {
+		snprintf(candidate, sizeof(candidate), "libnccl-tuner.so");
+		h = dlopen(candidate, flags);
+		if (h)
+			snprintf(m->opened_as, sizeof(m->opened_as), "%.300s", candidate);
+		else
+			snprintf(m->err, sizeof(m->err), "Could not find: %.200s", candidate);
+		return h;
+	}
+	h = dlopen(name, flags);
+	if (h) {
+		snprintf(m->opened_as, sizeof(m->opened_as), "%.300s", name);
+		return h;
+	}
+	snprintf(m->err, sizeof(m->err), "dlopen(%.200s): %.200s", name, dlerror());
+	int is_lib_so = !strncmp(name, "lib", 3) && ends_with(name, ".so");
+	if (strchr(name, '/') || is_lib_so)
+		return NULL;
+	snprintf(candidate, sizeof(candidate), "libnccl-tuner-%.200s.so", name);
+	h = dlopen(candidate, flags);
+	if (h)
+		snprintf(m->opened_as, sizeof(m->opened_as), "%.300s", candidate);
+	else
+		snprintf(m->err, sizeof(m->err), "Could not find: %.120s nor %.150s (%.200s)", name, candidate,
+			 dlerror());
+	return h;
+}
+
+static int release_max_tuner(int release)
+{
+	if (release >= 230)
+		return 6;
+	if (release >= 228)
+		return 5;
+	return 4;
+}
+
+int mock_nccl_load_tuner(struct mock_nccl *m, int release, const char *plugin_env,
+			 int max_version)
+{
+	memset(m, 0, sizeof(*m));
+	m->release = release;
+	if (release < 227 || release > 230) {
+		snprintf(m->err, sizeof(m->err), "unsupported NCCL release %d", release);
+		return -EINVAL;
+	}
+	/* 2.28+: "none" disables the tuner (2.27 treats it as a file name). */
+	if (release >= 228 && plugin_env && !strcasecmp(plugin_env, "none")) {
+		snprintf(m->err, sizeof(m->err), "NCCL_TUNER_PLUGIN=none");
+		return -ECANCELED;
+	}
+	m->handle = open_plugin_lib(m, plugin_env);
+	if (!m->handle)
+		return -ENOENT;
+	int top = release_max_tuner(release);
+	if (max_version > 0 && max_version < top)
+		top = max_version;
+	/* Highest version first; NCCL also tries v2, which ncclbpf does not export. */
+	for (int v = top; v >= 2; v--) {
+		char sym[64];
+		snprintf(sym, sizeof(sym), "ncclTunerPlugin_v%d", v);
+		const void *t = dlsym(m->handle, sym);
+		if (t) {
+			m->tuner = t;
+			m->tuner_version = v;
+			return 0;
+		}
+	}
+	snprintf(m->err, sizeof(m->err), "%.300s has no ncclTunerPlugin_v2..v%d", m->opened_as, top);
+	dlclose(m->handle);
+	m->handle = NULL;
+	return -ENOSYS;
+}
+
+void mock_nccl_unload(struct mock_nccl *m)
+{
+	if (m->handle)
+		dlclose(m->handle);
+	m->handle = NULL;
+	m->tuner = NULL;
+	m->tuner_version = 0;
+}
+
+int mock_comm_init(struct mock_nccl *m, struct mock_comm *c, uint64_t comm_id, int n_ranks,
+		   int n_nodes)
+{
+	memset(c, 0, sizeof(*c));
+	c->nccl = m;
+	c->comm_id = comm_id;
+	c->n_ranks = n_ranks;
+	c->n_nodes = n_nodes;
+	c->nccl_channels = n_ranks <= 1 ? 1 : (n_nodes > 1 ? 16 : 32);
+	pthread_mutex_init(&c->lock, NULL);
+	switch (m->tuner_version) {
+	case 3: {
+		const struct nb_nccl_tuner_v3 *t = m->tuner;
+		return t->init((size_t)n_ranks, (size_t)n_nodes, mock_logger, &c->ctx);
+	}
+	case 4: {
+		const struct nb_nccl_tuner_v4 *t = m->tuner;
+		return t->init((size_t)n_ranks, (size_t)n_nodes, mock_logger, &c->ctx);
+	}
+	case 5:
+	case 6: {
+		/* v5 and v6 share init's signature. */
+		const struct nb_nccl_tuner_v5 *t = m->tuner;
+		struct nb_nccl_nvl_domain_info_v5 nvl = { n_nodes, n_ranks / (n_nodes ? n_nodes : 1),
+							  n_ranks / (n_nodes ? n_nodes : 1) };
+		double constants[144] = { 0 }; /* ncclTunerConstants_v5_t: 144 doubles */
+		return t->init(&c->ctx, comm_id, (size_t)n_ranks, (size_t)n_nodes, mock_logger, &nvl,
+			       (struct nb_nccl_tuner_constants_v5 *)constants);
+	}
+	default:
+		return NB_NCCL_INTERNAL_ERROR;
+	}
+}
+
+int mock_comm_get_coll_info(struct mock_comm *c, int coll, size_t n_bytes, int num_pipe_ops,
+			    int reg_buff, float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+			    int *n_channels)
+{
+	int rc;
+	float **tbl = (float **)table; /* NCCL casts float[7][3] to float** (§2.3) */
+	pthread_mutex_lock(&c->lock);
+	switch (c->nccl->tuner_version) {
+	case 3: {
+		const struct nb_nccl_tuner_v3 *t = c->nccl->tuner;
+		rc = t->get_coll_info(c->ctx, coll, n_bytes, num_pipe_ops, tbl, MOCK_NUM_ALGOS,
+				      MOCK_NUM_PROTOS, n_channels);
+		break;
+	}
+	case 4: {
+		const struct nb_nccl_tuner_v4 *t = c->nccl->tuner;
+		rc = t->get_coll_info(c->ctx, coll, n_bytes, num_pipe_ops, tbl, MOCK_NUM_ALGOS,
+				      MOCK_NUM_PROTOS, reg_buff, n_channels);
+		break;
+	}
+	case 5:
+	case 6: {
+		const struct nb_nccl_tuner_v5 *t = c->nccl->tuner;
+		rc = t->get_coll_info(c->ctx, coll, n_bytes, num_pipe_ops, tbl, MOCK_NUM_ALGOS,
+				      MOCK_NUM_PROTOS, reg_buff, n_channels);
+		break;
+	}
+	default:
+		rc = NB_NCCL_INTERNAL_ERROR;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mock_comm_get_chunk_size(struct mock_comm *c, int coll, size_t n_bytes, int algo,
+			     int proto, int n_channels, size_t *chunk)
+{
+	if (c->nccl->tuner_version != 6)
+		return 0;
+	const struct nb_nccl_tuner_v6 *t = c->nccl->tuner;
+	if (!t->get_chunk_size)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	int rc = t->get_chunk_size(c->ctx, coll, n_bytes, algo, proto, n_channels, chunk);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int mock_comm_finalize(struct mock_comm *c)
+{
+	int rc;
+	switch (c->nccl->tuner_version) {
+	case 3:
+		rc = ((const struct nb_nccl_tuner_v3 *)c->nccl->tuner)->destroy(c->ctx);
+		break;
+	case 4:
+		rc = ((const struct nb_nccl_tuner_v4 *)c->nccl->tuner)->destroy(c->ctx);
+		break;
+	case 5:
+	case 6:
+		rc = ((const struct nb_nccl_tuner_v5 *)c->nccl->tuner)->finalize(c->ctx);
+		break;
+	default:
+		rc = NB_NCCL_INTERNAL_ERROR;
+	}
+	c->ctx = NULL;
+	pthread_mutex_destroy(&c->lock);
+	return rc;
+}
+
+/* ---- cost model ---- */
+
+const char *mock_topo_name(enum mock_topo t)
+{
+	static const char *const names[MOCK_TOPO_COUNT] = {
+		"nvlink-node", "multi-node", "single-rank", "no-ll128", "ring-only",
+	};
+	return (unsigned)t < MOCK_TOPO_COUNT ? names[t] : "?";
+}
+
+/* Base latency (µs), per-hop latency (µs) and bus bandwidth (GB/s) per algo/proto, loosely
+ * shaped after NCCL's tuning.cc for an H100 NVSwitch node and a 400G IB fabric. */
+static const float base_lat[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS] = {
+	{ 6.8f, 14.0f, 8.4f },  /* Tree */
+	{ 6.6f, 14.0f, 8.4f },  /* Ring */
+	{ 0, 0, 10.9f },        /* CollNet Direct */
+	{ 0, 0, 14.0f },        /* CollNet Chain */
+	{ 0, 0, 25.0f },        /* NVLS */
+	{ 0, 0, 25.0f },        /* NVLS Tree */
+	{ 8.0f, 14.0f, 8.4f },  /* PAT */
+};
+static const float hop_lat_nvl[MOCK_NUM_PROTOS] = { 0.6f, 1.25f, 4.0f };
+static const float hop_lat_net[MOCK_NUM_PROTOS] = { 2.7f, 4.5f, 14.0f };
+static const float bw_nvl[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS] = {
+	{ 40, 300, 330 }, { 60, 320, 360 }, { 0, 0, 0 }, { 0, 0, 0 },
+	{ 0, 0, 480 }, { 0, 0, 0 }, { 0, 0, 0 },
+};
+static const float bw_net[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS] = {
+	{ 12, 42, 48 }, { 15, 40, 46 }, { 0, 0, 0 }, { 0, 0, 0 },
+	{ 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 },
+};
+
+static int algo_supported(enum mock_topo topo, int coll, int a, int n_ranks, int n_nodes)
+{
+	switch (a) {
+	case 0: /* Tree: AllReduce only */
+		return coll == 4 && topo != MOCK_TOPO_RING_ONLY;
+	case 1:
+		return 1;
+	case 4: /* NVLS: single node, AllReduce/AllGather/ReduceScatter */
+		return topo != MOCK_TOPO_RING_ONLY && n_nodes == 1 && n_ranks >= 2 &&
+		       topo != MOCK_TOPO_MULTI_NODE && (coll == 2 || coll == 3 || coll == 4);
+	default: /* no CollNet, no NVLS Tree (single node), no PAT (8 GPUs per node) */
+		return 0;
+	}
+}
+
+void mock_cost_table(float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], enum mock_topo topo,
+		     int coll, size_t n_bytes, int n_ranks, int n_nodes)
+{
+	for (int a = 0; a < MOCK_NUM_ALGOS; a++)
+		for (int p = 0; p < MOCK_NUM_PROTOS; p++)
+			table[a][p] = NB_NCCL_ALGO_PROTO_IGNORE;
+	if (topo == MOCK_TOPO_SINGLE_RANK || n_ranks <= 1) {
+		table[1][2] = 0.0f; /* §2.3: nRanks == 1 -> only Ring/Simple = 0 */
+		return;
+	}
+	int multi = topo == MOCK_TOPO_MULTI_NODE || n_nodes > 1;
+	for (int a = 0; a < MOCK_NUM_ALGOS; a++) {
+		if (!algo_supported(topo, coll, a, n_ranks, n_nodes))
+			continue;
+		for (int p = 0; p < MOCK_NUM_PROTOS; p++) {
+			float bw = multi ? bw_net[a][p] : bw_nvl[a][p];
+			if (bw <= 0)
+				continue;
+			if (topo == MOCK_TOPO_NO_LL128 && p == 1)
+				continue;
+			/* Ring steps: 2(n-1) for AllReduce, n-1 otherwise; Tree: 2 log2(n). */
+			float steps;
+			if (a == 0) {
+				int l = 0;
+				while ((1 << l) < n_ranks)
+					l++;
+				steps = 2.0f * (float)l;
+			} else if (a == 4) {
+				steps = 2.0f;
+			} else {
+				steps = (float)(coll == 4 ? 2 * (n_ranks - 1) : n_ranks - 1);
+			}
+			float hop = multi ? hop_lat_net[p] : hop_lat_nvl[p];
+			float factor = coll == 4 ? 2.0f * (float)(n_ranks - 1) / (float)n_ranks
+						 : (float)(n_ranks - 1) / (float)n_ranks;
+			table[a][p] = base_lat[a][p] + steps * hop +
+				      factor * (float)n_bytes / (1000.0f * bw);
+		}
+	}
+}
+
+int mock_select(int release, const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int *algo,
+		int *proto)
+{
+	/* 2.27/2.28 start from 3.6e9 µs, 2.29+ from FLT_MAX. */
+	float best = release >= 229 ? FLT_MAX : 3600000000.0f;
+	int ba = -1, bp = -1;
+	for (int a = 0; a < MOCK_NUM_ALGOS; a++) {
+		for (int p = 0; p < MOCK_NUM_PROTOS; p++) {
+			float v = table[a][p];
+			if (v == NB_NCCL_ALGO_PROTO_IGNORE || !(v >= 0.0f))
+				continue;
+			if (v < best) {
+				best = v;
+				ba = a;
+				bp = p;
+			}
+		}
+	}
+	if (ba < 0)
+		return -1;
+	*algo = ba;
+	*proto = bp;
+	return 0;
+}
+
+int mock_check_invariants(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+			  const float after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int n_channels,
+			  int max_channels, char *why, size_t whylen)
+{
+	for (int a = 0; a < MOCK_NUM_ALGOS; a++) {
+		for (int p = 0; p < MOCK_NUM_PROTOS; p++) {
+			if (before[a][p] >= 0.0f)
+				continue;
+			if (memcmp(&before[a][p], &after[a][p], sizeof(float)) != 0) {
+				snprintf(why, whylen, "unavailable entry [%s][%s] changed %g -> %g",
+					 mock_algo_name(a), mock_proto_name(p), before[a][p],
+					 after[a][p]);
+				return -1;
+			}
+		}
+	}
+	int a, p;
+	if (mock_select(release, before, &a, &p) == 0 && mock_select(release, after, &a, &p) != 0) {
+		snprintf(why, whylen, "table selects nothing after the plugin");
+		return -1;
+	}
+	if (n_channels < 0 || n_channels > NB_NCCL_MAXCHANNELS ||
+	    (int)(int8_t)n_channels != n_channels) {
+		snprintf(why, whylen, "nChannels %d outside 0..64", n_channels);
+		return -1;
+	}
+	if (max_channels > 0 && n_channels > max_channels) {
+		snprintf(why, whylen, "nChannels %d above the comm's %d channels", n_channels,
+			 max_channels);
+		return -1;
+	}
+	return 0;
+}
+
+const char *mock_coll_name(int coll)
+{
+	static const char *const n[] = { "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+					 "AllReduce" };
+	return coll >= 0 && coll < 5 ? n[coll] : "?";
+}
+
+const char *mock_algo_name(int algo)
+{
+	static const char *const n[] = { "Tree", "Ring", "CollNetDirect", "CollNetChain",
+					 "NVLS", "NVLSTree", "PAT" };
+	return algo >= 0 && algo < MOCK_NUM_ALGOS ? n[algo] : "?";
+}
+
+const char *mock_proto_name(int proto)
+{
+	static const char *const n[] = { "LL", "LL128", "Simple" };
+	return proto >= 0 && proto < MOCK_NUM_PROTOS ? n[proto] : "?";
+}
+
+/* ---- logger ---- */
+
+#define LOG_LINES 1024
+#define LOG_LEN 512
+static struct {
+	int level;
+	char text[LOG_LEN];
+} log_lines[LOG_LINES];
+static int log_n;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned long subsys_mask(void)
+{
+	static const struct {
+		const char *name;
+		unsigned long bit;
+	} names[] = { { "INIT", 0x1 },     { "COLL", 0x2 },    { "NET", 0x10 },
+		      { "GRAPH", 0x20 },   { "TUNING", 0x40 }, { "ENV", 0x80 },
+		      { "PROFILE", 0x4000 }, { "ALL", ~0ul } };
+	const char *s = getenv("NCCL_DEBUG_SUBSYS");
+	if (!s || !s[0])
+		return 0x1 | 0x80 | 0x1000; /* NCCL's default: INIT,ENV,BOOTSTRAP */
+	unsigned long mask = 0;
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (!strcasecmp(tok, names[i].name))
+				mask |= names[i].bit;
+	return mask;
+}
+
+void mock_logger(int level, unsigned long flags, const char *file, int line, const char *fmt,
+		 ...)
+{
+	(void)file;
+	(void)line;
+	char text[LOG_LEN];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&log_lock);
+	if (log_n < LOG_LINES) {
+		log_lines[log_n].level = level;
+		memcpy(log_lines[log_n].text, text, sizeof(text));
+		log_n++;
+	}
+	pthread_mutex_unlock(&log_lock);
+
+	const char *dbg = getenv("NCCL_DEBUG");
+	int want = 0;
+	if (dbg && !strcasecmp(dbg, "WARN"))
+		want = 2;
+	else if (dbg && !strcasecmp(dbg, "INFO"))
+		want = 3;
+	else if (dbg && !strcasecmp(dbg, "TRACE"))
+		want = 5;
+	if (level > want)
+		return;
+	if (level != 2 && !(flags & subsys_mask()))
+		return;
+	fprintf(stderr, "mockhost:%d [0] NCCL %s %s\n", (int)getpid(), level == 2 ? "WARN" : "INFO",
+		text);
+}
+
+int mock_log_count_level(int level, const char *needle)
+{
+	int n = 0;
+	pthread_mutex_lock(&log_lock);
+	for (int i = 0; i < log_n; i++)
+		if ((level < 0 || log_lines[i].level == level) && strstr(log_lines[i].text, needle))
+			n++;
+	pthread_mutex_unlock(&log_lock);
+	return n;
+}
+
+int mock_log_count(const char *needle)
+{
+	return mock_log_count_level(-1, needle);
+}
+
+void mock_log_reset(void)
+{
+	pthread_mutex_lock(&log_lock);
+	log_n = 0;
+	pthread_mutex_unlock(&log_lock);
+}
+
+void mock_log_dump(FILE *out)
+{
+	pthread_mutex_lock(&log_lock);
+	for (int i = 0; i < log_n; i++)
+		fprintf(out, "  [%s] %s\n", log_lines[i].level == 2 ? "WARN" : "INFO",
+			log_lines[i].text);
+	pthread_mutex_unlock(&log_lock);
+}

@@ -1,0 +1,107 @@
+/* Mock NCCL host: what CI uses instead of a GPU. It loads the plugin library exactly as a
+ * given NCCL release does (ref/nccl-plugin-abi.md §1: name resolution, dlopen flags
+ * RTLD_NOW|RTLD_LOCAL, versioned symbols highest first), creates communicators, builds
+ * realistic cost tables (with -1 entries and single-rank tables), calls the tuner like
+ * ncclGetAlgoInfo does and applies NCCL's real selection rule to the result.
+ *
+ * It deliberately does not link against the plugin: everything goes through dlopen/dlsym,
+ * and its own copy of the selection rule (it must not trust the plugin's code).
+ * Reusable: the profiler tests and `ncclbpf bench` build on it.
+ */
+#ifndef NCCLBPF_MOCK_NCCL_H
+#define NCCLBPF_MOCK_NCCL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plugin/nccl_tuner_abi.h"
+
+#define MOCK_NUM_ALGOS NB_NCCL_NUM_ALGORITHMS
+#define MOCK_NUM_PROTOS NB_NCCL_NUM_PROTOCOLS
+
+/* NCCL releases as major*100 + minor: 227, 228, 229, 230. */
+int mock_nccl_parse_release(const char *s); /* "2.28" -> 228, -1 if unsupported */
+
+struct mock_nccl {
+	int release;
+	void *handle;          /* dlopen handle of the tuner library, NULL if none */
+	char opened_as[512];   /* the name dlopen succeeded with */
+	int tuner_version;     /* 3..6 bound, 0 if none */
+	const void *tuner;     /* struct nb_nccl_tuner_vN */
+	char err[512];
+};
+
+/* Loads the tuner plugin the way `release` does for NCCL_TUNER_PLUGIN=plugin_env (NULL or
+ * "" = unset). max_version caps the symbol versions looked up (0 = the release's own list;
+ * tests use it to bind the v3/v4 tables that older releases bind). Returns 0, -ENOENT when
+ * no library could be opened (NCCL would fall back to the net plugin: none here), -ENOSYS
+ * when the library has no tuner symbol, -ECANCELED for "none" (2.28+). m->err says why. */
+int mock_nccl_load_tuner(struct mock_nccl *m, int release, const char *plugin_env,
+			 int max_version);
+void mock_nccl_unload(struct mock_nccl *m);
+
+struct mock_comm {
+	struct mock_nccl *nccl;
+	void *ctx;
+	uint64_t comm_id; /* commHash */
+	int n_ranks;
+	int n_nodes;
+	int nccl_channels; /* "N coll channels" NCCL would log for this comm */
+	pthread_mutex_t lock; /* NCCL serializes getCollInfo per comm */
+};
+
+/* Calls the bound init as NCCL does; returns NCCL's result (0 = success). */
+int mock_comm_init(struct mock_nccl *m, struct mock_comm *c, uint64_t comm_id, int n_ranks,
+		   int n_nodes);
+/* Calls getCollInfo (serialized per comm). *n_channels must be 0 on entry, as in NCCL. */
+int mock_comm_get_coll_info(struct mock_comm *c, int coll, size_t n_bytes, int num_pipe_ops,
+			    int reg_buff, float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+			    int *n_channels);
+/* v6 only; returns 0 and leaves *chunk unchanged on older versions. */
+int mock_comm_get_chunk_size(struct mock_comm *c, int coll, size_t n_bytes, int algo,
+			     int proto, int n_channels, size_t *chunk);
+int mock_comm_finalize(struct mock_comm *c);
+
+/* ---- cost tables ---- */
+enum mock_topo {
+	MOCK_TOPO_NVLINK_NODE, /* 1 node, NVSwitch: Tree, Ring, NVLS (AR/AG/RS); no CollNet/PAT */
+	MOCK_TOPO_MULTI_NODE,  /* several nodes over IB: Tree, Ring; no NVLS, no CollNet */
+	MOCK_TOPO_SINGLE_RANK, /* nRanks == 1: only Ring/Simple = 0.0 */
+	MOCK_TOPO_NO_LL128,    /* NVLink node with NCCL_PROTO=^LL128 */
+	MOCK_TOPO_RING_ONLY,   /* NVLink node with NCCL_ALGO=Ring */
+	MOCK_TOPO_COUNT
+};
+const char *mock_topo_name(enum mock_topo t);
+/* Fills table as ncclTopoGetAlgoTime would (µs; -1 = unavailable) for a simple but
+ * plausible H100-class model. */
+void mock_cost_table(float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], enum mock_topo topo,
+		     int coll, size_t n_bytes, int n_ranks, int n_nodes);
+
+/* NCCL's selection (topoGetAlgoInfo) for `release`: strictly smallest entry >= 0, ties to
+ * the lowest index. Returns 0, or -1 when nothing is available (NCCL fails the collective). */
+int mock_select(int release, const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int *algo,
+		int *proto);
+
+/* Invariants every tuner call must keep: no entry NCCL marked unavailable is changed, the
+ * table still selects something if it did before, *n_channels is 0 or 1..64 (fits NCCL's
+ * signed 8-bit field) and <= max_channels when known. Returns 0 or -1 with why filled. */
+int mock_check_invariants(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+			  const float after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int n_channels,
+			  int max_channels, char *why, size_t whylen);
+
+const char *mock_coll_name(int coll);
+const char *mock_algo_name(int algo);
+const char *mock_proto_name(int proto);
+
+/* ---- NCCL's logger: records every line; prints like NCCL per NCCL_DEBUG and
+ * NCCL_DEBUG_SUBSYS (default subsystems INIT,ENV as in NCCL, plus WARN always). ---- */
+void mock_logger(int level, unsigned long flags, const char *file, int line, const char *fmt,
+		 ...) __attribute__((format(printf, 5, 6)));
+int mock_log_count(const char *needle);          /* lines containing needle */
+int mock_log_count_level(int level, const char *needle);
+void mock_log_reset(void);
+void mock_log_dump(FILE *out);
+
+#endif

@@ -1,0 +1,578 @@
+/* End-to-end tests of the tuner shim: the built libncclbpf.so is loaded through the mock
+ * NCCL host exactly as NCCL 2.27..2.30 load it, and every scenario runs in its own forked
+ * process (the plugin reads NCCLBPF_POLICY once per process, as in a real job).
+ * Expected decisions come from the native C policies (same logic as the .bpf.c files) and
+ * an independent oracle of the translation rules (tuner_oracle.c). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mock_nccl.h"
+#include "native_policies.h"
+#include "test_util.h"
+#include "tuner_oracle.h"
+
+#define LIB NB_BUILD_DIR "/libncclbpf.so"
+#define POL(n) NB_BUILD_DIR "/policies/" n ".bpf.o"
+#define PROG(n) NB_BUILD_DIR "/tests/tuner/progs/" n ".bpf.o"
+#define KiB (1024ull)
+#define MiB (1024ull * 1024ull)
+
+static const size_t sizes[] = {
+	0,       4,        1000,          4 * KiB - 1,   4 * KiB,  32 * KiB,      32 * KiB + 1,
+	64 * KiB, MiB - 1, MiB,           4 * MiB - 1,   4 * MiB,  16 * MiB,      32 * MiB,
+	32 * MiB + 1, 48 * MiB, 64 * MiB, 100 * MiB,     192 * MiB, 192 * MiB + 1, 1024 * MiB,
+};
+#define N_SIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+struct shape {
+	enum mock_topo topo;
+	int ranks, nodes;
+};
+static const struct shape shapes[] = {
+	{ MOCK_TOPO_NVLINK_NODE, 8, 1 }, { MOCK_TOPO_MULTI_NODE, 16, 2 },
+	{ MOCK_TOPO_SINGLE_RANK, 1, 1 }, { MOCK_TOPO_NO_LL128, 8, 1 },
+	{ MOCK_TOPO_RING_ONLY, 8, 1 },
+};
+#define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+static int expected_version(int release)
+{
+	return release >= 230 ? 6 : release >= 228 ? 5 : 4;
+}
+
+static int load(struct mock_nccl *m, int release)
+{
+	int rc = mock_nccl_load_tuner(m, release, LIB, 0);
+	if (rc)
+		fprintf(stderr, "load failed: %s\n", m->err);
+	return rc;
+}
+
+/* One getCollInfo call with NCCL's invariants checked. */
+static int call_checked(struct mock_comm *c, int coll, size_t bytes,
+			const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+			float after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int *nch)
+{
+	char why[200];
+	memcpy(after, before, sizeof(float) * MOCK_NUM_ALGOS * MOCK_NUM_PROTOS);
+	*nch = 0;
+	int rc = mock_comm_get_coll_info(c, coll, bytes, 1, 0, after, nch);
+	int inv = mock_check_invariants(c->nccl->release, before, after, *nch, 0, why, sizeof(why));
+	if (inv)
+		fprintf(stderr, "invariant violated: %s\n", why);
+	return rc != 0 || inv != 0 ? -1 : 0;
+}
+
+/* Compares one call with the oracle for the request (ra, rp, rn). */
+static int call_matches(struct mock_comm *c, const struct shape *s, int coll, size_t bytes,
+			int ra, int rp, int rn)
+{
+	float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	int nch, a = -1, p = -1;
+	struct oracle_result want;
+	mock_cost_table(before, s->topo, coll, bytes, s->ranks, s->nodes);
+	if (call_checked(c, coll, bytes, before, after, &nch))
+		return 0;
+	oracle_expect(c->nccl->release, before, ra, rp, rn, 0, &want);
+	mock_select(c->nccl->release, after, &a, &p);
+	if (a != want.algo || p != want.proto || nch != want.n_channels) {
+		fprintf(stderr,
+			"%s %s %zu B on %s: got %s/%s ch %d, want %s/%s ch %d (request %d/%d/%d)\n",
+			mock_coll_name(coll), "", bytes, mock_topo_name(s->topo), mock_algo_name(a),
+			mock_proto_name(p), nch, mock_algo_name(want.algo),
+			mock_proto_name(want.proto), want.n_channels, ra, rp, rn);
+		return 0;
+	}
+	return 1;
+}
+
+static void native_request(native_policy_fn fn, const struct shape *s, int coll, size_t bytes,
+			   int *ra, int *rp, int *rn)
+{
+	struct ncclbpf_tuner_ctx x;
+	memset(&x, 0, sizeof(x));
+	x.n_bytes = bytes;
+	x.coll_type = (uint32_t)coll;
+	x.n_ranks = (uint32_t)s->ranks;
+	x.n_nodes = (uint32_t)s->nodes;
+	x.algo = -1;
+	x.proto = -1;
+	fn(&x);
+	*ra = x.algo;
+	*rp = x.proto;
+	*rn = x.n_channels;
+}
+
+/* Every shape x collective x size, on the given release, against a fixed request or a
+ * native policy. Returns the number of mismatches. */
+static int sweep(int release, native_policy_fn fn, int ra, int rp, int rn)
+{
+	struct mock_nccl m;
+	int bad = 0;
+	if (load(&m, release))
+		return 1;
+	for (size_t si = 0; si < N_SHAPES; si++) {
+		struct mock_comm c;
+		if (mock_comm_init(&m, &c, 0x1000 + si, shapes[si].ranks, shapes[si].nodes)) {
+			bad++;
+			continue;
+		}
+		for (int coll = 0; coll < 5; coll++) {
+			for (size_t zi = 0; zi < N_SIZES; zi++) {
+				int a = ra, p = rp, n = rn;
+				if (fn)
+					native_request(fn, &shapes[si], coll, sizes[zi], &a, &p, &n);
+				bad += !call_matches(&c, &shapes[si], coll, sizes[zi], a, p, n);
+			}
+		}
+		bad += mock_comm_finalize(&c) != 0;
+	}
+	return bad;
+}
+
+/* Runs fn in a child process with NCCLBPF_POLICY = policy (NULL: unset) and extra env. */
+static void run_scenario(const char *name, const char *policy, const char *const *env,
+			 void (*fn)(void))
+{
+	int fds[2];
+	fflush(stdout);
+	fflush(stderr);
+	CHECK(pipe(fds) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		test_checks = 0; /* the child reports its own checks only */
+		test_failures = 0;
+		if (policy)
+			setenv("NCCLBPF_POLICY", policy, 1);
+		else
+			unsetenv("NCCLBPF_POLICY");
+		for (int i = 0; env && env[i]; i += 2)
+			setenv(env[i], env[i + 1], 1);
+		fn();
+		printf("  %-40s %4d checks, %d failed\n", name, test_checks, test_failures);
+		if (test_failures) {
+			fprintf(stderr, "plugin log of %s:\n", name);
+			mock_log_dump(stderr);
+		}
+		fflush(stdout);
+		fflush(stderr);
+		int counts[2] = { test_checks, test_failures };
+		ssize_t w = write(fds[1], counts, sizeof(counts));
+		_exit(test_failures || w != (ssize_t)sizeof(counts) ? 1 : 0);
+	}
+	close(fds[1]);
+	/* The child's checks count in this binary's summary line. */
+	int counts[2] = { 0, 0 };
+	ssize_t n = read(fds[0], counts, sizeof(counts));
+	close(fds[0]);
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && n == (ssize_t)sizeof(counts);
+	if (!ok)
+		fprintf(stderr, "scenario %s failed (status 0x%x)\n", name, st);
+	else {
+		test_checks += counts[0];
+		test_failures += counts[1];
+	}
+	CHECK(ok);
+}
+
+/* ---- scenarios ---- */
+
+static void sc_no_policy(void)
+{
+	static const int releases[] = { 227, 228, 229, 230 };
+	for (size_t r = 0; r < 4; r++) {
+		struct mock_nccl m;
+		CHECK(load(&m, releases[r]) == 0);
+		CHECK(m.tuner_version == expected_version(releases[r]));
+		/* Pass-through: no table entry and no channel count changes. */
+		CHECK(sweep(releases[r], NULL, -1, -1, 0) == 0);
+	}
+	/* The v3 table (bound by releases before 2.23) works too. */
+	struct mock_nccl m;
+	CHECK(mock_nccl_load_tuner(&m, 230, LIB, 3) == 0 && m.tuner_version == 3);
+	struct mock_comm c;
+	CHECK(mock_comm_init(&m, &c, 1, 8, 1) == 0);
+	CHECK(call_matches(&c, &shapes[0], 4, MiB, -1, -1, 0));
+	CHECK(mock_comm_finalize(&c) == 0);
+	/* v6 getChunkSize without a chunk program leaves NCCL's chunk. */
+	CHECK(load(&m, 230) == 0);
+	CHECK(mock_comm_init(&m, &c, 2, 8, 1) == 0);
+	size_t chunk = 131072;
+	CHECK(mock_comm_get_chunk_size(&c, 4, MiB, 1, 2, 1, &chunk) == 0 && chunk == 131072);
+	CHECK(mock_comm_finalize(&c) == 0);
+	/* One INFO line for the process, no WARN. */
+	CHECK(mock_log_count("NCCLBPF_POLICY not set") == 1);
+	CHECK(mock_log_count_level(2, "") == 0);
+}
+
+static void sc_name_resolution(void)
+{
+	struct mock_nccl m;
+	/* NCCL_TUNER_PLUGIN=ncclbpf -> dlopen("ncclbpf") fails -> libnccl-tuner-ncclbpf.so */
+	CHECK(mock_nccl_load_tuner(&m, 227, "ncclbpf", 0) == 0);
+	CHECK(strcmp(m.opened_as, "libnccl-tuner-ncclbpf.so") == 0 && m.tuner_version == 4);
+	CHECK(mock_nccl_load_tuner(&m, 229, "ncclbpf", 0) == 0 && m.tuner_version == 5);
+	CHECK(mock_nccl_load_tuner(&m, 230, "libnccl-tuner-ncclbpf.so", 0) == 0);
+	CHECK(m.tuner_version == 6);
+	CHECK(mock_nccl_load_tuner(&m, 228, "none", 0) == -ECANCELED);
+	CHECK(mock_nccl_load_tuner(&m, 227, "none", 0) == -ENOENT);
+	CHECK(mock_nccl_load_tuner(&m, 230, "/nonexistent/libx.so", 0) == -ENOENT);
+	CHECK(mock_nccl_load_tuner(&m, 230, "libm.so.6", 0) == -ENOSYS);
+}
+
+static void sc_bad_path(void)
+{
+	CHECK(sweep(230, NULL, -1, -1, 0) == 0);
+	CHECK(sweep(227, NULL, -1, -1, 0) == 0);
+	CHECK(mock_log_count_level(2, "missing_policy.bpf.o") == 1);
+}
+
+static void sc_rejected(void)
+{
+	CHECK(sweep(230, NULL, -1, -1, 0) == 0);
+	CHECK(sweep(228, NULL, -1, -1, 0) == 0);
+	/* Exactly one WARN line, naming the program and carrying the verifier's diagnostic. */
+	CHECK(mock_log_count_level(2, "reject_ctx_write") == 1);
+	CHECK(mock_log_count_level(2, "n_bytes") + mock_log_count_level(2, "read-only") +
+		      mock_log_count_level(2, "not writable") >= 1);
+}
+
+static void sc_rejected_then_good(void)
+{
+	CHECK(sweep(230, native_size_aware, 0, 0, 0) == 0);
+	CHECK(mock_log_count_level(2, "reject_ctx_write") == 1);
+}
+
+static const char *current_policy;
+
+static void sc_shipped_policy(void)
+{
+	const struct native_policy *np = native_policy_find(current_policy);
+	CHECK(np != NULL);
+	if (!np)
+		return;
+	CHECK(sweep(227, np->fn, 0, 0, 0) == 0);
+	CHECK(sweep(230, np->fn, 0, 0, 0) == 0);
+	CHECK(mock_log_count_level(2, "") == 0);
+	CHECK(mock_log_count(current_policy) >= 1); /* attached */
+
+	/* Spot checks stating each policy's intent on an 8-GPU NVLink node (2.30). */
+	struct mock_nccl m;
+	struct mock_comm c;
+	CHECK(load(&m, 230) == 0);
+	CHECK(mock_comm_init(&m, &c, 0xfeed, 8, 1) == 0);
+	float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	int nch, a, p, da, dp;
+#define SPOT(coll, bytes, ea, ep, en)                                                       \
+	do {                                                                                \
+		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, coll, bytes, 8, 1);          \
+		CHECK(call_checked(&c, coll, bytes, before, after, &nch) == 0);             \
+		mock_select(230, before, &da, &dp);                                         \
+		CHECK(mock_select(230, after, &a, &p) == 0);                                \
+		CHECK(a == ((ea) < 0 ? da : (ea)) && p == ((ep) < 0 ? dp : (ep)) && nch == (en)); \
+	} while (0)
+	if (!strcmp(current_policy, "size_aware")) {
+		SPOT(4, 1 * KiB, 0, 2, 2);     /* AllReduce 1 KiB: Tree/Simple, 2 ch */
+		SPOT(4, 16 * KiB, 0, 0, 4);    /* AllReduce 16 KiB: Tree/LL, 4 ch */
+		SPOT(4, 64 * KiB, 1, 0, 4);    /* AllReduce 64 KiB: Ring/LL, 4 ch */
+		SPOT(2, 2 * MiB, 1, 2, 8);     /* AllGather 2 MiB: Ring/Simple, 8 ch */
+		SPOT(2, 16 * KiB, 1, 0, 4);    /* AllGather 16 KiB: Ring (Tree is AllReduce only) */
+	} else if (!strcmp(current_policy, "nvlink_ring_mid")) {
+		SPOT(4, 16 * MiB, 1, 1, 0);    /* Ring/LL128 */
+		SPOT(4, 100 * MiB, 1, 2, 0);   /* Ring/Simple */
+		SPOT(4, 48 * MiB, -1, -1, 0);  /* the gap: NCCL's choice */
+		SPOT(4, 1 * KiB, -1, -1, 0);
+		SPOT(4, 1024 * MiB, -1, -1, 0);
+		CHECK(da == 4 && dp == 2);     /* NCCL would run NVLS at 1 GiB */
+	} else if (!strcmp(current_policy, "bad_channels")) {
+		SPOT(4, 256 * MiB, -1, -1, 1);
+		SPOT(0, 4, -1, -1, 1);
+	} else if (!strcmp(current_policy, "table_rules")) {
+		SPOT(4, 8 * KiB, 0, 0, 0);     /* rule 1 */
+		SPOT(2, 8 * MiB, 1, 1, 0);     /* rule 2 */
+		SPOT(3, 128 * MiB, 1, 2, 0);   /* rule 3 */
+		SPOT(2, 8 * KiB, -1, -1, 0);   /* no rule */
+	} else {
+		/* noop, lookup_only, lookup_update: NCCL's choice everywhere */
+		SPOT(4, 8 * KiB, -1, -1, 0);
+		SPOT(4, 100 * MiB, -1, -1, 0);
+	}
+#undef SPOT
+	CHECK(mock_comm_finalize(&c) == 0);
+}
+
+static void sc_compose(void)
+{
+	/* compose_first: Ring/Simple/4; compose_double then doubles: 8. */
+	CHECK(sweep(230, NULL, 1, 2, 8) == 0);
+	CHECK(sweep(227, NULL, 1, 2, 8) == 0);
+}
+
+static void sc_compose_reversed(void)
+{
+	/* compose_double runs first and sees KEEP; compose_first's 4 stands. */
+	CHECK(sweep(230, NULL, 1, 2, 4) == 0);
+}
+
+struct rule_case {
+	const char *prog;
+	int ra, rp, rn;
+	const char *log_needle; /* logged once although it happens many times; NULL: nothing */
+};
+static const struct rule_case rule_cases[] = {
+	{ "ask_nvls", 4, 2, 5, "marked unavailable" },
+	{ "algo_only_tree", 0, -1, 0, "no protocol available" },
+	{ "proto_only_ll128", -1, 1, 0, "no algorithm available" },
+	{ "channels_huge", -1, -1, 200, "clamped" },
+	{ "channels_negative", 1, 2, -3, "negative channel count" },
+	{ "bad_algo", 9, 2, 2, "algorithm out of range" },
+};
+static const struct rule_case *current_rule;
+
+static void sc_rule(void)
+{
+	const struct rule_case *r = current_rule;
+	CHECK(sweep(230, NULL, r->ra, r->rp, r->rn) == 0);
+	CHECK(sweep(228, NULL, r->ra, r->rp, r->rn) == 0);
+	CHECK(sweep(227, NULL, r->ra, r->rp, r->rn) == 0);
+	if (r->log_needle)
+		CHECK(mock_log_count(r->log_needle) == 1);
+}
+
+/* echo_inputs: n_channels = abi_version * 8 + coll + 1 while seq < 50. */
+static void sc_echo_inputs(void)
+{
+	static const struct {
+		int release, max_version, version;
+	} cases[] = { { 227, 0, 4 }, { 228, 0, 5 }, { 230, 0, 6 }, { 230, 3, 3 } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(mock_nccl_load_tuner(&m, cases[i].release, LIB, cases[i].max_version) == 0);
+		CHECK(m.tuner_version == cases[i].version);
+		CHECK(mock_comm_init(&m, &c, 0x77 + i, 8, 1) == 0);
+		float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		int nch;
+		for (int coll = 0; coll < 5; coll++) {
+			mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, coll, MiB, 8, 1);
+			CHECK(call_checked(&c, coll, MiB, before, after, &nch) == 0);
+			CHECK(nch == cases[i].version * 8 + coll + 1);
+		}
+		/* seq counts per collective type: AllReduce reaches 50 first. */
+		int last = -1;
+		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
+		for (int k = 1; k < 60; k++) {
+			CHECK(call_checked(&c, 4, MiB, before, after, &nch) == 0);
+			if (k == 49)
+				last = nch;
+		}
+		CHECK(last == cases[i].version * 8 + 5 && nch == 0);
+		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 2, MiB, 8, 1);
+		CHECK(call_checked(&c, 2, MiB, before, after, &nch) == 0);
+		CHECK(nch == cases[i].version * 8 + 3);
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+}
+
+static void sc_fault_chain(void)
+{
+	/* fault_after_write's Tree/LL/3 is discarded: compose_first's decision stands. */
+	CHECK(sweep(230, NULL, 1, 2, 4) == 0);
+	CHECK(sweep(227, NULL, 1, 2, 4) == 0);
+	CHECK(mock_log_count_level(2, "policy fault") == 1);
+}
+
+static void sc_fault_alone(void)
+{
+	CHECK(sweep(230, NULL, -1, -1, 0) == 0);
+	CHECK(mock_log_count_level(2, "policy fault") == 1);
+}
+
+static void sc_chunk(void)
+{
+	struct mock_nccl m;
+	struct mock_comm c;
+	size_t chunk;
+	CHECK(load(&m, 230) == 0 && m.tuner_version == 6);
+	CHECK(mock_comm_init(&m, &c, 0x5151, 8, 1) == 0);
+	chunk = 131072;
+	CHECK(mock_comm_get_chunk_size(&c, 4, 64 * MiB, 1, 2, 1, &chunk) == 0);
+	CHECK(chunk == 1 << 20);
+	chunk = 131072;
+	CHECK(mock_comm_get_chunk_size(&c, 4, 64 * MiB, 1, 1, 1, &chunk) == 0);
+	CHECK(chunk == 131072); /* 100 B is below LL128's grain: NCCL's value kept */
+	chunk = 4096;
+	CHECK(mock_comm_get_chunk_size(&c, 4, 64 * KiB, 1, 0, 1, &chunk) == 0);
+	CHECK(chunk == 4096);
+	CHECK(mock_log_count("below the protocol grain") == 1);
+	/* The object has no SEC("tuner") program: getCollInfo stays pass-through. */
+	CHECK(call_matches(&c, &shapes[0], 4, MiB, -1, -1, 0));
+	CHECK(mock_comm_finalize(&c) == 0);
+	/* 2.28 binds v5, which has no getChunkSize. */
+	CHECK(load(&m, 228) == 0 && m.tuner_version == 5);
+}
+
+/* Random tables (-1, 0, NaN, ties) x random requests through the real library: the
+ * result must always match the oracle and keep NCCL's invariants. */
+static long random_iters = 20000;
+
+static void sc_random_requests(void)
+{
+	struct mock_nccl m;
+	struct mock_comm c;
+	CHECK(load(&m, 230) == 0);
+	CHECK(mock_comm_init(&m, &c, 0xf00d, 8, 1) == 0);
+	uint64_t x = 0x243f6a8885a308d3ull;
+	int mismatches = 0, violations = 0;
+	for (long it = 0; it < random_iters; it++) {
+		float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		for (int a = 0; a < MOCK_NUM_ALGOS; a++) {
+			for (int p = 0; p < MOCK_NUM_PROTOS; p++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				unsigned r = (unsigned)(x % 16);
+				before[a][p] = r < 6 ? -1.0f : r == 6 ? 0.0f : r == 7 ? (float)NAN
+					     : r == 8 ? -0.0f : (float)(x >> 40 & 7);
+			}
+		}
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		size_t bytes = (size_t)(x & 0xffff);
+		int ra = (int)(bytes & 0xf) - 2, rp = (int)((bytes >> 4) & 7) - 2;
+		int rn = (int)((bytes >> 8) & 0xff) - 20;
+		memcpy(after, before, sizeof(before));
+		int nch = 0;
+		char why[200];
+		int rc = mock_comm_get_coll_info(&c, (int)((x >> 20) % 5), bytes, 1, 0, after, &nch);
+		if (rc || mock_check_invariants(230, before, after, nch, 0, why, sizeof(why))) {
+			if (violations++ < 3)
+				fprintf(stderr, "violation rc=%d: %s\n", rc, why);
+			continue;
+		}
+		struct oracle_result want;
+		int a = -1, p = -1;
+		oracle_expect(230, before, ra, rp, rn, 0, &want);
+		mock_select(230, after, &a, &p);
+		if (a != want.algo || p != want.proto || nch != want.n_channels) {
+			if (mismatches++ < 3)
+				fprintf(stderr, "request %d/%d/%d: got %d/%d/%d want %d/%d/%d\n", ra, rp,
+					rn, a, p, nch, want.algo, want.proto, want.n_channels);
+		}
+	}
+	CHECK(violations == 0);
+	CHECK(mismatches == 0);
+	CHECK(mock_comm_finalize(&c) == 0);
+}
+
+/* ---- concurrency: 8 threads, 6 communicators of mixed shapes, every call checked ---- */
+#define CONC_THREADS 8
+#define CONC_COMMS 6
+static struct mock_comm conc_comms[CONC_COMMS];
+static const struct shape *conc_shapes[CONC_COMMS];
+static atomic_int conc_bad, conc_calls;
+static long conc_iters = 3000;
+
+static void *conc_thread(void *arg)
+{
+	unsigned seed = 0x12345u + (unsigned)(uintptr_t)arg * 7919u;
+	for (long i = 0; i < conc_iters; i++) {
+		seed = seed * 1103515245u + 12345u;
+		int ci = (int)((seed >> 8) % CONC_COMMS);
+		int coll = (int)((seed >> 16) % 5);
+		size_t bytes = sizes[(seed >> 20) % N_SIZES];
+		int ra, rp, rn;
+		native_request(native_size_aware, conc_shapes[ci], coll, bytes, &ra, &rp, &rn);
+		if (!call_matches(&conc_comms[ci], conc_shapes[ci], coll, bytes, ra, rp, rn))
+			atomic_fetch_add(&conc_bad, 1);
+		atomic_fetch_add(&conc_calls, 1);
+	}
+	return NULL;
+}
+
+static void sc_concurrency(void)
+{
+	struct mock_nccl m;
+	CHECK(load(&m, 230) == 0);
+	for (int i = 0; i < CONC_COMMS; i++) {
+		conc_shapes[i] = &shapes[i % N_SHAPES];
+		CHECK(mock_comm_init(&m, &conc_comms[i], 0xabc000 + (uint64_t)i, conc_shapes[i]->ranks,
+				     conc_shapes[i]->nodes) == 0);
+	}
+	pthread_t th[CONC_THREADS];
+	for (long i = 0; i < CONC_THREADS; i++)
+		CHECK(pthread_create(&th[i], NULL, conc_thread, (void *)i) == 0);
+	for (int i = 0; i < CONC_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < CONC_COMMS; i++)
+		CHECK(mock_comm_finalize(&conc_comms[i]) == 0);
+	CHECK(atomic_load(&conc_calls) == CONC_THREADS * conc_iters);
+	CHECK(atomic_load(&conc_bad) == 0);
+}
+
+int main(int argc, char **argv)
+{
+	/* Optional budget: iterations per thread of the concurrency test; the random test runs
+	 * 7x as many. */
+	if (argc > 1 && atol(argv[1]) > 0) {
+		conc_iters = atol(argv[1]);
+		random_iters = conc_iters * 7;
+	}
+	static const char *const jit_on[] = { "NCCLBPF_JIT", "1", NULL };
+	static const char *const jit_off[] = { "NCCLBPF_JIT", "0", NULL };
+	static const char *const warn_jit[] = { "NCCLBPF_VERIFY", "warn", "NCCLBPF_JIT", "1", NULL };
+	static const char *const warn_interp[] = { "NCCLBPF_VERIFY", "warn", "NCCLBPF_JIT", "0",
+						   NULL };
+
+	run_scenario("no policy, NCCL 2.27..2.30 + v3", NULL, NULL, sc_no_policy);
+	run_scenario("plugin name resolution", NULL, NULL, sc_name_resolution);
+	run_scenario("bad policy path", "/nonexistent/missing_policy.bpf.o", NULL, sc_bad_path);
+	run_scenario("rejected policy", PROG("reject_ctx_write"), NULL, sc_rejected);
+	run_scenario("rejected + good policy", PROG("reject_ctx_write") "," POL("size_aware"), NULL,
+		     sc_rejected_then_good);
+
+	static const char *const shipped[] = { "noop",       "size_aware",    "nvlink_ring_mid",
+					       "bad_channels", "lookup_only", "lookup_update",
+					       "table_rules" };
+	for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]); i++) {
+		char path[512], name[128];
+		snprintf(path, sizeof(path), NB_BUILD_DIR "/policies/%s.bpf.o", shipped[i]);
+		current_policy = shipped[i];
+		snprintf(name, sizeof(name), "policy %s (JIT)", shipped[i]);
+		run_scenario(name, path, jit_on, sc_shipped_policy);
+		snprintf(name, sizeof(name), "policy %s (interpreter)", shipped[i]);
+		run_scenario(name, path, jit_off, sc_shipped_policy);
+	}
+
+	run_scenario("composition first,double", PROG("compose_first") "," PROG("compose_double"),
+		     NULL, sc_compose);
+	run_scenario("composition double,first", PROG("compose_double") "," PROG("compose_first"),
+		     NULL, sc_compose_reversed);
+	for (size_t i = 0; i < sizeof(rule_cases) / sizeof(rule_cases[0]); i++) {
+		char spec[512], name[128];
+		snprintf(spec, sizeof(spec), "%s:%s", PROG("decisions"), rule_cases[i].prog);
+		snprintf(name, sizeof(name), "rule %s", rule_cases[i].prog);
+		current_rule = &rule_cases[i];
+		run_scenario(name, spec, NULL, sc_rule);
+	}
+	run_scenario("context inputs per ABI version", PROG("decisions") ":echo_inputs", NULL,
+		     sc_echo_inputs);
+	run_scenario("fault in a chain (JIT)", PROG("compose_first") "," PROG("fault_after_write"),
+		     warn_jit, sc_fault_chain);
+	run_scenario("fault in a chain (interpreter)",
+		     PROG("compose_first") "," PROG("fault_after_write"), warn_interp,
+		     sc_fault_chain);
+	run_scenario("fault alone", PROG("fault_after_write"), warn_jit, sc_fault_alone);
+	run_scenario("random tables x random requests", PROG("decisions") ":from_bytes", NULL,
+		     sc_random_requests);
+	run_scenario("v6 getChunkSize (tuner/chunk)", PROG("chunk"), NULL, sc_chunk);
+	run_scenario("8 threads x 6 comms, size_aware", POL("size_aware"), NULL, sc_concurrency);
+	TEST_DONE();
+}

@@ -1,0 +1,250 @@
+/* Unit tests of the translation rules (src/plugin/tuner_translate.c, rules in tuner.h):
+ * every rule, the tie handling and the invariant that -1 entries are never raised. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "plugin/tuner.h"
+#include "test_util.h"
+
+#define NA 7
+#define NP 3
+#define U NB_NCCL_ALGO_PROTO_IGNORE
+
+/* A realistic NVLink-node AllReduce table: Tree, Ring, NVLS/Simple available. */
+static void table_nvlink(float t[NA][NP])
+{
+	const float v[NA][NP] = {
+		{ 20.f, 25.f, 30.f }, { 15.f, 18.f, 40.f }, { U, U, U }, { U, U, U },
+		{ U, U, 12.f },       { U, U, U },          { U, U, U },
+	};
+	memcpy(t, v, sizeof(v));
+}
+
+static int select_pair(float t[NA][NP], int *a, int *p)
+{
+	return tuner_nccl_select(&t[0][0], NA, NP, a, p);
+}
+
+static void check_negatives_untouched(float before[NA][NP], float after[NA][NP])
+{
+	for (int a = 0; a < NA; a++)
+		for (int p = 0; p < NP; p++)
+			if (!(before[a][p] >= 0.0f))
+				CHECK(memcmp(&before[a][p], &after[a][p], sizeof(float)) == 0);
+}
+
+static void translate(float t[NA][NP], int algo, int proto, int nch, int maxch, int *out_nch,
+		      struct tuner_applied *ap)
+{
+	tuner_translate(&t[0][0], NA, NP, algo, proto, nch, maxch, out_nch, ap);
+}
+
+static void test_select_rule(void)
+{
+	float t[NA][NP];
+	int a, p;
+	table_nvlink(t);
+	CHECK(select_pair(t, &a, &p) == 0 && a == 4 && p == 2);
+	/* Ties go to the lowest index. */
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			t[i][j] = 1.0f;
+	CHECK(select_pair(t, &a, &p) == 0 && a == 0 && p == 0);
+	/* NaN and negatives are skipped; nothing available -> -1. */
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			t[i][j] = U;
+	t[3][1] = NAN;
+	CHECK(select_pair(t, &a, &p) == -1);
+	t[6][2] = 0.0f;
+	CHECK(select_pair(t, &a, &p) == 0 && a == 6 && p == 2);
+}
+
+static void test_both_set(void)
+{
+	float t[NA][NP], before[NA][NP];
+	int nch = 0, a, p;
+	struct tuner_applied ap;
+
+	table_nvlink(t);
+	memcpy(before, t, sizeof(t));
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL128, 0, 0, &nch, &ap);
+	CHECK(ap.issues == 0 && ap.algo == 1 && ap.proto == 1 && nch == 0);
+	CHECK(t[1][1] == 0.0f);
+	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 1);
+	/* Other available entries are untouched. */
+	CHECK(t[0][0] == 20.f && t[1][0] == 15.f && t[4][2] == 12.f);
+	check_negatives_untouched(before, t);
+
+	/* Unavailable pair: NCCL's choice stays, channels discarded too. */
+	table_nvlink(t);
+	memcpy(before, t, sizeof(t));
+	nch = 0;
+	translate(t, NCCLBPF_ALGO_COLLNET_DIRECT, NCCLBPF_PROTO_SIMPLE, 6, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_UNAVAILABLE));
+	CHECK(ap.algo == -1 && nch == 0);
+	CHECK(memcmp(before, t, sizeof(t)) == 0);
+}
+
+static void test_ties(void)
+{
+	float t[NA][NP], before[NA][NP];
+	int nch = 0, a, p;
+	struct tuner_applied ap;
+
+	/* Every available entry already 0: the chosen Ring/Simple must still win. */
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			t[i][j] = (i == 0 || i == 1) ? 0.0f : U;
+	t[0][1] = -0.0f; /* NCCL accepts -0.0 (>= 0) too */
+	memcpy(before, t, sizeof(t));
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 0, 0, &nch, &ap);
+	CHECK(ap.issues == 0);
+	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 2);
+	check_negatives_untouched(before, t);
+	/* Lower-index ties nudged to FLT_MIN: still available (>= 0), just not cheaper. */
+	CHECK(t[0][0] == FLT_MIN && t[0][1] == FLT_MIN && t[1][0] == FLT_MIN);
+	CHECK(t[1][2] == 0.0f);
+	/* Higher-index zeros lose the tie anyway and stay untouched. */
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			t[i][j] = 0.0f;
+	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, 0, 0, &nch, &ap);
+	CHECK(select_pair(t, &a, &p) == 0 && a == 0 && p == 0);
+	CHECK(t[6][2] == 0.0f);
+
+	/* Single-rank table: only Ring/Simple = 0. */
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			t[i][j] = U;
+	t[1][2] = 0.0f;
+	memcpy(before, t, sizeof(t));
+	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_SIMPLE, 2, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_UNAVAILABLE));
+	CHECK(memcmp(before, t, sizeof(t)) == 0);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 2, 0, &nch, &ap);
+	CHECK(ap.issues == 0 && nch == 2);
+	CHECK(memcmp(before, t, sizeof(t)) == 0); /* already 0, nothing below it */
+}
+
+static void test_partial_requests(void)
+{
+	float t[NA][NP], before[NA][NP];
+	int nch = 0, a, p;
+	struct tuner_applied ap;
+
+	/* Only algo: cheapest available protocol of Ring is LL (15). */
+	table_nvlink(t);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_KEEP, 0, 0, &nch, &ap);
+	CHECK(ap.issues == 0 && ap.algo == 1 && ap.proto == 0);
+	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 0);
+
+	/* Only algo, none of its protocols available. */
+	table_nvlink(t);
+	memcpy(before, t, sizeof(t));
+	translate(t, NCCLBPF_ALGO_PAT, NCCLBPF_PROTO_KEEP, 3, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_NO_PROTO_FOR_ALGO));
+	CHECK(memcmp(before, t, sizeof(t)) == 0);
+
+	/* Only proto: cheapest algorithm with Simple is NVLS (12). */
+	table_nvlink(t);
+	t[4][2] = 50.f;
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_SIMPLE, 0, 0, &nch, &ap);
+	CHECK(ap.issues == 0 && ap.algo == 0 && ap.proto == 2); /* Tree/Simple 30 < 40, 50 */
+	CHECK(select_pair(t, &a, &p) == 0 && a == 0 && p == 2);
+
+	/* Only proto, unavailable everywhere. */
+	table_nvlink(t);
+	t[0][1] = U;
+	t[1][1] = U;
+	memcpy(before, t, sizeof(t));
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_LL128, 0, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_NO_ALGO_FOR_PROTO));
+	CHECK(memcmp(before, t, sizeof(t)) == 0);
+
+	/* Nothing set: nothing changes. */
+	table_nvlink(t);
+	memcpy(before, t, sizeof(t));
+	nch = 0;
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 0, 0, &nch, &ap);
+	CHECK(ap.issues == 0 && nch == 0 && memcmp(before, t, sizeof(t)) == 0);
+}
+
+static void test_ranges_and_channels(void)
+{
+	float t[NA][NP], before[NA][NP];
+	int nch, a, p;
+	struct tuner_applied ap;
+
+	table_nvlink(t);
+	memcpy(before, t, sizeof(t));
+	nch = 0;
+	translate(t, 7, NCCLBPF_PROTO_SIMPLE, 4, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_ALGO) && nch == 0);
+	translate(t, -2, NCCLBPF_PROTO_KEEP, 4, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_ALGO) && nch == 0);
+	translate(t, NCCLBPF_ALGO_RING, 3, 4, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_PROTO) && nch == 0);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL, -1, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_CHANNELS) && nch == 0);
+	CHECK(memcmp(before, t, sizeof(t)) == 0);
+
+	/* Channels alone, clamped to 64 and to the comm's count. */
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 1, 0, &nch, &ap);
+	CHECK(ap.issues == 0 && nch == 1 && memcmp(before, t, sizeof(t)) == 0);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 200, 0, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_CLAMPED) && nch == 64);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 64, 0, &nch, &ap);
+	CHECK(ap.issues == 0 && nch == 64);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 24, 16, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_CLAMPED) && nch == 16);
+	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, 8, 16, &nch, &ap);
+	CHECK(ap.issues == 0 && nch == 8 && select_pair(t, &a, &p) == 0 && a == 0 && p == 0);
+	/* A clamp keeps the algorithm decision. */
+	table_nvlink(t);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 100, 32, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_CLAMPED) && nch == 32);
+	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 2);
+}
+
+static void test_ctx_fill(void)
+{
+	float t[NA][NP];
+	struct ncclbpf_tuner_ctx c;
+	memset(&c, 0x5a, sizeof(c));
+	table_nvlink(t);
+	tuner_ctx_fill(&c, &t[0][0], NA, NP);
+	CHECK(c.algo == -1 && c.proto == -1 && c.n_channels == 0);
+	CHECK(c.cost[1][1] == 18.f && c.cost[2][0] == U);
+	/* bits: Tree 0..2, Ring 3..5, NVLS/Simple 14 */
+	CHECK_EQ_U64(c.avail_mask, 0x3fu | (1u << 14));
+	/* A smaller table (numProto 2): missing entries read as unavailable, stride respected. */
+	float small[2][2] = { { 1.f, 2.f }, { 3.f, U } };
+	tuner_ctx_fill(&c, &small[0][0], 2, 2);
+	CHECK(c.cost[0][1] == 2.f && c.cost[1][0] == 3.f && c.cost[1][1] == U && c.cost[0][2] == U);
+	CHECK_EQ_U64(c.avail_mask, 0x1u | 0x2u | 0x8u);
+	/* Layout the policies rely on (policy.h offsets). */
+	CHECK(offsetof(struct ncclbpf_tuner_ctx, cost) == 56);
+	CHECK(offsetof(struct ncclbpf_tuner_ctx, algo) == 140);
+	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 160);
+}
+
+static void test_issue_names(void)
+{
+	for (int i = 0; i < TUNER_ISSUE_COUNT; i++)
+		CHECK(strcmp(tuner_issue_name((enum tuner_issue)i), "unknown") != 0);
+	CHECK(strcmp(tuner_issue_name(TUNER_ISSUE_COUNT), "unknown") == 0);
+}
+
+int main(void)
+{
+	test_select_rule();
+	test_both_set();
+	test_ties();
+	test_partial_requests();
+	test_ranges_and_channels();
+	test_ctx_fill();
+	test_issue_names();
+	TEST_DONE();
+}

@@ -1,0 +1,56 @@
+#include "tuner_oracle.h"
+
+#include <float.h>
+
+void oracle_expect(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+		   int req_algo, int req_proto, int req_channels, int max_channels,
+		   struct oracle_result *out)
+{
+	int da = -1, dp = -1;
+	mock_select(release, before, &da, &dp);
+	out->algo = da;
+	out->proto = dp;
+	out->n_channels = 0;
+	out->discarded = 0;
+
+	int ok = req_algo >= -1 && req_algo < MOCK_NUM_ALGOS && req_proto >= -1 &&
+		 req_proto < MOCK_NUM_PROTOS && req_channels >= 0;
+	int a = -1, p = -1;
+	if (ok && req_algo >= 0 && req_proto >= 0) {
+		ok = before[req_algo][req_proto] >= 0.0f;
+		a = req_algo;
+		p = req_proto;
+	} else if (ok && req_algo >= 0) {
+		float best = FLT_MAX;
+		for (int q = 0; q < MOCK_NUM_PROTOS; q++)
+			if (before[req_algo][q] >= 0.0f && (p < 0 || before[req_algo][q] < best)) {
+				best = before[req_algo][q];
+				p = q;
+			}
+		ok = p >= 0;
+		a = req_algo;
+	} else if (ok && req_proto >= 0) {
+		float best = FLT_MAX;
+		for (int b = 0; b < MOCK_NUM_ALGOS; b++)
+			if (before[b][req_proto] >= 0.0f && (a < 0 || before[b][req_proto] < best)) {
+				best = before[b][req_proto];
+				a = b;
+			}
+		ok = a >= 0;
+		p = req_proto;
+	}
+	if (!ok) {
+		out->discarded = 1;
+		return;
+	}
+	if (a >= 0) {
+		out->algo = a;
+		out->proto = p;
+	}
+	if (req_channels > 0) {
+		int n = req_channels > 64 ? 64 : req_channels;
+		if (max_channels > 0 && n > max_channels)
+			n = max_channels;
+		out->n_channels = n;
+	}
+}
