@@ -1,0 +1,47 @@
+/* ncclbpf-gpubench: shared declarations of the GPU harness.
+ *
+ * The harness runs real NCCL collectives on real GPUs, with or without the ncclbpf plugin
+ * (selected by NCCL's own environment variables), and reports time, algorithm bandwidth
+ * and bus bandwidth with nccl-tests' definitions. It is CUDA C (C-style code compiled by
+ * nvcc) and is built only when nvcc and nccl.h are found.
+ */
+#ifndef NCCLBPF_GPUBENCH_COMMON_H
+#define NCCLBPF_GPUBENCH_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GB_MAX_GPUS 16
+#define GB_MAX_SIZES 64
+
+enum gb_coll { GB_ALLREDUCE = 0, GB_ALLGATHER, GB_REDUCESCATTER, GB_BROADCAST, GB_NCOLLS };
+
+struct gb_options {
+	int procs;          /* processes to fork */
+	int gpus_per_proc;  /* GPUs driven by each process */
+	int nodes;          /* emulated nodes: processes split into groups with distinct NCCL_HOSTID */
+	int colls[GB_NCOLLS];
+	size_t min_bytes, max_bytes;
+	int step_factor;
+	int warmup, iters;
+	int graph;          /* capture the timed iterations in a CUDA graph */
+	int overlap;        /* run a matmul-like kernel concurrently on another stream */
+	int overlap_n;      /* matrix dimension of the compute kernel */
+	const char *csv_path, *json_path, *label;
+};
+
+/* One measured size of one collective, reduced over all ranks (max time). */
+struct gb_result {
+	int coll;
+	size_t bytes;       /* nccl-tests "size" column */
+	size_t count;       /* elements per rank (send count) */
+	double time_us;     /* per iteration: collective alone, or compute+collective with overlap */
+	double compute_us;  /* overlap mode: compute kernel alone */
+	double comm_us;     /* overlap mode: collective alone */
+	double algbw, busbw; /* GB/s */
+	long errors;        /* wrong elements found by the check (summed over ranks) */
+};
+
+const char *gb_coll_name(int coll);
+
+#endif

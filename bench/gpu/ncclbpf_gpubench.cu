@@ -1,0 +1,614 @@
+/* ncclbpf-gpubench: NCCL collective benchmark that launches its own ranks.
+ *
+ *   ncclbpf-gpubench --procs 4 --gpus-per-proc 1 --coll allreduce --min-bytes 8 \
+ *                    --max-bytes 256M --iters 100 --csv out.csv
+ *
+ * P processes (fork) x G GPUs each; the NCCL unique id goes from rank 0 to the others
+ * through pipes (no MPI). --nodes N gives the processes N different NCCL_HOSTID values so
+ * NCCL sees N nodes and uses its network transport between them. Every measured size is
+ * checked: the send buffers hold rank-dependent values whose reductions are exact in
+ * float32, the receive buffer is poisoned with NaN first, and after the timed iterations a
+ * kernel compares every element with the expected value.
+ *
+ * The plugin under test is selected through NCCL's own variables (NCCL_TUNER_PLUGIN,
+ * NCCL_PROFILER_PLUGIN); the harness itself knows nothing of ncclbpf.
+ * NVLink multicast (NVLS) is forced off: NCCL_NVLS_ENABLE=0 is set before NCCL starts.
+ */
+#include <cuda_runtime.h>
+#include <errno.h>
+#include <math.h>
+#include <nccl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpubench_common.h"
+
+#define CUDA_CHECK(call)                                                                   \
+	do {                                                                               \
+		cudaError_t e_ = (call);                                                   \
+		if (e_ != cudaSuccess) {                                                   \
+			fprintf(stderr, "gpubench: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,   \
+				cudaGetErrorString(e_));                                   \
+			exit(2);                                                           \
+		}                                                                          \
+	} while (0)
+#define NCCL_CHECK(call)                                                                   \
+	do {                                                                               \
+		ncclResult_t r_ = (call);                                                  \
+		if (r_ != ncclSuccess) {                                                   \
+			fprintf(stderr, "gpubench: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,   \
+				ncclGetErrorString(r_));                                   \
+			exit(3);                                                           \
+		}                                                                          \
+	} while (0)
+
+const char *gb_coll_name(int coll)
+{
+	static const char *names[GB_NCOLLS] = {"allreduce", "allgather", "reducescatter", "broadcast"};
+	return coll >= 0 && coll < GB_NCOLLS ? names[coll] : "?";
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Value element i of rank r's send buffer: small integers, so sums are exact in float32. */
+__device__ __host__ static inline float gb_value(int rank, size_t i)
+{
+	return (float)((rank + 1) * (int)((i % 7) + 1));
+}
+
+__global__ void gb_fill(float *buf, size_t n, int rank)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		buf[i] = gb_value(rank, i);
+}
+
+/* Counts elements of recv that differ from what the collective must produce. */
+__global__ void gb_check(const float *recv, size_t n, int coll, int rank, int nranks,
+			 size_t count, unsigned long long *errors)
+{
+	float tri = (float)(nranks * (nranks + 1) / 2);
+	unsigned long long local = 0;
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x) {
+		float want;
+		switch (coll) {
+		case GB_ALLREDUCE: want = (float)((i % 7) + 1) * tri; break;
+		case GB_ALLGATHER: want = gb_value((int)(i / count), i % count); break;
+		case GB_REDUCESCATTER:
+			want = (float)(((rank * count + i) % 7) + 1) * tri;
+			break;
+		default: want = gb_value(0, i); break; /* broadcast from root 0 */
+		}
+		if (!(recv[i] == want))
+			local++;
+	}
+	if (local)
+		atomicAdd(errors, local);
+}
+
+/* Matrix-multiply-like load for the overlap mode: C = A x B, n x n, shared-memory tiles. */
+#define GB_TILE 16
+__global__ void gb_matmul(const float *a, const float *b, float *c, int n)
+{
+	__shared__ float ta[GB_TILE][GB_TILE];
+	__shared__ float tb[GB_TILE][GB_TILE];
+	int row = blockIdx.y * GB_TILE + threadIdx.y;
+	int col = blockIdx.x * GB_TILE + threadIdx.x;
+	float acc = 0.f;
+	for (int t = 0; t < n; t += GB_TILE) {
+		ta[threadIdx.y][threadIdx.x] = (row < n && t + threadIdx.x < n) ? a[(size_t)row * n + t + threadIdx.x] : 0.f;
+		tb[threadIdx.y][threadIdx.x] = (col < n && t + threadIdx.y < n) ? b[(size_t)(t + threadIdx.y) * n + col] : 0.f;
+		__syncthreads();
+		for (int k = 0; k < GB_TILE; k++)
+			acc += ta[threadIdx.y][k] * tb[k][threadIdx.x];
+		__syncthreads();
+	}
+	if (row < n && col < n)
+		c[(size_t)row * n + col] = acc;
+}
+
+/* ---------------------------------------------------------------- per-GPU state */
+
+struct gb_gpu {
+	int dev, rank;
+	ncclComm_t comm;
+	cudaStream_t stream, compute_stream;
+	cudaEvent_t start, stop, compute_done, begin;
+	float *send, *recv;
+	float *ma, *mb, *mc;
+	unsigned long long *errors;
+};
+
+struct gb_proc {
+	const struct gb_options *o;
+	int proc, nranks;
+	struct gb_gpu gpu[GB_MAX_GPUS];
+	int ngpus;
+	int result_fd;
+};
+
+/* Send count (elements per rank) and nccl-tests "size" for a requested byte size. */
+static size_t gb_count_for(int coll, size_t bytes, int nranks)
+{
+	size_t elems = bytes / sizeof(float);
+	if (coll == GB_ALLGATHER || coll == GB_REDUCESCATTER)
+		elems /= (size_t)nranks;
+	return elems ? elems : 1;
+}
+
+static size_t gb_size_of(int coll, size_t count, int nranks)
+{
+	size_t b = count * sizeof(float);
+	if (coll == GB_ALLGATHER || coll == GB_REDUCESCATTER)
+		b *= (size_t)nranks;
+	return b;
+}
+
+static double gb_bus_factor(int coll, int nranks)
+{
+	switch (coll) {
+	case GB_ALLREDUCE: return 2.0 * (nranks - 1) / nranks;
+	case GB_ALLGATHER:
+	case GB_REDUCESCATTER: return (double)(nranks - 1) / nranks;
+	default: return 1.0;
+	}
+}
+
+/* Enqueues one collective on every local GPU (one NCCL group). */
+static void gb_enqueue(struct gb_proc *p, int coll, size_t count)
+{
+	NCCL_CHECK(ncclGroupStart());
+	for (int g = 0; g < p->ngpus; g++) {
+		struct gb_gpu *u = &p->gpu[g];
+		switch (coll) {
+		case GB_ALLREDUCE:
+			NCCL_CHECK(ncclAllReduce(u->send, u->recv, count, ncclFloat32, ncclSum, u->comm, u->stream));
+			break;
+		case GB_ALLGATHER:
+			NCCL_CHECK(ncclAllGather(u->send, u->recv, count, ncclFloat32, u->comm, u->stream));
+			break;
+		case GB_REDUCESCATTER:
+			NCCL_CHECK(ncclReduceScatter(u->send, u->recv, count, ncclFloat32, ncclSum, u->comm, u->stream));
+			break;
+		default:
+			NCCL_CHECK(ncclBroadcast(u->send, u->recv, count, ncclFloat32, 0, u->comm, u->stream));
+			break;
+		}
+	}
+	NCCL_CHECK(ncclGroupEnd());
+}
+
+static void gb_launch_matmul(struct gb_gpu *u, int n)
+{
+	dim3 block(GB_TILE, GB_TILE);
+	dim3 grid((n + GB_TILE - 1) / GB_TILE, (n + GB_TILE - 1) / GB_TILE);
+	gb_matmul<<<grid, block, 0, u->compute_stream>>>(u->ma, u->mb, u->mc, n);
+	CUDA_CHECK(cudaGetLastError());
+}
+
+/* Max over local GPUs of the time between each GPU's start and stop events, in µs. */
+static double gb_elapsed_us(struct gb_proc *p, int iters)
+{
+	double worst = 0;
+	for (int g = 0; g < p->ngpus; g++) {
+		float ms = 0;
+		CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+		CUDA_CHECK(cudaEventSynchronize(p->gpu[g].stop));
+		CUDA_CHECK(cudaEventElapsedTime(&ms, p->gpu[g].start, p->gpu[g].stop));
+		if (ms * 1000.0 / iters > worst)
+			worst = ms * 1000.0 / iters;
+	}
+	return worst;
+}
+
+static void gb_record_all(struct gb_proc *p, int which_stop)
+{
+	for (int g = 0; g < p->ngpus; g++) {
+		CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+		CUDA_CHECK(cudaEventRecord(which_stop ? p->gpu[g].stop : p->gpu[g].start, p->gpu[g].stream));
+	}
+}
+
+/* Times `iters` collectives (optionally captured as a graph). */
+static double gb_time_comm(struct gb_proc *p, int coll, size_t count)
+{
+	const struct gb_options *o = p->o;
+	for (int i = 0; i < o->warmup; i++)
+		gb_enqueue(p, coll, count);
+	if (o->graph) {
+		struct gb_gpu *u = &p->gpu[0];
+		cudaGraph_t graph;
+		cudaGraphExec_t exec;
+		CUDA_CHECK(cudaSetDevice(u->dev));
+		CUDA_CHECK(cudaStreamBeginCapture(u->stream, cudaStreamCaptureModeGlobal));
+		for (int i = 0; i < o->iters; i++)
+			gb_enqueue(p, coll, count);
+		CUDA_CHECK(cudaStreamEndCapture(u->stream, &graph));
+		CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+		CUDA_CHECK(cudaGraphLaunch(exec, u->stream)); /* warm-up replay */
+		CUDA_CHECK(cudaEventRecord(u->start, u->stream));
+		CUDA_CHECK(cudaGraphLaunch(exec, u->stream));
+		CUDA_CHECK(cudaEventRecord(u->stop, u->stream));
+		double t = gb_elapsed_us(p, o->iters);
+		CUDA_CHECK(cudaGraphExecDestroy(exec));
+		CUDA_CHECK(cudaGraphDestroy(graph));
+		return t;
+	}
+	gb_record_all(p, 0);
+	for (int i = 0; i < o->iters; i++)
+		gb_enqueue(p, coll, count);
+	gb_record_all(p, 1);
+	return gb_elapsed_us(p, o->iters);
+}
+
+/* Compute kernel alone, on the collective's stream so the same events time it. */
+static double gb_time_compute(struct gb_proc *p)
+{
+	const struct gb_options *o = p->o;
+	gb_record_all(p, 0);
+	for (int g = 0; g < p->ngpus; g++) {
+		struct gb_gpu *u = &p->gpu[g];
+		CUDA_CHECK(cudaSetDevice(u->dev));
+		CUDA_CHECK(cudaEventRecord(u->begin, u->stream));
+		CUDA_CHECK(cudaStreamWaitEvent(u->compute_stream, u->begin, 0));
+		for (int i = 0; i < o->iters; i++)
+			gb_launch_matmul(u, o->overlap_n);
+		CUDA_CHECK(cudaEventRecord(u->compute_done, u->compute_stream));
+		CUDA_CHECK(cudaStreamWaitEvent(u->stream, u->compute_done, 0));
+	}
+	gb_record_all(p, 1);
+	return gb_elapsed_us(p, o->iters);
+}
+
+/* Compute and collective concurrently, iteration by iteration: time of the pair. */
+static double gb_time_overlap(struct gb_proc *p, int coll, size_t count)
+{
+	const struct gb_options *o = p->o;
+	gb_record_all(p, 0);
+	for (int i = 0; i < o->iters; i++) {
+		for (int g = 0; g < p->ngpus; g++) {
+			struct gb_gpu *u = &p->gpu[g];
+			CUDA_CHECK(cudaSetDevice(u->dev));
+			CUDA_CHECK(cudaEventRecord(u->begin, u->stream));
+			CUDA_CHECK(cudaStreamWaitEvent(u->compute_stream, u->begin, 0));
+			gb_launch_matmul(u, o->overlap_n);
+			CUDA_CHECK(cudaEventRecord(u->compute_done, u->compute_stream));
+		}
+		gb_enqueue(p, coll, count);
+		for (int g = 0; g < p->ngpus; g++) {
+			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+			CUDA_CHECK(cudaStreamWaitEvent(p->gpu[g].stream, p->gpu[g].compute_done, 0));
+		}
+	}
+	gb_record_all(p, 1);
+	return gb_elapsed_us(p, o->iters);
+}
+
+static void gb_reset_buffers(struct gb_proc *p, size_t send_elems, size_t recv_elems)
+{
+	for (int g = 0; g < p->ngpus; g++) {
+		struct gb_gpu *u = &p->gpu[g];
+		CUDA_CHECK(cudaSetDevice(u->dev));
+		gb_fill<<<1024, 256, 0, u->stream>>>(u->send, send_elems, u->rank);
+		CUDA_CHECK(cudaGetLastError());
+		CUDA_CHECK(cudaMemsetAsync(u->recv, 0xff, recv_elems * sizeof(float), u->stream)); /* NaN */
+		CUDA_CHECK(cudaMemsetAsync(u->errors, 0, sizeof(*u->errors), u->stream));
+	}
+}
+
+static long gb_check_all(struct gb_proc *p, int coll, size_t count, size_t recv_elems)
+{
+	long total = 0;
+	for (int g = 0; g < p->ngpus; g++) {
+		struct gb_gpu *u = &p->gpu[g];
+		unsigned long long host = 0;
+		CUDA_CHECK(cudaSetDevice(u->dev));
+		gb_check<<<1024, 256, 0, u->stream>>>(u->recv, recv_elems, coll, u->rank, p->nranks, count, u->errors);
+		CUDA_CHECK(cudaGetLastError());
+		CUDA_CHECK(cudaMemcpyAsync(&host, u->errors, sizeof(host), cudaMemcpyDeviceToHost, u->stream));
+		CUDA_CHECK(cudaStreamSynchronize(u->stream));
+		total += (long)host;
+	}
+	return total;
+}
+
+static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
+{
+	const struct gb_options *o = p->o;
+	struct gb_result r;
+	memset(&r, 0, sizeof(r));
+	r.coll = coll;
+	r.count = gb_count_for(coll, bytes, p->nranks);
+	r.bytes = gb_size_of(coll, r.count, p->nranks);
+	size_t send_elems = coll == GB_REDUCESCATTER ? r.count * p->nranks : r.count;
+	size_t recv_elems = coll == GB_ALLGATHER ? r.count * p->nranks : r.count;
+	size_t count_arg = r.count;
+
+	gb_reset_buffers(p, send_elems, recv_elems);
+	r.comm_us = gb_time_comm(p, coll, count_arg);
+	r.time_us = r.comm_us;
+	if (o->overlap) {
+		r.compute_us = gb_time_compute(p);
+		r.time_us = gb_time_overlap(p, coll, count_arg);
+	}
+	r.errors = gb_check_all(p, coll, r.count, recv_elems);
+	r.algbw = r.bytes / (r.comm_us * 1e-6) / 1e9;
+	r.busbw = r.algbw * gb_bus_factor(coll, p->nranks);
+	if (write(p->result_fd, &r, sizeof(r)) != (ssize_t)sizeof(r)) {
+		perror("gpubench: result pipe");
+		exit(4);
+	}
+}
+
+/* ---------------------------------------------------------------- rank processes */
+
+static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd,
+			    int *id_write_fds, int result_fd)
+{
+	struct gb_proc p;
+	memset(&p, 0, sizeof(p));
+	p.o = o;
+	p.proc = proc;
+	p.ngpus = o->gpus_per_proc;
+	p.nranks = o->procs * o->gpus_per_proc;
+	p.result_fd = result_fd;
+
+	if (o->nodes > 1) {
+		char host[64];
+		int per_node = o->procs / o->nodes;
+		snprintf(host, sizeof(host), "ncclbpf-gpubench-node%d", proc / per_node);
+		setenv("NCCL_HOSTID", host, 1);
+	}
+
+	ncclUniqueId id;
+	if (proc == 0) {
+		NCCL_CHECK(ncclGetUniqueId(&id));
+		for (int i = 1; i < o->procs; i++)
+			if (write(id_write_fds[i], &id, sizeof(id)) != (ssize_t)sizeof(id)) {
+				perror("gpubench: id pipe");
+				exit(4);
+			}
+	} else if (read(id_read_fd, &id, sizeof(id)) != (ssize_t)sizeof(id)) {
+		perror("gpubench: id pipe");
+		exit(4);
+	}
+
+	/* room for the largest size, and for count = 1 per rank when a size is below nranks elements */
+	size_t max_elems = o->max_bytes / sizeof(float) + 2 * (size_t)p.nranks;
+	NCCL_CHECK(ncclGroupStart());
+	for (int g = 0; g < p.ngpus; g++) {
+		struct gb_gpu *u = &p.gpu[g];
+		u->dev = proc * o->gpus_per_proc + g;
+		u->rank = u->dev;
+		CUDA_CHECK(cudaSetDevice(u->dev));
+		CUDA_CHECK(cudaStreamCreateWithFlags(&u->stream, cudaStreamNonBlocking));
+		CUDA_CHECK(cudaStreamCreateWithFlags(&u->compute_stream, cudaStreamNonBlocking));
+		CUDA_CHECK(cudaEventCreate(&u->start));
+		CUDA_CHECK(cudaEventCreate(&u->stop));
+		CUDA_CHECK(cudaEventCreateWithFlags(&u->begin, cudaEventDisableTiming));
+		CUDA_CHECK(cudaEventCreateWithFlags(&u->compute_done, cudaEventDisableTiming));
+		CUDA_CHECK(cudaMalloc((void **)&u->send, max_elems * sizeof(float)));
+		CUDA_CHECK(cudaMalloc((void **)&u->recv, max_elems * sizeof(float)));
+		CUDA_CHECK(cudaMalloc((void **)&u->errors, sizeof(*u->errors)));
+		if (o->overlap) {
+			size_t mat = (size_t)o->overlap_n * o->overlap_n;
+			CUDA_CHECK(cudaMalloc((void **)&u->ma, mat * sizeof(float)));
+			CUDA_CHECK(cudaMalloc((void **)&u->mb, mat * sizeof(float)));
+			CUDA_CHECK(cudaMalloc((void **)&u->mc, mat * sizeof(float)));
+			gb_fill<<<1024, 256>>>(u->ma, mat, 1);
+			gb_fill<<<1024, 256>>>(u->mb, mat, 2);
+			CUDA_CHECK(cudaGetLastError());
+		}
+		NCCL_CHECK(ncclCommInitRank(&u->comm, p.nranks, id, u->rank));
+	}
+	NCCL_CHECK(ncclGroupEnd());
+
+	for (int c = 0; c < GB_NCOLLS; c++) {
+		if (!o->colls[c])
+			continue;
+		for (size_t b = o->min_bytes; b <= o->max_bytes; b *= (size_t)o->step_factor) {
+			gb_measure(&p, c, b);
+			if (o->step_factor < 2)
+				break;
+		}
+	}
+	for (int g = 0; g < p.ngpus; g++) {
+		CUDA_CHECK(cudaSetDevice(p.gpu[g].dev));
+		CUDA_CHECK(cudaStreamSynchronize(p.gpu[g].stream));
+		NCCL_CHECK(ncclCommDestroy(p.gpu[g].comm));
+	}
+	exit(0);
+}
+
+/* ---------------------------------------------------------------- launcher */
+
+static size_t gb_parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	switch (*end) {
+	case 'K': case 'k': v *= 1024; break;
+	case 'M': case 'm': v *= 1024 * 1024; break;
+	case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+	default: break;
+	}
+	return (size_t)v;
+}
+
+static void gb_usage(void)
+{
+	fprintf(stderr,
+		"usage: ncclbpf-gpubench [--procs P] [--gpus-per-proc G] [--nodes N]\n"
+		"         [--coll allreduce|allgather|reducescatter|broadcast|all[,..]]\n"
+		"         [--min-bytes S] [--max-bytes S] [--step-factor F] [--warmup W] [--iters I]\n"
+		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n");
+	exit(1);
+}
+
+static void gb_parse(int argc, char **argv, struct gb_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->procs = 1;
+	o->gpus_per_proc = 1;
+	o->nodes = 1;
+	o->min_bytes = 8;
+	o->max_bytes = 64 << 20;
+	o->step_factor = 2;
+	o->warmup = 20;
+	o->iters = 100;
+	o->overlap_n = 2048;
+	o->label = "";
+	int any = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define GB_NEED() do { if (!v) gb_usage(); i++; } while (0)
+		if (!strcmp(a, "--procs")) { GB_NEED(); o->procs = atoi(v); }
+		else if (!strcmp(a, "--gpus-per-proc")) { GB_NEED(); o->gpus_per_proc = atoi(v); }
+		else if (!strcmp(a, "--nodes")) { GB_NEED(); o->nodes = atoi(v); }
+		else if (!strcmp(a, "--coll")) {
+			GB_NEED();
+			char buf[256];
+			snprintf(buf, sizeof(buf), "%s", v);
+			for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+				int found = 0;
+				for (int c = 0; c < GB_NCOLLS; c++)
+					if (!strcmp(t, gb_coll_name(c)) || !strcmp(t, "all")) {
+						o->colls[c] = 1;
+						found = 1;
+					}
+				if (!found) { fprintf(stderr, "gpubench: unknown collective '%s'\n", t); exit(1); }
+				any = 1;
+			}
+		}
+		else if (!strcmp(a, "--min-bytes")) { GB_NEED(); o->min_bytes = gb_parse_size(v); }
+		else if (!strcmp(a, "--max-bytes")) { GB_NEED(); o->max_bytes = gb_parse_size(v); }
+		else if (!strcmp(a, "--step-factor")) { GB_NEED(); o->step_factor = atoi(v); }
+		else if (!strcmp(a, "--warmup")) { GB_NEED(); o->warmup = atoi(v); }
+		else if (!strcmp(a, "--iters")) { GB_NEED(); o->iters = atoi(v); }
+		else if (!strcmp(a, "--graph")) o->graph = 1;
+		else if (!strcmp(a, "--overlap")) o->overlap = 1;
+		else if (!strcmp(a, "--overlap-n")) { GB_NEED(); o->overlap_n = atoi(v); }
+		else if (!strcmp(a, "--csv")) { GB_NEED(); o->csv_path = v; }
+		else if (!strcmp(a, "--json")) { GB_NEED(); o->json_path = v; }
+		else if (!strcmp(a, "--label")) { GB_NEED(); o->label = v; }
+		else gb_usage();
+#undef GB_NEED
+	}
+	if (!any)
+		o->colls[GB_ALLREDUCE] = 1;
+	if (o->procs < 1 || o->gpus_per_proc < 1 || o->gpus_per_proc > GB_MAX_GPUS || o->iters < 1 ||
+	    o->warmup < 0 || o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->step_factor < 1 ||
+	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16) {
+		fprintf(stderr, "gpubench: inconsistent options (procs must be a multiple of nodes)\n");
+		exit(1);
+	}
+	if (o->graph && o->gpus_per_proc != 1) {
+		fprintf(stderr, "gpubench: --graph needs --gpus-per-proc 1\n");
+		exit(1);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct gb_options o;
+	gb_parse(argc, argv, &o);
+	/* NVLink multicast can take a shared host out of service: never on in this harness. */
+	setenv("NCCL_NVLS_ENABLE", "0", 1);
+
+	int result_pipe[2];
+	int id_pipes[64][2];
+	if (o.procs > 64) { fprintf(stderr, "gpubench: at most 64 processes\n"); return 1; }
+	if (pipe(result_pipe)) { perror("pipe"); return 1; }
+	for (int i = 0; i < o.procs; i++)
+		if (pipe(id_pipes[i])) { perror("pipe"); return 1; }
+	int write_fds[64];
+	for (int i = 0; i < o.procs; i++)
+		write_fds[i] = id_pipes[i][1];
+
+	pid_t pids[64];
+	for (int i = 0; i < o.procs; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0) { perror("fork"); return 1; }
+		if (pids[i] == 0) {
+			close(result_pipe[0]);
+			gb_rank_process(&o, i, id_pipes[i][0], write_fds, result_pipe[1]);
+		}
+	}
+	close(result_pipe[1]);
+
+	/* Collect: one record per (process, size); reduce by max time, summed errors. */
+	struct gb_result all[GB_NCOLLS * GB_MAX_SIZES];
+	int n_all = 0, seen[GB_NCOLLS * GB_MAX_SIZES];
+	struct gb_result r;
+	memset(seen, 0, sizeof(seen));
+	while (read(result_pipe[0], &r, sizeof(r)) == (ssize_t)sizeof(r)) {
+		int k;
+		for (k = 0; k < n_all; k++)
+			if (all[k].coll == r.coll && all[k].bytes == r.bytes)
+				break;
+		if (k == n_all) {
+			if (n_all == GB_NCOLLS * GB_MAX_SIZES) continue;
+			all[n_all++] = r;
+		} else {
+			if (r.time_us > all[k].time_us) all[k].time_us = r.time_us;
+			if (r.comm_us > all[k].comm_us) {
+				all[k].comm_us = r.comm_us;
+				all[k].algbw = r.algbw;
+				all[k].busbw = r.busbw;
+			}
+			if (r.compute_us > all[k].compute_us) all[k].compute_us = r.compute_us;
+			all[k].errors += r.errors;
+		}
+		seen[k]++;
+	}
+	int failed = 0;
+	for (int i = 0; i < o.procs; i++) {
+		int st = 0;
+		waitpid(pids[i], &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "gpubench: rank process %d failed (status %d)\n", i, st);
+			failed = 1;
+		}
+	}
+
+	FILE *csv = o.csv_path ? fopen(o.csv_path, "a") : NULL;
+	FILE *json = o.json_path ? fopen(o.json_path, "a") : NULL;
+	if (csv && ftell(csv) == 0)
+		fprintf(csv, "label,coll,bytes,count,nranks,nodes,time_us,algbw_GBs,busbw_GBs,compute_us,comm_us,errors\n");
+	int nranks = o.procs * o.gpus_per_proc;
+	printf("# ncclbpf-gpubench: %d ranks (%d procs x %d GPUs), %d node(s), warmup %d, iters %d%s%s\n",
+	       nranks, o.procs, o.gpus_per_proc, o.nodes, o.warmup, o.iters, o.graph ? ", graph" : "",
+	       o.overlap ? ", overlap" : "");
+	printf("# %-13s %12s %10s %10s %10s %10s %10s %s\n", "coll", "size(B)", "time(us)", "algbw", "busbw",
+	       o.overlap ? "compute" : "", o.overlap ? "comm" : "", "check");
+	long errors = 0;
+	for (int k = 0; k < n_all; k++) {
+		struct gb_result *x = &all[k];
+		int complete = seen[k] == o.procs;
+		errors += x->errors + (complete ? 0 : 1);
+		printf("  %-13s %12zu %10.2f %10.2f %10.2f %10.2f %10.2f %s\n", gb_coll_name(x->coll), x->bytes,
+		       x->time_us, x->algbw, x->busbw, x->compute_us, x->comm_us,
+		       !complete ? "MISSING" : x->errors ? "WRONG" : "ok");
+		if (csv)
+			fprintf(csv, "%s,%s,%zu,%zu,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%ld\n", o.label,
+				gb_coll_name(x->coll), x->bytes, x->count, nranks, o.nodes, x->time_us, x->algbw,
+				x->busbw, x->compute_us, x->comm_us, x->errors);
+		if (json)
+			fprintf(json,
+				"{\"label\":\"%s\",\"coll\":\"%s\",\"bytes\":%zu,\"count\":%zu,\"nranks\":%d,"
+				"\"nodes\":%d,\"time_us\":%.3f,\"algbw_GBs\":%.3f,\"busbw_GBs\":%.3f,"
+				"\"compute_us\":%.3f,\"comm_us\":%.3f,\"errors\":%ld}\n",
+				o.label, gb_coll_name(x->coll), x->bytes, x->count, nranks, o.nodes, x->time_us,
+				x->algbw, x->busbw, x->compute_us, x->comm_us, x->errors);
+	}
+	if (csv) fclose(csv);
+	if (json) fclose(json);
+	printf("# check: %s (%ld wrong elements)\n", errors || failed ? "FAILED" : "all results correct", errors);
+	return errors || failed || n_all == 0 ? 1 : 0;
+}
