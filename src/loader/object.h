@@ -14,6 +14,17 @@
  *  - an LDDW relocated against a map symbol gets src_reg = BPF_PSEUDO_MAP_FD and
  *    imm = index in nb_object.maps; one against a global-data section gets
  *    src_reg = BPF_PSEUDO_MAP_VALUE, imm = index, and the next slot's imm = byte offset.
+ *
+ * Conventions (as libbpf, details in the src/loader sources):
+ *  - maps are listed BTF `.maps` first (DATASEC order), then legacy `maps` entries, then one
+ *    map per non-empty global data section (.rodata*, .data*, .bss*) named after the
+ *    section (".rodata.str1.1" for string literals); .rodata* get BPF_F_RDONLY_PROG;
+ *  - programs are listed by section, then by offset; a code section without function
+ *    symbols is one program named after the section; an object whose only code is `.text`
+ *    (conformance ELFs, hand-written objects) gets its global .text functions as programs;
+ *  - funcs[] has one entry per function placed in the program (entry, then each appended
+ *    subprogram), named from .BTF.ext func info when present, else from the symbol;
+ *    lines[] may hold line 0 entries (compiler-generated code, line_src "").
  */
 #ifndef NCCLBPF_LOADER_OBJECT_H
 #define NCCLBPF_LOADER_OBJECT_H
