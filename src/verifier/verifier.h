@@ -73,6 +73,7 @@ struct nb_verifier_stats {
 
 struct nb_verifier_opts {
 	uint64_t budget; /* 0 = hook default */
+	uint32_t mem_size; /* conformance hook: bytes at r1 (r2 = this length); 0 = none */
 };
 
 /* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */

@@ -1,0 +1,173 @@
+/* Hook tables: for each hook type the context layout (offset, size, read/write, variance),
+ * the helpers it may call and its limits. Offsets mirror include/ncclbpf/policy.h; the
+ * static asserts below keep the two in step.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "ncclbpf/policy.h"
+#include "verifier/hooks.h"
+
+#define RO(n, t, v) { #n, offsetof(t, n), sizeof(((t *)0)->n), true, false, v }
+#define RW(n, t, v) { #n, offsetof(t, n), sizeof(((t *)0)->n), true, true, v }
+#define INV NB_RANK_INVARIANT
+#define LOC NB_RANK_LOCAL
+
+_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 140, "tuner ctx layout");
+_Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 40, "chunk ctx layout");
+_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 80, "profiler ctx layout");
+_Static_assert(sizeof(struct ncclbpf_net_ctx) == 48, "net ctx layout");
+_Static_assert(sizeof(struct ncclbpf_env_ctx) == 80, "env ctx layout");
+
+#define TCTX struct ncclbpf_tuner_ctx
+static const struct nb_ctx_field tuner_fields[] = {
+	RO(comm_id, TCTX, INV),     RO(n_bytes, TCTX, INV),      RO(seq, TCTX, INV),
+	RO(coll_type, TCTX, INV),   RO(n_ranks, TCTX, INV),      RO(n_nodes, TCTX, INV),
+	RO(num_pipe_ops, TCTX, INV), RO(reg_buff, TCTX, LOC),    RO(max_channels, TCTX, LOC),
+	RO(avail_mask, TCTX, INV),  RO(abi_version, TCTX, INV),  RO(cost, TCTX, INV),
+	/* outputs: the decision must be the same on every rank */
+	RW(algo, TCTX, INV),        RW(proto, TCTX, INV),        RW(n_channels, TCTX, INV),
+};
+
+#define CCTX struct ncclbpf_chunk_ctx
+static const struct nb_ctx_field chunk_fields[] = {
+	RO(comm_id, CCTX, INV),  RO(n_bytes, CCTX, INV), RO(coll_type, CCTX, INV),
+	RO(algo, CCTX, INV),     RO(proto, CCTX, INV),   RO(n_channels, CCTX, INV),
+	RW(chunk_size, CCTX, INV),
+};
+
+#define PCTX struct ncclbpf_profiler_ctx
+static const struct nb_ctx_field profiler_fields[] = {
+	RO(comm_id, PCTX, LOC),  RO(seq, PCTX, LOC),         RO(n_bytes, PCTX, LOC),
+	RO(start_ns, PCTX, LOC), RO(host_ns, PCTX, LOC),     RO(gpu_ns, PCTX, LOC),
+	RO(coll_type, PCTX, LOC), RO(algo, PCTX, LOC),       RO(proto, PCTX, LOC),
+	RO(n_channels, PCTX, LOC), RO(rank, PCTX, LOC),      RO(n_ranks, PCTX, LOC),
+	RO(n_nodes, PCTX, LOC),  RO(size_bucket, PCTX, LOC),
+};
+
+#define NCTX struct ncclbpf_net_ctx
+static const struct nb_ctx_field net_fields[] = {
+	RO(comm_id, NCTX, LOC), RO(bytes, NCTX, LOC), RO(op, NCTX, LOC),
+	RO(dev, NCTX, LOC),     RO(peer, NCTX, LOC),  RO(tag, NCTX, LOC),
+	RO(now_ns, NCTX, LOC),  RW(verdict, NCTX, LOC),
+};
+
+#define ECTX struct ncclbpf_env_ctx
+static const struct nb_ctx_field env_fields[] = {
+	RO(name, ECTX, INV), RO(name_hash, ECTX, INV), RW(value_index, ECTX, INV),
+};
+
+#define A NB_ARG_ANYTHING
+#define MAP NB_ARG_CONST_MAP_PTR
+#define KEY NB_ARG_PTR_TO_MAP_KEY
+#define VAL NB_ARG_PTR_TO_MAP_VALUE
+#define MEM NB_ARG_PTR_TO_MEM
+#define SZ NB_ARG_CONST_SIZE
+
+#define H_LOOKUP { NB_HELPER_MAP_LOOKUP_ELEM, "bpf_map_lookup_elem", NB_RET_MAP_VALUE_OR_NULL, { MAP, KEY }, false }
+#define H_UPDATE { NB_HELPER_MAP_UPDATE_ELEM, "bpf_map_update_elem", NB_RET_INTEGER, { MAP, KEY, VAL, A }, false }
+#define H_DELETE { NB_HELPER_MAP_DELETE_ELEM, "bpf_map_delete_elem", NB_RET_INTEGER, { MAP, KEY }, false }
+#define H_KTIME { NB_HELPER_KTIME_GET_NS, "bpf_ktime_get_ns", NB_RET_INTEGER, { 0 }, true }
+/* variadic arguments r3..r5 are not checked: the format decides how many are read */
+#define H_PRINTK { NB_HELPER_TRACE_PRINTK, "bpf_trace_printk", NB_RET_INTEGER, { MEM, SZ }, true }
+#define H_PRANDOM { NB_HELPER_GET_PRANDOM_U32, "bpf_get_prandom_u32", NB_RET_INTEGER, { 0 }, true }
+
+static const struct nb_helper_proto policy_helpers[] = {
+	H_LOOKUP, H_UPDATE, H_DELETE, H_KTIME, H_PRINTK, H_PRANDOM,
+};
+static const struct nb_helper_proto io_helpers[] = {
+	H_LOOKUP, H_UPDATE, H_DELETE, H_KTIME, H_PRINTK,
+};
+static const struct nb_helper_proto conformance_helpers[] = {
+	{ NB_HELPER_CONFORMANCE_IDENTITY, "identity", NB_RET_INTEGER, { A }, false },
+};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+/* stack bytes per frame, program size limit, verifier processed-instruction budget */
+#define POLICY_LIMITS 512, 4096, 1000000
+
+static const struct nb_hook_desc hooks[NB_HOOK_COUNT] = {
+	[NB_HOOK_CONFORMANCE] = { NB_HOOK_CONFORMANCE, "conformance", "conformance", 0, NULL, 0,
+				  conformance_helpers, N(conformance_helpers), 512, 65536,
+				  1000000, true },
+	[NB_HOOK_TUNER] = { NB_HOOK_TUNER, "tuner", "tuner", sizeof(struct ncclbpf_tuner_ctx),
+			    tuner_fields, N(tuner_fields), policy_helpers, N(policy_helpers),
+			    POLICY_LIMITS, false },
+	[NB_HOOK_TUNER_CHUNK] = { NB_HOOK_TUNER_CHUNK, "tuner/chunk", "tuner/chunk",
+				  sizeof(struct ncclbpf_chunk_ctx), chunk_fields, N(chunk_fields),
+				  policy_helpers, N(policy_helpers), POLICY_LIMITS, false },
+	[NB_HOOK_PROFILER] = { NB_HOOK_PROFILER, "profiler", "profiler",
+			       sizeof(struct ncclbpf_profiler_ctx), profiler_fields,
+			       N(profiler_fields), policy_helpers, N(policy_helpers),
+			       POLICY_LIMITS, false },
+	[NB_HOOK_NET] = { NB_HOOK_NET, "net", "net", sizeof(struct ncclbpf_net_ctx), net_fields,
+			  N(net_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
+	[NB_HOOK_ENV] = { NB_HOOK_ENV, "env", "env", sizeof(struct ncclbpf_env_ctx), env_fields,
+			  N(env_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
+};
+
+const struct nb_hook_desc *hook_desc(enum nb_hook_type type)
+{
+	if ((unsigned)type >= NB_HOOK_COUNT)
+		return NULL;
+	return &hooks[type];
+}
+
+static bool section_matches(const char *section, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(section, prefix, n) != 0)
+		return false;
+	return section[n] == '\0' || section[n] == '/';
+}
+
+const struct nb_hook_desc *hook_for_section(const char *section)
+{
+	if (!section)
+		return NULL;
+	/* longest prefix first: "tuner/chunk" before "tuner" */
+	const struct nb_hook_desc *best = NULL;
+	size_t best_len = 0;
+	for (int i = 0; i < NB_HOOK_COUNT; i++) {
+		size_t n = strlen(hooks[i].section_prefix);
+		if (section_matches(section, hooks[i].section_prefix) && n > best_len) {
+			best = &hooks[i];
+			best_len = n;
+		}
+	}
+	return best;
+}
+
+const struct nb_hook_desc *hook_by_name(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (int i = 0; i < NB_HOOK_COUNT; i++)
+		if (strcmp(hooks[i].name, name) == 0)
+			return &hooks[i];
+	return NULL;
+}
+
+const struct nb_helper_proto *hook_helper(const struct nb_hook_desc *hook, int32_t id)
+{
+	if (!hook)
+		return NULL;
+	for (size_t i = 0; i < hook->helper_cnt; i++)
+		if (hook->helpers[i].id == id)
+			return &hook->helpers[i];
+	return NULL;
+}
+
+const struct nb_ctx_field *hook_ctx_field(const struct nb_hook_desc *hook, uint32_t off,
+					  uint32_t size)
+{
+	if (!hook || size == 0)
+		return NULL;
+	for (size_t i = 0; i < hook->field_cnt; i++) {
+		const struct nb_ctx_field *f = &hook->fields[i];
+		if (off >= f->off && (uint64_t)off + size <= (uint64_t)f->off + f->size)
+			return f;
+	}
+	return NULL;
+}

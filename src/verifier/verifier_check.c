@@ -1,0 +1,280 @@
+/* Structural checks before exploration: program size, known opcodes with sane fields,
+ * jump/call targets inside the program and never into the middle of an LDDW, functions
+ * that end in exit or jump, and every instruction reachable. Also marks prune points.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verifier/verifier_internal.h"
+
+static bool reg_ok(unsigned r, bool writable)
+{
+	return writable ? r < BPF_REG_FP : r <= BPF_REG_FP;
+}
+
+static int check_alu(struct verifier_env *env, size_t pc, const struct bpf_insn *in)
+{
+	uint8_t op = BPF_OP(in->code);
+	bool x = BPF_SRC(in->code) == BPF_X, alu64 = BPF_CLASS(in->code) == BPF_ALU64;
+	if (op > BPF_END)
+		return verr(env, NB_VERR_BAD_INSN, pc, "unknown ALU operation 0x%02x", in->code);
+	if (!reg_ok(in->dst_reg, true))
+		return verr(env, NB_VERR_BAD_INSN, pc, "r%u may not be written (r10 is read-only)",
+			    in->dst_reg);
+	if (op == BPF_END) {
+		if ((alu64 && x) || (in->imm != 16 && in->imm != 32 && in->imm != 64) || in->src_reg ||
+		    in->off)
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed byte swap (code 0x%02x imm %d)",
+				    in->code, in->imm);
+		return 0;
+	}
+	if (op == BPF_NEG) {
+		if (x || in->src_reg || in->off || in->imm)
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed neg (code 0x%02x)", in->code);
+		return 0;
+	}
+	if (x ? (!reg_ok(in->src_reg, false) || in->imm) : in->src_reg != 0)
+		return verr(env, NB_VERR_BAD_INSN, pc, "malformed ALU source (code 0x%02x)", in->code);
+	bool off_ok = in->off == 0;
+	if ((op == BPF_DIV || op == BPF_MOD) && in->off == 1)
+		off_ok = true;
+	if (op == BPF_MOV && x && (in->off == 8 || in->off == 16 || (alu64 && in->off == 32)))
+		off_ok = true;
+	if (!off_ok)
+		return verr(env, NB_VERR_BAD_INSN, pc, "unexpected offset %d in ALU instruction 0x%02x",
+			    in->off, in->code);
+	return 0;
+}
+
+static int check_jmp(struct verifier_env *env, size_t pc, const struct bpf_insn *in)
+{
+	uint8_t op = BPF_OP(in->code);
+	bool j32 = BPF_CLASS(in->code) == BPF_JMP32, x = BPF_SRC(in->code) == BPF_X;
+	if (op == 0xe0 || op == 0xf0)
+		return verr(env, NB_VERR_BAD_INSN, pc, "unknown jump operation 0x%02x", in->code);
+	if (op == BPF_CALL || op == BPF_EXIT) {
+		if (j32 || x)
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed call/exit 0x%02x", in->code);
+		if (op == BPF_EXIT && (in->src_reg || in->dst_reg || in->off || in->imm))
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed exit");
+		if (op == BPF_CALL && (in->dst_reg || in->off ||
+				       (in->src_reg != 0 && in->src_reg != BPF_PSEUDO_CALL)))
+			return verr(env, NB_VERR_BAD_INSN, pc,
+				    "unsupported call form (src_reg %u): only helpers and bpf-to-bpf "
+				    "calls",
+				    in->src_reg);
+		return 0;
+	}
+	if (op == BPF_JA) {
+		if (x || in->src_reg || in->dst_reg || (j32 ? in->off != 0 : in->imm != 0))
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed ja");
+		return 0;
+	}
+	if (!reg_ok(in->dst_reg, false) || (x ? (!reg_ok(in->src_reg, false) || in->imm)
+					      : in->src_reg != 0))
+		return verr(env, NB_VERR_BAD_INSN, pc, "malformed conditional jump 0x%02x", in->code);
+	return 0;
+}
+
+static int check_insn(struct verifier_env *env, size_t pc)
+{
+	const struct bpf_insn *in = &env->insns[pc];
+	uint8_t cls = BPF_CLASS(in->code), mode = BPF_MODE(in->code), sz = BPF_SIZE(in->code);
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		return check_alu(env, pc, in);
+	case BPF_JMP:
+	case BPF_JMP32:
+		return check_jmp(env, pc, in);
+	case BPF_LD:
+		if (in->code != BPF_LDDW)
+			return verr(env, NB_VERR_BAD_INSN, pc,
+				    "legacy packet load (code 0x%02x) is not supported", in->code);
+		if (pc + 1 >= env->insn_cnt)
+			return verr(env, NB_VERR_BAD_INSN, pc, "incomplete lddw at the end of the program");
+		if (env->insns[pc + 1].code || env->insns[pc + 1].dst_reg ||
+		    env->insns[pc + 1].src_reg || env->insns[pc + 1].off || in->off ||
+		    !reg_ok(in->dst_reg, true))
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed lddw");
+		if (in->src_reg == BPF_PSEUDO_MAP_FD || in->src_reg == BPF_PSEUDO_MAP_VALUE) {
+			if (in->imm < 0 || (size_t)in->imm >= env->map_cnt || in->imm > UINT16_MAX)
+				return verr(env, NB_VERR_BAD_INSN, pc,
+					    "lddw refers to map %d but the object has %zu maps", in->imm,
+					    env->map_cnt);
+			/* a direct value address only exists for array maps (global data) */
+			uint32_t t = env->maps[in->imm].type;
+			if (in->src_reg == BPF_PSEUDO_MAP_VALUE && t != 2 /* ARRAY */ &&
+			    t != 6 /* PERCPU_ARRAY */)
+				return verr(env, NB_VERR_BAD_INSN, pc,
+					    "lddw takes the address of a value of map '%s', which is not "
+					    "an array map",
+					    env->maps[in->imm].name);
+		} else if (in->src_reg != 0) {
+			return verr(env, NB_VERR_BAD_INSN, pc, "unsupported lddw form (src_reg %u)",
+				    in->src_reg);
+		}
+		return 0;
+	case BPF_LDX:
+		if ((mode != BPF_MEM && mode != BPF_MEMSX) || (mode == BPF_MEMSX && sz == BPF_DW) ||
+		    !reg_ok(in->dst_reg, true) || !reg_ok(in->src_reg, false) || in->imm)
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed load 0x%02x", in->code);
+		return 0;
+	case BPF_ST:
+		if (mode != BPF_MEM || in->src_reg || !reg_ok(in->dst_reg, false))
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed store 0x%02x", in->code);
+		return 0;
+	case BPF_STX:
+		if (!reg_ok(in->dst_reg, false) || !reg_ok(in->src_reg, false))
+			return verr(env, NB_VERR_BAD_INSN, pc, "malformed store 0x%02x", in->code);
+		if (mode == BPF_MEM) {
+			if (in->imm)
+				return verr(env, NB_VERR_BAD_INSN, pc, "malformed store 0x%02x", in->code);
+			return 0;
+		}
+		if (mode == BPF_ATOMIC && (sz == BPF_W || sz == BPF_DW)) {
+			int32_t op = in->imm & ~BPF_FETCH;
+			if (op == BPF_ADD || op == BPF_OR || op == BPF_AND || op == BPF_XOR ||
+			    in->imm == BPF_XCHG || in->imm == BPF_CMPXCHG)
+				return 0;
+		}
+		return verr(env, NB_VERR_BAD_INSN, pc, "unsupported store mode 0x%02x (imm %d)",
+			    in->code, in->imm);
+	default:
+		return verr(env, NB_VERR_BAD_INSN, pc, "unknown opcode 0x%02x", in->code);
+	}
+}
+
+/* Jump target of a jump/call at pc, or -1 when the instruction does not jump. */
+static int64_t jump_target(const struct bpf_insn *in, size_t pc)
+{
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	if (cls != BPF_JMP && cls != BPF_JMP32)
+		return -1;
+	if (op == BPF_EXIT)
+		return -1;
+	if (op == BPF_CALL)
+		return in->src_reg == BPF_PSEUDO_CALL ? (int64_t)pc + in->imm + 1 : -1;
+	if (op == BPF_JA && cls == BPF_JMP32)
+		return (int64_t)pc + in->imm + 1;
+	return (int64_t)pc + in->off + 1;
+}
+
+static bool ends_function(const struct bpf_insn *in)
+{
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	return (cls == BPF_JMP || cls == BPF_JMP32) && (op == BPF_EXIT || op == BPF_JA);
+}
+
+int verifier_check_structure(struct verifier_env *env)
+{
+	size_t n = env->insn_cnt;
+	if (n == 0)
+		return verr(env, NB_VERR_FALL_OFF, 0, "empty program");
+	if (n > env->hook->max_insns)
+		return verr(env, NB_VERR_PROG_SIZE, 0,
+			    "program has %zu instructions; %s programs may have at most %u", n,
+			    env->hook->name, env->hook->max_insns);
+	for (size_t pc = 0; pc < n; pc++) {
+		int err = check_insn(env, pc);
+		if (err)
+			return err;
+		if (isa_is_lddw(&env->insns[pc]))
+			env->insn_flags[++pc] |= VF_LDDW2;
+	}
+	env->insn_flags[0] |= VF_SUBPROG;
+	for (size_t pc = 0; pc < n; pc++) {
+		if (env->insn_flags[pc] & VF_LDDW2)
+			continue;
+		const struct bpf_insn *in = &env->insns[pc];
+		int64_t t = jump_target(in, pc);
+		if (t < 0 && BPF_OP(in->code) == BPF_CALL)
+			continue;
+		if (t == -1 && !(BPF_CLASS(in->code) == BPF_JMP || BPF_CLASS(in->code) == BPF_JMP32))
+			continue;
+		if (BPF_OP(in->code) == BPF_EXIT)
+			continue;
+		if (t < 0 || t >= (int64_t)n)
+			return verr(env, NB_VERR_BAD_JUMP, pc, "jump to insn %lld is outside the program "
+				    "(%zu instructions)", (long long)t, n);
+		if (env->insn_flags[t] & VF_LDDW2)
+			return verr(env, NB_VERR_BAD_JUMP, pc,
+				    "jump to insn %lld lands in the middle of a 64-bit immediate load",
+				    (long long)t);
+		if (BPF_OP(in->code) == BPF_CALL) {
+			env->insn_flags[t] |= VF_SUBPROG;
+			if (pc + 1 < n)
+				env->insn_flags[pc + 1] |= VF_PRUNE;
+			continue;
+		}
+		env->insn_flags[t] |= VF_PRUNE;
+		if (t <= (int64_t)pc)
+			env->insn_flags[t] |= VF_LOOP_HEAD;
+	}
+	/* every function ends in exit/ja, and local jumps stay inside their function */
+	size_t start = 0;
+	for (size_t pc = 0; pc < n; pc++) {
+		if ((env->insn_flags[pc] & VF_SUBPROG))
+			start = pc;
+		bool last = pc + 1 == n || (env->insn_flags[pc + 1] & VF_SUBPROG);
+		if (last) {
+			size_t lp = (env->insn_flags[pc] & VF_LDDW2) ? pc - 1 : pc;
+			if ((env->insn_flags[pc] & VF_LDDW2) || !ends_function(&env->insns[lp]))
+				return verr(env, NB_VERR_FALL_OFF, lp,
+					    "execution can run past the end of the %s at insn %zu; "
+					    "end it with exit",
+					    start == 0 ? "program" : "function", pc);
+		}
+		if (env->insn_flags[pc] & VF_LDDW2)
+			continue;
+		const struct bpf_insn *in = &env->insns[pc];
+		int64_t t = jump_target(in, pc);
+		if (t < 0 || BPF_OP(in->code) == BPF_CALL)
+			continue;
+		size_t end = pc + 1;
+		while (end < n && !(env->insn_flags[end] & VF_SUBPROG))
+			end++;
+		if ((size_t)t < start || (size_t)t >= end)
+			return verr(env, NB_VERR_BAD_JUMP, pc,
+				    "jump to insn %lld leaves the function that starts at insn %zu",
+				    (long long)t, start);
+	}
+	/* reachability */
+	size_t *work = malloc(n * sizeof(*work)), top = 0;
+	if (!work)
+		return -ENOMEM;
+	env->insn_flags[0] |= VF_REACHED;
+	work[top++] = 0;
+	while (top) {
+		size_t pc = work[--top];
+		const struct bpf_insn *in = &env->insns[pc];
+		int64_t succ[2] = { -1, -1 };
+		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+		if (cls == BPF_JMP || cls == BPF_JMP32) {
+			if (op == BPF_EXIT) {
+			} else if (op == BPF_JA) {
+				succ[0] = jump_target(in, pc);
+			} else {
+				succ[0] = (int64_t)pc + 1;
+				succ[1] = jump_target(in, pc);
+			}
+		} else {
+			succ[0] = (int64_t)pc + (isa_is_lddw(in) ? 2 : 1);
+		}
+		for (int i = 0; i < 2; i++) {
+			if (succ[i] < 0 || succ[i] >= (int64_t)n)
+				continue;
+			if (!(env->insn_flags[succ[i]] & VF_REACHED)) {
+				env->insn_flags[succ[i]] |= VF_REACHED;
+				work[top++] = (size_t)succ[i];
+			}
+		}
+	}
+	free(work);
+	for (size_t pc = 0; pc < n; pc++)
+		if (!(env->insn_flags[pc] & (VF_REACHED | VF_LDDW2)))
+			return verr(env, NB_VERR_UNREACHABLE, pc,
+				    "insn %zu can never execute; remove dead code", pc);
+	return 0;
+}

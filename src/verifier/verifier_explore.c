@@ -1,0 +1,676 @@
+/* Path exploration: executes the program over abstract states, forking at conditional
+ * jumps, pruning at prune points against fully explored states that contain the current
+ * one, and reporting exact repeats at a loop head as infinite loops.
+ *
+ * Design decisions (see also verifier_state.c for precision):
+ *  - prune points are jump targets and call return sites; a state is stored there unless
+ *    one was stored less than MIN_INSNS_BETWEEN_STATES instructions ago on this path
+ *    (loop heads always store). A new state is pruned only against stored states whose
+ *    exploration is complete; states still being explored (earlier iterations of the loop
+ *    being simulated) are only compared for exact equality: a repeat means the loop can
+ *    never leave, reported as E-INFINITE-LOOP at the back-edge jump (the loop condition in
+ *    C) with the loop head named in the message. Loops are otherwise simulated iteration
+ *    by iteration under the processed-instruction budget (E-BUDGET, same reporting).
+ *  - strict on purpose: a divisor whose range contains 0, variable stack offsets, pointer
+ *    comparisons never narrowing, unreachable code, and helper buffers that are not fully
+ *    initialised are all rejected.
+ *  - memory per run is bounded: at most MAX_RECORDS_PER_INSN stored states per insn (stale
+ *    ones evicted after repeated misses), VERIFIER_MAX_RECORDS in all, and
+ *    VERIFIER_MAX_PENDING branches waiting.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "verifier/verifier_internal.h"
+
+#define PTR_OFF_LIMIT (1 << 29)
+#define MAX_RECORDS_PER_INSN 1024
+#define MIN_INSNS_BETWEEN_STATES 4
+
+static bool is_ptr(const struct vreg *r)
+{
+	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
+}
+
+/* ---- ALU ---- */
+
+static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *s, bool sub,
+		   unsigned regno)
+{
+	size_t pc = env->pc;
+	char d[128];
+	vreg_describe(env, p, d, sizeof(d));
+	if (p->type == VT_CONST_MAP_PTR)
+		return verr(env, NB_VERR_POINTER_ARITH, pc, "arithmetic on r%u, which is %s", regno, d);
+	vreg_mark_precise(env, s);
+	if (sc_is_const(&s->s)) {
+		int64_t c = (int64_t)s->s.t.value, off;
+		if (c < -PTR_OFF_LIMIT || c > PTR_OFF_LIMIT ||
+		    (off = sub ? (int64_t)p->off - c : (int64_t)p->off + c) < -PTR_OFF_LIMIT ||
+		    off > PTR_OFF_LIMIT)
+			return verr(env, NB_VERR_POINTER_ARITH, pc,
+				    "adding %lld to r%u (%s) moves it far out of its object", (long long)c,
+				    regno, d);
+		p->off = (int32_t)off;
+		return 0;
+	}
+	switch (p->type) {
+	case VT_PTR_MAP_VALUE: {
+		struct vscalar v = p->s;
+		sc_alu(&v, &s->s, sub ? BPF_SUB : BPF_ADD, false, 0);
+		p->s = v;
+		return 0;
+	}
+	case VT_PTR_STACK:
+		return verr(env, NB_VERR_STACK_OOB, pc,
+			    "variable offset into the stack (r%u); index arrays in map values, or use "
+			    "a constant offset",
+			    regno);
+	default:
+		return verr(env, NB_VERR_POINTER_ARITH, pc,
+			    "variable offset added to r%u (%s); only map value pointers may be indexed "
+			    "by a variable",
+			    regno, d);
+	}
+}
+
+static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
+{
+	size_t pc = env->pc;
+	uint8_t op = BPF_OP(in->code);
+	bool alu32 = BPF_CLASS(in->code) == BPF_ALU, x = BPF_SRC(in->code) == BPF_X;
+	struct vreg *dst = vcur_reg(env, in->dst_reg);
+	struct vreg src;
+	char d[128];
+
+	if (x) {
+		src = *vcur_reg(env, in->src_reg);
+		if (src.type == VT_NOT_INIT)
+			return verr(env, NB_VERR_UNINIT_REG, pc, "r%u is read but was never set",
+				    in->src_reg);
+	} else {
+		vreg_set_const(&src, alu32 ? (uint64_t)(uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
+	}
+	if (op == BPF_MOV) {
+		if (x && !alu32 && in->off == 0) {
+			if (src.type == VT_SCALAR && !sc_is_const(&src.s) && src.id == 0) {
+				src.id = ++env->next_id; /* link copies: a range check on one narrows both */
+				vcur_reg(env, in->src_reg)->id = src.id;
+			}
+			*dst = src;
+			return 0;
+		}
+		if (is_ptr(&src))
+			return verr(env, src.type == VT_PTR_MAP_VALUE_OR_NULL ? NB_VERR_NULL_ARITH
+									      : NB_VERR_POINTER_ARITH,
+				    pc, "%s move of pointer r%u truncates it",
+				    alu32 ? "32-bit" : "sign-extending", in->src_reg);
+		struct vscalar s = src.s;
+		sc_alu(&s, &src.s, BPF_MOV, alu32, x ? in->off : 0);
+		struct vorig org = src.org;
+		vreg_set_scalar(dst, &s);
+		dst->org = org;
+		return 0;
+	}
+	if (dst->type == VT_NOT_INIT)
+		return verr(env, NB_VERR_UNINIT_REG, pc, "r%u is read but was never set", in->dst_reg);
+	if (op == BPF_END) {
+		if (is_ptr(dst))
+			return verr(env, NB_VERR_POINTER_ARITH, pc, "byte swap of pointer r%u",
+				    in->dst_reg);
+		sc_end(&dst->s, (unsigned)in->imm, !alu32 || BPF_SRC(in->code) == BPF_TO_BE);
+		dst->id = 0;
+		return 0;
+	}
+	if (is_ptr(dst) || is_ptr(&src)) {
+		bool dnull = dst->type == VT_PTR_MAP_VALUE_OR_NULL, snull = src.type == VT_PTR_MAP_VALUE_OR_NULL;
+		if (dnull || snull)
+			return verr(env, NB_VERR_NULL_ARITH, pc,
+				    "arithmetic on r%u, a map lookup result that may be NULL; check it "
+				    "against NULL first",
+				    dnull ? in->dst_reg : in->src_reg);
+		if (!alu32 && op == BPF_ADD && is_ptr(dst) && !is_ptr(&src))
+			return ptr_add(env, dst, &src, false, in->dst_reg);
+		if (!alu32 && op == BPF_SUB && is_ptr(dst) && !is_ptr(&src))
+			return ptr_add(env, dst, &src, true, in->dst_reg);
+		if (!alu32 && op == BPF_ADD && !is_ptr(dst) && is_ptr(&src)) {
+			struct vreg p = src, s = *dst;
+			int err = ptr_add(env, &p, &s, false, in->src_reg);
+			if (!err)
+				*dst = p;
+			return err;
+		}
+		vreg_describe(env, is_ptr(dst) ? dst : &src, d, sizeof(d));
+		return verr(env, NB_VERR_POINTER_ARITH, pc,
+			    "this operation on %s is not allowed; pointers only support adding or "
+			    "subtracting a number (64-bit)",
+			    d);
+	}
+	if (op == BPF_DIV || op == BPF_MOD) {
+		if (!x && in->imm == 0)
+			return verr(env, NB_VERR_DIV_ZERO, pc, "%s by the constant 0",
+				    op == BPF_DIV ? "division" : "modulo");
+		if (x) {
+			bool zero = alu32 ? src.s.u32min == 0 : src.s.umin == 0;
+			if (zero)
+				return verr(env, NB_VERR_DIV_ZERO, pc,
+					    "divisor r%u may be zero (%s range [%llu, %llu]); check it "
+					    "is non-zero before dividing",
+					    in->src_reg, alu32 ? "32-bit" : "its",
+					    (unsigned long long)(alu32 ? src.s.u32min : src.s.umin),
+					    (unsigned long long)(alu32 ? src.s.u32max : src.s.umax));
+			vreg_mark_precise(env, &src);
+		}
+	}
+	struct vscalar r = dst->s;
+	sc_alu(&r, &src.s, op, alu32, in->off);
+	dst->s = r;
+	dst->id = 0;
+	dst->org.b[0] |= src.org.b[0];
+	dst->org.b[1] |= src.org.b[1];
+	return 0;
+}
+
+/* ---- conditional jumps ---- */
+
+static void for_each_reg(struct vstate *st, void (*fn)(struct vreg *, void *), void *arg)
+{
+	for (uint32_t f = 0; f < st->nframes; f++) {
+		struct vframe *fr = st->frames[f];
+		for (int r = 0; r < BPF_NREGS; r++)
+			fn(&fr->regs[r], arg);
+		for (unsigned i = 0; i < fr->nslots; i++)
+			if (fr->slots[i].type[0] == SB_SPILL)
+				fn(&fr->slots[i].spill, arg);
+	}
+}
+
+struct null_mark {
+	uint32_t id;
+	bool is_null;
+};
+
+static void null_mark_fn(struct vreg *r, void *arg)
+{
+	struct null_mark *m = arg;
+	if (r->type != VT_PTR_MAP_VALUE_OR_NULL || r->id != m->id)
+		return;
+	if (m->is_null) {
+		vreg_set_const(r, 0);
+	} else {
+		r->type = VT_PTR_MAP_VALUE;
+		r->id = 0;
+	}
+}
+
+/* A narrowed scalar and its linked copies: all get the new range, and all get the union
+ * of their origins (the range of each now depends on every one of them, and on the other
+ * operand of a register comparison). */
+struct range_copy {
+	uint32_t id;
+	const struct vscalar *s;
+	struct vorig org;
+	bool apply;
+};
+
+static void range_copy_fn(struct vreg *r, void *arg)
+{
+	struct range_copy *c = arg;
+	if (r->type != VT_SCALAR || r->id != c->id)
+		return;
+	if (c->apply) {
+		r->s = *c->s;
+		r->org = c->org;
+	} else {
+		c->org.b[0] |= r->org.b[0];
+		c->org.b[1] |= r->org.b[1];
+	}
+}
+
+static void set_scalar_edge(struct vstate *st, unsigned frame, unsigned regno,
+			    const struct vscalar *s, struct vorig extra)
+{
+	struct vreg *r = &st->frames[frame]->regs[regno];
+	r->s = *s;
+	r->org.b[0] |= extra.b[0];
+	r->org.b[1] |= extra.b[1];
+	if (r->id) {
+		struct range_copy c = { r->id, s, r->org, false };
+		for_each_reg(st, range_copy_fn, &c);
+		c.apply = true;
+		for_each_reg(st, range_copy_fn, &c);
+	}
+}
+
+static int push_pending(struct verifier_env *env, uint32_t pc, struct vstate *st)
+{
+	if (env->npending >= VERIFIER_MAX_PENDING)
+		return verr(env, NB_VERR_BUDGET, env->pc,
+			    "more than %d branches pending exploration; simplify the control flow",
+			    VERIFIER_MAX_PENDING);
+	if (env->npending == env->cap_pending) {
+		size_t cap = env->cap_pending ? env->cap_pending * 2 : 64;
+		struct vpending *n = realloc(env->pending, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		env->pending = n;
+		env->cap_pending = cap;
+	}
+	env->pending[env->npending].st = *st;
+	env->pending[env->npending].pc = pc;
+	env->npending++;
+	if (st->rec)
+		st->rec->branches++;
+	if (env->npending + 1 > env->stats.peak_states)
+		env->stats.peak_states = env->npending + 1;
+	return 0;
+}
+
+static bool nonnull_ptr(const struct vreg *r)
+{
+	return is_ptr(r) && r->type != VT_PTR_MAP_VALUE_OR_NULL;
+}
+
+/* Returns 1 when the current path ends, 0 to continue at env->pc, <0 on error. */
+static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
+{
+	size_t pc = env->pc;
+	uint8_t op = BPF_OP(in->code);
+	bool j32 = BPF_CLASS(in->code) == BPF_JMP32, x = BPF_SRC(in->code) == BPF_X;
+	uint32_t target = (uint32_t)((int64_t)pc + in->off + 1), frame = env->cur.nframes - 1;
+	struct vreg *a = vcur_reg(env, in->dst_reg);
+	struct vreg b;
+	if (a->type == VT_NOT_INIT)
+		return verr(env, NB_VERR_UNINIT_REG, pc, "r%u is compared but was never set",
+			    in->dst_reg);
+	if (x) {
+		b = *vcur_reg(env, in->src_reg);
+		if (b.type == VT_NOT_INIT)
+			return verr(env, NB_VERR_UNINIT_REG, pc, "r%u is compared but was never set",
+				    in->src_reg);
+	} else {
+		vreg_set_const(&b, (uint64_t)(int64_t)in->imm);
+	}
+	int feasible = SC_TAKEN | SC_FALL;
+	struct vscalar ta, tb, fa, fb;
+	bool scalars = !is_ptr(a) && !is_ptr(&b);
+	struct null_mark nm_taken = { 0, false }, nm_fall = { 0, false };
+
+	/* after "if a OP b" each operand's range depends on the other's */
+	struct vorig both_org = { { a->org.b[0] | b.org.b[0], a->org.b[1] | b.org.b[1] } };
+	if (scalars) {
+		feasible = sc_branch(&a->s, &b.s, op, j32, &ta, &tb, &fa, &fb);
+		if (feasible != (SC_TAKEN | SC_FALL)) {
+			/* the outcome depended on these values: they must be precise */
+			vreg_mark_precise(env, a);
+			vreg_mark_precise(env, &b);
+		}
+	} else if ((op == BPF_JEQ || op == BPF_JNE) && !j32) {
+		const struct vreg *p = is_ptr(a) ? a : &b, *o = is_ptr(a) ? &b : a;
+		bool zero = o->type == VT_SCALAR && sc_is_const(&o->s) && o->s.t.value == 0;
+		if (zero && p->type == VT_PTR_MAP_VALUE_OR_NULL) {
+			struct null_mark *eq = op == BPF_JEQ ? &nm_taken : &nm_fall;
+			struct null_mark *ne = op == BPF_JEQ ? &nm_fall : &nm_taken;
+			*eq = (struct null_mark){ p->id, true };
+			*ne = (struct null_mark){ p->id, false };
+			vreg_mark_precise(env, o); /* a NULL check only because it is exactly 0 */
+		} else if (zero && nonnull_ptr(p)) {
+			feasible = op == BPF_JEQ ? SC_FALL : SC_TAKEN; /* pointers are never NULL */
+			vreg_mark_precise(env, o); /* decided because it is exactly 0 */
+		}
+	}
+	if (feasible == 0)
+		return 1;
+	if (feasible & SC_TAKEN) {
+		struct vstate st;
+		bool both = feasible & SC_FALL;
+		if (both) {
+			if (vstate_copy(&st, &env->cur))
+				return -ENOMEM;
+		} else {
+			st = env->cur;
+		}
+		if (scalars) {
+			set_scalar_edge(&st, frame, in->dst_reg, &ta, both_org);
+			if (x)
+				set_scalar_edge(&st, frame, in->src_reg, &tb, both_org);
+		}
+		if (nm_taken.id)
+			for_each_reg(&st, null_mark_fn, &nm_taken);
+		if (target <= pc) {
+			st.loop_head = target;
+			st.loop_jump = (uint32_t)pc;
+		}
+		if (!both) {
+			env->cur = st;
+			env->pc = target;
+			return 0;
+		}
+		int err = push_pending(env, target, &st);
+		if (err) {
+			vstate_free(&st);
+			return err;
+		}
+	}
+	if (scalars) {
+		set_scalar_edge(&env->cur, frame, in->dst_reg, &fa, both_org);
+		if (x)
+			set_scalar_edge(&env->cur, frame, in->src_reg, &fb, both_org);
+	}
+	if (nm_fall.id)
+		for_each_reg(&env->cur, null_mark_fn, &nm_fall);
+	env->pc = (uint32_t)pc + 1;
+	return 0;
+}
+
+/* ---- calls and exit ---- */
+
+static int do_pseudo_call(struct verifier_env *env, const struct bpf_insn *in)
+{
+	size_t pc = env->pc;
+	if (env->cur.nframes >= BPF_MAX_CALL_DEPTH)
+		return verr(env, NB_VERR_CALL_DEPTH, pc,
+			    "call nesting deeper than %d frames (recursion is not allowed)",
+			    BPF_MAX_CALL_DEPTH);
+	struct vframe *caller = vcur_frame(env), *f = vframe_new((uint32_t)pc);
+	if (!f)
+		return -ENOMEM;
+	for (int r = 1; r <= 5; r++)
+		f->regs[r] = caller->regs[r];
+	f->regs[BPF_REG_FP].type = VT_PTR_STACK;
+	f->regs[BPF_REG_FP].frameno = (uint8_t)env->cur.nframes;
+	env->cur.frames[env->cur.nframes++] = f;
+	env->pc = (uint32_t)((int64_t)pc + in->imm + 1);
+	return 0;
+}
+
+static int do_exit(struct verifier_env *env)
+{
+	size_t pc = env->pc;
+	struct vreg *r0 = vcur_reg(env, 0);
+	char d[128];
+	if (r0->type == VT_NOT_INIT && env->cur.nframes == 1)
+		return verr(env, NB_VERR_RETURN, pc,
+			    "program returns without setting r0; return a value on every path");
+	if (env->cur.nframes == 1) {
+		if (is_ptr(r0)) {
+			vreg_describe(env, r0, d, sizeof(d));
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "the program returns %s; it must return a number", d);
+		}
+		return 1;
+	}
+	if (r0->type == VT_PTR_STACK && r0->frameno == env->cur.nframes - 1)
+		return verr(env, NB_VERR_POINTER_LEAK, pc,
+			    "function returns a pointer to its own stack, which dies on return");
+	/* nor may the caller keep one through memory it passed in (a void function leaves
+	 * r0 unset: the caller then may not read it) */
+	uint8_t dying = (uint8_t)(env->cur.nframes - 1);
+	for (uint32_t fi = 0; fi < dying; fi++) {
+		const struct vframe *cf = env->cur.frames[fi];
+		for (unsigned i = 0; i < cf->nslots; i++)
+			if (cf->slots[i].type[0] == SB_SPILL && cf->slots[i].spill.type == VT_PTR_STACK &&
+			    cf->slots[i].spill.frameno == dying)
+				return verr(env, NB_VERR_POINTER_LEAK, pc,
+					    "function leaves a pointer to its own stack in its caller's "
+					    "stack; it dies on return");
+	}
+	struct vframe *f = vcur_frame(env);
+	struct vreg ret = *r0;
+	uint32_t callsite = f->callsite;
+	free(f);
+	env->cur.nframes--;
+	struct vframe *caller = vcur_frame(env);
+	caller->regs[0] = ret;
+	for (int r = 1; r <= 5; r++)
+		vreg_set_not_init(&caller->regs[r]);
+	env->pc = callsite + 1;
+	return 0;
+}
+
+static int do_lddw(struct verifier_env *env, const struct bpf_insn *in)
+{
+	struct vreg *dst = vcur_reg(env, in->dst_reg);
+	uint64_t imm = (uint32_t)in[0].imm | ((uint64_t)(uint32_t)in[1].imm << 32);
+	if (in->src_reg == 0) {
+		vreg_set_const(dst, imm);
+	} else {
+		vreg_set_not_init(dst);
+		dst->map = (uint16_t)in->imm;
+		sc_const(&dst->s, 0);
+		if (in->src_reg == BPF_PSEUDO_MAP_FD) {
+			dst->type = VT_CONST_MAP_PTR;
+		} else {
+			const struct nb_map_def *m = &env->maps[in->imm];
+			if (in[1].imm < 0 || (uint32_t)in[1].imm > m->value_size)
+				return verr(env, NB_VERR_MAP_VALUE_OOB, env->pc,
+					    "address of offset %d in '%s' (%u bytes)", in[1].imm,
+					    m->name, m->value_size);
+			dst->type = VT_PTR_MAP_VALUE;
+			dst->off = in[1].imm;
+		}
+	}
+	env->pc += 2;
+	return 0;
+}
+
+/* Executes the instruction at env->pc. 1 = path ended. */
+static int step(struct verifier_env *env)
+{
+	const struct bpf_insn *in = &env->insns[env->pc];
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	int err;
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		err = do_alu(env, in);
+		if (!err)
+			env->pc++;
+		return err;
+	case BPF_LDX:
+	case BPF_ST:
+	case BPF_STX:
+		err = verifier_check_mem(env, in);
+		if (!err)
+			env->pc++;
+		return err;
+	case BPF_LD:
+		return do_lddw(env, in);
+	default:
+		break;
+	}
+	/* jumps */
+	if (op == BPF_EXIT)
+		return do_exit(env);
+	if (op == BPF_CALL) {
+		if (in->src_reg == BPF_PSEUDO_CALL)
+			return do_pseudo_call(env, in);
+		err = verifier_check_helper(env, in);
+		if (!err)
+			env->pc++;
+		return err;
+	}
+	if (op == BPF_JA) {
+		int64_t t = (int64_t)env->pc + (cls == BPF_JMP32 ? in->imm : in->off) + 1;
+		if (t <= (int64_t)env->pc) {
+			env->cur.loop_head = (uint32_t)t;
+			env->cur.loop_jump = env->pc;
+		}
+		env->pc = (uint32_t)t;
+		return 0;
+	}
+	return do_cond_jmp(env, in);
+}
+
+/* At a prune point: 1 = pruned, 0 = continue (state stored), <0 = error.
+ * Fully explored states are candidates for pruning; states still being explored (the
+ * current path's own loop iterations) are only checked for an exact repeat. Explored
+ * states that keep failing to prune anything are dropped from the list. */
+static int prune_point(struct verifier_env *env)
+{
+	unsigned n = 0;
+	bool have_hash = false;
+	uint64_t hash = 0;
+	struct vrecord **link = &env->records[env->pc];
+	while (*link) {
+		struct vrecord *r = *link;
+		if (r->branches == 0) {
+			if (vstate_contains(r, &env->cur)) {
+				r->hit++;
+				vstate_prune_precision(env, r);
+				env->stats.states_pruned++;
+				return 1;
+			}
+			if (++r->miss > r->hit * 8 + 64) {
+				*link = r->next; /* evicted; stays allocated for precision links */
+				continue;
+			}
+		} else {
+			if (!have_hash) {
+				hash = vstate_hash(&env->cur);
+				have_hash = true;
+			}
+			if (!r->hashed) {
+				r->hash = vstate_hash(&r->st);
+				r->hashed = true;
+			}
+			if (r->hash == hash && vstate_equal(&r->st, &env->cur)) {
+				/* point at the loop's back-edge (the loop condition in C) */
+				size_t at = env->cur.loop_head == env->pc ? env->cur.loop_jump : env->pc;
+				return verr(env, NB_VERR_INFINITE_LOOP, at,
+					    "infinite loop: the loop at insn %u comes back to exactly the "
+					    "same state; make sure its exit condition changes on every "
+					    "iteration",
+					    env->pc);
+			}
+		}
+		n++;
+		link = &r->next;
+	}
+	if (n >= MAX_RECORDS_PER_INSN || env->nrecords >= VERIFIER_MAX_RECORDS)
+		return 0;
+	/* like Linux: outside loop heads, do not store a state every few instructions */
+	if (!(env->insn_flags[env->pc] & VF_LOOP_HEAD) &&
+	    env->stats.insns_processed - env->cur.stored_at < MIN_INSNS_BETWEEN_STATES)
+		return 0;
+	return vstate_store(env);
+}
+
+static int explore(struct verifier_env *env)
+{
+	struct vframe *f = vframe_new(0);
+	if (!f)
+		return -ENOMEM;
+	env->cur.nframes = 1;
+	env->cur.frames[0] = f;
+	env->cur.loop_head = UINT32_MAX;
+	env->cur.rec = NULL;
+	if (env->hook->ctx_is_raw_memory) {
+		f->regs[1].type = VT_PTR_MEM;
+		vreg_set_const(&f->regs[2], env->mem_size);
+	} else {
+		f->regs[1].type = VT_PTR_CTX;
+	}
+	f->regs[BPF_REG_FP].type = VT_PTR_STACK;
+	env->pc = 0;
+	env->stats.peak_states = 1;
+	int err = vstate_store(env); /* root: precision marks end here */
+	bool first = true;
+	while (!err) {
+		if (++env->stats.insns_processed > env->budget) {
+			uint32_t head = env->cur.loop_head;
+			if (head == UINT32_MAX)
+				return verr(env, NB_VERR_BUDGET, env->pc,
+					    "exploration budget of %llu instructions exhausted",
+					    (unsigned long long)env->budget);
+			return verr(env, NB_VERR_BUDGET, env->cur.loop_jump,
+				    "the loop at insn %u did not finish within the verification budget "
+				    "of %llu instructions; bound its iteration count with a constant",
+				    head, (unsigned long long)env->budget);
+		}
+		if (env->pc >= env->insn_cnt)
+			return verr(env, NB_VERR_FALL_OFF, env->insn_cnt - 1,
+				    "execution runs past the last instruction");
+		int r = 0;
+		if ((env->insn_flags[env->pc] & VF_PRUNE) && !first)
+			r = prune_point(env);
+		first = false;
+		if (r == 0)
+			r = step(env);
+		if (r < 0)
+			return r;
+		if (r == 1) {
+			vrecord_path_done(env->cur.rec);
+			vstate_free(&env->cur);
+			if (env->npending == 0)
+				return 0;
+			struct vpending *p = &env->pending[--env->npending];
+			env->cur = p->st;
+			env->pc = p->pc;
+		}
+	}
+	return err;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: stable on a loaded machine */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
+		   size_t map_cnt, const struct nb_hook_desc *hook,
+		   const struct nb_verifier_opts *opts, struct nb_verifier_diag *diag,
+		   struct nb_verifier_stats *stats)
+{
+	struct nb_verifier_diag local_diag;
+	if (!diag)
+		diag = &local_diag;
+	memset(diag, 0, sizeof(*diag));
+	if (!prog || !hook || (map_cnt && !maps) || (prog->insn_cnt && !prog->insns))
+		return -EINVAL;
+	uint64_t t0 = now_ns();
+	struct verifier_env *env = calloc(1, sizeof(*env));
+	if (!env)
+		return -ENOMEM;
+	env->prog = prog;
+	env->insns = prog->insns;
+	env->insn_cnt = prog->insn_cnt;
+	env->maps = maps;
+	env->map_cnt = map_cnt;
+	env->hook = hook;
+	env->diag = diag;
+	env->mem_size = opts ? opts->mem_size : 0;
+	env->budget = opts && opts->budget ? opts->budget : hook->loop_budget;
+	if (!env->budget)
+		env->budget = 1000000;
+	int err = -ENOMEM;
+	size_t n = prog->insn_cnt ? prog->insn_cnt : 1;
+	env->insn_flags = calloc(n, 1);
+	env->records = calloc(n, sizeof(*env->records));
+	if (env->insn_flags && env->records) {
+		err = verifier_check_structure(env);
+		if (!err)
+			err = explore(env);
+	}
+	if (err && err != -EACCES && !env->failed) {
+		diag->code = NB_VERR_OK;
+		snprintf(diag->msg, sizeof(diag->msg), "verifier error %d", err);
+	}
+	vstate_free(&env->cur);
+	for (size_t i = 0; i < env->npending; i++)
+		vstate_free(&env->pending[i].st);
+	varena_free(env->arena);
+	free(env->pending);
+	free(env->records);
+	free(env->insn_flags);
+	env->stats.time_ns = now_ns() - t0;
+	if (stats)
+		*stats = env->stats;
+	free(env);
+	return err;
+}

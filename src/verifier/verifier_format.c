@@ -1,0 +1,34 @@
+/* Compiler-style formatting of a verifier diagnostic (uses the isa disassembler). */
+#include <stdio.h>
+
+#include "verifier/verifier_internal.h"
+
+int verifier_format_diag(const struct nb_verifier_diag *diag, const struct nb_program *prog,
+			 char *buf, size_t buflen)
+{
+	char ins[128] = "";
+	if (prog && diag->insn < prog->insn_cnt &&
+	    isa_disasm_insn(prog->insns, prog->insn_cnt, diag->insn, ins, sizeof(ins)) < 0)
+		snprintf(ins, sizeof(ins), "(cannot disassemble)");
+	const char *file = diag->file ? diag->file : (prog ? prog->name : "program");
+	int n;
+	if (diag->line)
+		n = snprintf(buf, buflen, "%s:%u:%u: error: %s [%s]\n", file, diag->line, diag->col,
+			     diag->msg, verifier_err_code(diag->code));
+	else
+		n = snprintf(buf, buflen, "%s: error: %s [%s]\n", file, diag->msg,
+			     verifier_err_code(diag->code));
+	size_t used = n > 0 ? (size_t)n : 0;
+	if (diag->line && diag->line_src && diag->line_src[0]) {
+		const char *s = diag->line_src;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		char *p = used < buflen ? buf + used : NULL;
+		n = snprintf(p, p ? buflen - used : 0, "%6u | %s\n", diag->line, s);
+		used += n > 0 ? (size_t)n : 0;
+	}
+	char *p = used < buflen ? buf + used : NULL;
+	n = snprintf(p, p ? buflen - used : 0, "  insn %zu: %s\n", diag->insn, ins);
+	used += n > 0 ? (size_t)n : 0;
+	return (int)used;
+}

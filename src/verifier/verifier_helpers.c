@@ -1,0 +1,146 @@
+/* Helper calls: the hook's prototype decides which helpers exist and what each argument
+ * must be; after the call r1-r5 are clobbered and r0 takes the return kind.
+ */
+#include "verifier/verifier_internal.h"
+
+/* The prototype of helper id in any hook other than conformance (or NULL). */
+static const struct nb_helper_proto *any_helper(int32_t id)
+{
+	for (int h = 0; h < NB_HOOK_COUNT; h++) {
+		const struct nb_helper_proto *p = hook_helper(hook_desc((enum nb_hook_type)h), id);
+		if (p && h != NB_HOOK_CONFORMANCE)
+			return p;
+	}
+	return NULL;
+}
+
+bool verifier_helper_known(int32_t id)
+{
+	return any_helper(id) != NULL;
+}
+
+static bool is_ptr(const struct vreg *r)
+{
+	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
+}
+
+int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
+{
+	size_t pc = env->pc;
+	int32_t id = insn->imm;
+	const struct nb_helper_proto *p = hook_helper(env->hook, id);
+	char d[128];
+	if (!p) {
+		const struct nb_helper_proto *other = any_helper(id);
+		if (other)
+			return verr(env, NB_VERR_HELPER_DENIED, pc,
+				    "%s (helper %d) is not available to %s programs", other->name, id,
+				    env->hook->name);
+		return verr(env, NB_VERR_HELPER_UNKNOWN, pc,
+			    "unknown helper %d; this runtime provides map lookup/update/delete (1-3), "
+			    "ktime_get_ns (5), trace_printk (6) and get_prandom_u32 (7)",
+			    id);
+	}
+	const struct nb_map_def *map = NULL;
+	for (int a = 0; a < 5; a++) {
+		unsigned regno = (unsigned)a + 1;
+		const struct vreg *r = vcur_reg(env, regno);
+		enum nb_arg_kind k = p->args[a];
+		if (k == NB_ARG_NONE)
+			continue;
+		if (r->type == VT_NOT_INIT)
+			return verr(env, NB_VERR_UNINIT_REG, pc,
+				    "argument r%u of %s was never set", regno, p->name);
+		vreg_describe(env, r, d, sizeof(d));
+		switch (k) {
+		case NB_ARG_ANYTHING:
+			if (is_ptr(r))
+				return verr(env, NB_VERR_HELPER_ARG, pc, "argument r%u of %s must be a number, not %s", regno,
+					    p->name, d);
+			break;
+		case NB_ARG_CONST_MAP_PTR:
+			if (r->type != VT_CONST_MAP_PTR)
+				return verr(env, NB_VERR_HELPER_ARG, pc,
+					    "argument r%u of %s must be a map (&map_name), not %s",
+					    regno, p->name, d);
+			map = &env->maps[r->map];
+			break;
+		case NB_ARG_PTR_TO_MAP_KEY:
+		case NB_ARG_PTR_TO_MAP_VALUE: {
+			bool key = k == NB_ARG_PTR_TO_MAP_KEY, has_ptr;
+			if (!map)
+				return verr(env, NB_VERR_HELPER_ARG, pc, "%s: no map argument before r%u",
+					    p->name, regno);
+			int err = verifier_check_helper_mem(env, r, key ? map->key_size : map->value_size,
+							    (int)regno, key ? "the key" : "the value",
+							    &has_ptr);
+			if (err)
+				return err;
+			if (!key && has_ptr)
+				return verr(env, NB_VERR_POINTER_LEAK, pc,
+					    "the value stored into map '%s' contains a pointer",
+					    map->name);
+			if (!key && id == NB_HELPER_MAP_UPDATE_ELEM &&
+			    (map->origin == NB_MAP_ORIGIN_RODATA || (map->map_flags & (1u << 7))))
+				return verr(env, NB_VERR_READONLY_MAP, pc,
+					    "map '%s' is read-only to programs", map->name);
+			break;
+		}
+		case NB_ARG_PTR_TO_MEM: {
+			if (a == 4 || p->args[a + 1] != NB_ARG_CONST_SIZE)
+				return verr(env, NB_VERR_HELPER_ARG, pc, "bad prototype of %s", p->name);
+			const struct vreg *sz = vcur_reg(env, regno + 1);
+			if (sz->type != VT_SCALAR)
+				return verr(env, sz->type == VT_NOT_INIT ? NB_VERR_UNINIT_REG
+									 : NB_VERR_HELPER_ARG,
+					    pc, "size argument r%u of %s must be a number", regno + 1,
+					    p->name);
+			if (sz->s.umin == 0 || sz->s.umax > (uint64_t)BPF_STACK_SIZE * 8)
+				return verr(env, NB_VERR_HELPER_ARG, pc,
+					    "size argument r%u of %s must be between 1 and %d; it is in "
+					    "[%llu, %llu]",
+					    regno + 1, p->name, BPF_STACK_SIZE * 8,
+					    (unsigned long long)sz->s.umin,
+					    (unsigned long long)sz->s.umax);
+			vreg_mark_precise(env, sz);
+			bool has_ptr;
+			int err = verifier_check_helper_mem(env, r, sz->s.umax, (int)regno, "the buffer",
+							    &has_ptr);
+			if (err)
+				return err;
+			break;
+		}
+		case NB_ARG_CONST_SIZE:
+			break; /* checked with its buffer */
+		default:
+			break;
+		}
+	}
+	/* r1-r5 are caller-saved */
+	for (unsigned r = 1; r <= 5; r++)
+		vreg_set_not_init(vcur_reg(env, r));
+	struct vreg *r0 = vcur_reg(env, 0);
+	switch (p->ret) {
+	case NB_RET_MAP_VALUE_OR_NULL:
+		vreg_set_not_init(r0);
+		r0->type = VT_PTR_MAP_VALUE_OR_NULL;
+		r0->map = (uint16_t)(map - env->maps);
+		r0->off = 0;
+		r0->id = ++env->next_id; /* fresh id for every call: facts never leak between lookups */
+		sc_const(&r0->s, 0);
+		break;
+	case NB_RET_VOID:
+		vreg_set_not_init(r0);
+		break;
+	default: {
+		struct vscalar s;
+		if (id == NB_HELPER_GET_PRANDOM_U32 && env->hook->type != NB_HOOK_CONFORMANCE)
+			sc_unknown_sized(&s, 4, false);
+		else
+			sc_unknown(&s);
+		vreg_set_scalar(r0, &s);
+		break;
+	}
+	}
+	return 0;
+}

@@ -1,0 +1,253 @@
+/* verifier internals: the abstract domain (tnum + ranges), the abstract state, and the
+ * functions the verifier's files share. Not used outside src/verifier and its tests.
+ */
+#ifndef NCCLBPF_VERIFIER_INTERNAL_H
+#define NCCLBPF_VERIFIER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa/isa.h"
+#include "loader/object.h"
+#include "verifier/hooks.h"
+#include "verifier/verifier.h"
+
+/* ---- tnum: known bits. A value v is in (value, mask) iff (v & ~mask) == value. ---- */
+struct tnum {
+	uint64_t value;
+	uint64_t mask;
+};
+
+struct tnum tnum_const(uint64_t v);
+struct tnum tnum_unknown(void);
+struct tnum tnum_range(uint64_t min, uint64_t max);
+bool tnum_is_const(struct tnum t);
+bool tnum_contains(struct tnum t, uint64_t v);
+bool tnum_in(struct tnum outer, struct tnum inner); /* every value of inner is in outer */
+struct tnum tnum_add(struct tnum a, struct tnum b);
+struct tnum tnum_sub(struct tnum a, struct tnum b);
+struct tnum tnum_mul(struct tnum a, struct tnum b);
+struct tnum tnum_and(struct tnum a, struct tnum b);
+struct tnum tnum_or(struct tnum a, struct tnum b);
+struct tnum tnum_xor(struct tnum a, struct tnum b);
+struct tnum tnum_lshift(struct tnum a, unsigned k);
+struct tnum tnum_rshift(struct tnum a, unsigned k);
+struct tnum tnum_arshift(struct tnum a, unsigned k, unsigned width);
+/* false when a and b have no common value */
+bool tnum_intersect(struct tnum a, struct tnum b, struct tnum *out);
+struct tnum tnum_cast(struct tnum a, unsigned bytes); /* keep the low bytes, zero the rest */
+struct tnum tnum_subreg(struct tnum a);               /* low 32 bits */
+struct tnum tnum_with_subreg(struct tnum a, struct tnum sub);
+
+/* ---- scalars: tnum + unsigned/signed 64- and 32-bit ranges, kept consistent ---- */
+struct vscalar {
+	struct tnum t;
+	uint64_t umin, umax;
+	int64_t smin, smax;
+	uint32_t u32min, u32max;
+	int32_t s32min, s32max;
+};
+
+void sc_const(struct vscalar *s, uint64_t v);
+void sc_unknown(struct vscalar *s);
+/* unknown value of `bytes` bytes, zero-extended (sign-extended when sx) */
+void sc_unknown_sized(struct vscalar *s, unsigned bytes, bool sx);
+bool sc_is_const(const struct vscalar *s);
+/* Derives every representation from the others. Returns false if s is empty. */
+bool sc_sync(struct vscalar *s);
+bool sc_is_empty(const struct vscalar *s);
+bool sc_contains(const struct vscalar *s, uint64_t v); /* concrete membership */
+bool sc_in(const struct vscalar *outer, const struct vscalar *inner);
+bool sc_equal(const struct vscalar *a, const struct vscalar *b);
+/* 32-bit view zero-extended to 64 bits (what a w-register move produces) */
+void sc_zext32(struct vscalar *s);
+
+/* ALU transfer: dst = dst OP src. op is BPF_OP(code); alu32 for BPF_ALU; off as in the
+ * instruction (signed div/mod, movsx width). Division by a range containing zero is the
+ * caller's concern (rejected before). Returns false on an op it does not model. */
+bool sc_alu(struct vscalar *dst, const struct vscalar *src, uint8_t op, bool alu32, int16_t off);
+/* byte swap / truncation (BPF_END): imm = 16/32/64; to_be / alu64 (bswap) decide. */
+void sc_end(struct vscalar *dst, unsigned bits, bool swap);
+
+/* Branch refinement of a conditional jump "if a OP b". On return *ta,*tb hold a and b on the
+ * taken edge and *fa,*fb on the fall-through edge; the return bits say which edges are
+ * feasible (1 = taken, 2 = fall-through). */
+#define SC_TAKEN 1
+#define SC_FALL 2
+int sc_branch(const struct vscalar *a, const struct vscalar *b, uint8_t op, bool jmp32,
+	      struct vscalar *ta, struct vscalar *tb, struct vscalar *fa, struct vscalar *fb);
+
+/* ---- registers ---- */
+enum vtype {
+	VT_NOT_INIT = 0,
+	VT_SCALAR,
+	VT_PTR_CTX,
+	VT_PTR_STACK,
+	VT_PTR_MAP_VALUE,
+	VT_PTR_MAP_VALUE_OR_NULL,
+	VT_CONST_MAP_PTR,
+	VT_PTR_MEM, /* conformance: raw memory of opts->mem_size bytes */
+};
+
+/* Origins: which positions of the top frame of the most recent stored state a scalar
+ * derives from (bits 0..10 registers, 11..74 stack slots), for precision propagation. */
+#define VPOS_COUNT 75
+struct vorig {
+	uint64_t b[2];
+};
+
+struct vreg {
+	uint8_t type;
+	uint8_t frameno; /* PTR_TO_STACK: frame the pointer points into */
+	uint16_t map;    /* map index for map pointers */
+	int32_t off;     /* constant offset of pointers */
+	uint32_t id;     /* OR_NULL: lookup id; scalar: copies share an id */
+	struct vorig org;
+	struct vscalar s; /* scalar value, or the variable offset of a map value pointer */
+};
+
+/* stack byte types */
+enum { SB_INVALID = 0, SB_MISC, SB_SPILL };
+
+struct vslot {
+	uint8_t type[8]; /* byte i is fp - 8*(slot+1) + i */
+	struct vreg spill;
+};
+
+#define VSLOTS (BPF_STACK_SIZE / 8)
+
+struct vframe {
+	struct vreg regs[BPF_NREGS];
+	uint32_t callsite; /* insn of the call that created this frame (0 for the entry) */
+	uint16_t nslots;   /* slots [0, nslots) may be non-INVALID */
+	uint16_t cap;      /* slots allocated */
+	struct vslot slots[];
+};
+
+struct vrecord;
+
+struct vstate {
+	uint32_t nframes;
+	uint32_t loop_head; /* most recent back-edge target on this path, for diagnostics */
+	uint32_t loop_jump; /* the jump that took that back-edge */
+	uint64_t stored_at; /* insns_processed when this path last stored a state */
+	struct vrecord *rec; /* most recent stored state on this path (precision parent) */
+	struct vframe *frames[BPF_MAX_CALL_DEPTH];
+};
+
+/* A state stored at a prune point. */
+struct vrecord {
+	struct vrecord *next;   /* list at the same insn */
+	struct vrecord *parent; /* previous stored state on the path that stored this one */
+	uint32_t branches;      /* live paths below this state; 0 = fully explored */
+	uint32_t pc;
+	uint32_t miss, hit;     /* pruning attempts against this state (list eviction) */
+	uint64_t hash;          /* vstate_hash of st, for the infinite-loop check */
+	bool hashed;
+	uint64_t precise[2];    /* top-frame positions whose values mattered below */
+	struct vorig *parent_org; /* per top-frame position: its origins in the parent */
+	uint32_t npos;            /* positions stored (registers + used slots) */
+	struct vstate st;
+};
+
+/* ---- the verifier run ---- */
+struct vpending {
+	struct vstate st;
+	uint32_t pc;
+};
+
+/* Bump allocator for stored states: one free at the end instead of one per state. */
+struct varena {
+	struct varena *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+struct verifier_env {
+	const struct nb_program *prog;
+	const struct bpf_insn *insns;
+	size_t insn_cnt;
+	const struct nb_map_def *maps;
+	size_t map_cnt;
+	const struct nb_hook_desc *hook;
+	uint32_t mem_size;
+	uint64_t budget;
+	struct nb_verifier_diag *diag;
+	struct nb_verifier_stats stats;
+	uint8_t *insn_flags; /* per insn: VF_* */
+	struct vrecord **records; /* per insn list head */
+	uint64_t nrecords;
+	struct vpending *pending;
+	size_t npending, cap_pending;
+	struct varena *arena; /* stored states live here until the run ends */
+	uint32_t next_id;
+	struct vstate cur;
+	uint32_t pc;
+	bool failed;
+};
+
+#define VF_PRUNE 0x01     /* prune point: jump target, branch fall-through, after call */
+#define VF_LDDW2 0x02     /* second slot of an LDDW */
+#define VF_SUBPROG 0x04   /* start of a function */
+#define VF_REACHED 0x08   /* statically reachable */
+#define VF_LOOP_HEAD 0x10 /* target of a backward jump */
+
+#define VERIFIER_MAX_PENDING 8192
+#define VERIFIER_MAX_RECORDS 16384
+
+/* structure (verifier_check.c) */
+int verifier_check_structure(struct verifier_env *env);
+
+/* diagnostics (verifier_diag.c): records the first error; always returns -EACCES */
+int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+const char *vtype_name(uint8_t type);
+void vreg_describe(const struct verifier_env *env, const struct vreg *r, char *buf, size_t len);
+
+/* state (verifier_state.c) */
+struct vframe *vframe_new(uint32_t callsite);
+/* Makes slots [0, slot] of frame `frameno` of st exist (new ones INVALID); the frame may
+ * move. Returns it, or NULL on allocation failure. */
+struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot);
+int vstate_copy(struct vstate *dst, const struct vstate *src);
+void vstate_free(struct vstate *st);
+void varena_free(struct varena *a);
+bool vstate_contains(const struct vrecord *old, const struct vstate *cur);
+bool vstate_equal(const struct vstate *a, const struct vstate *b);
+/* equal for vstate_equal states */
+uint64_t vstate_hash(const struct vstate *st);
+void vstate_mark_precise(struct vrecord *rec, struct vorig org);
+void vreg_mark_precise(struct verifier_env *env, const struct vreg *r);
+/* stores the current state at env->pc (called at prune points when not pruned) */
+int vstate_store(struct verifier_env *env);
+/* propagates precision after cur was pruned against old */
+void vstate_prune_precision(struct verifier_env *env, const struct vrecord *old);
+void vrecord_path_done(struct vrecord *rec);
+void vreg_set_scalar(struct vreg *r, const struct vscalar *s);
+void vreg_set_unknown(struct vreg *r);
+void vreg_set_not_init(struct vreg *r);
+void vreg_set_const(struct vreg *r, uint64_t v);
+
+/* memory (verifier_mem.c) */
+int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn);
+/* checks that `size` bytes at r (a pointer) may be read by a helper, all initialised;
+ * sets *has_ptr when the range holds spilled pointers */
+int verifier_check_helper_mem(struct verifier_env *env, const struct vreg *r, uint64_t size,
+			      int argno, const char *what, bool *has_ptr);
+
+/* helpers (verifier_helpers.c) */
+int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn);
+bool verifier_helper_known(int32_t id);
+
+/* current frame helpers */
+static inline struct vframe *vcur_frame(struct verifier_env *env)
+{
+	return env->cur.frames[env->cur.nframes - 1];
+}
+static inline struct vreg *vcur_reg(struct verifier_env *env, unsigned regno)
+{
+	return &vcur_frame(env)->regs[regno];
+}
+
+#endif

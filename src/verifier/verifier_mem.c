@@ -1,0 +1,412 @@
+/* Memory accesses: loads, stores and atomics through context, stack, map-value and raw
+ * memory pointers; and the memory arguments of helpers.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "verifier/verifier_internal.h"
+
+#define OFF_LIMIT (1ll << 40) /* larger variable offsets are "not bounded" */
+
+static bool map_readonly(const struct nb_map_def *m)
+{
+	return m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7));
+}
+
+static bool is_pointer(const struct vreg *r)
+{
+	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
+}
+
+/* ---- stack ---- */
+
+static void slot_of(int64_t o, unsigned *slot, unsigned *byte)
+{
+	*slot = (unsigned)((-o - 1) / 8);
+	*byte = (unsigned)(o + 8 * ((int64_t)*slot + 1));
+}
+
+static int stack_bounds(struct verifier_env *env, const struct vreg *base, int64_t o,
+			unsigned size, size_t pc)
+{
+	int64_t lim = (int64_t)env->hook->stack_size;
+	if (o < -lim)
+		return verr(env, NB_VERR_STACK_LIMIT, pc,
+			    "stack access at fp%lld uses more than the %lld bytes of stack a "
+			    "function may have; use a map for large buffers",
+			    (long long)o, (long long)lim);
+	if (o + size > 0)
+		return verr(env, NB_VERR_STACK_OOB, pc,
+			    "%u-byte stack access at fp%+lld is above the frame pointer; the "
+			    "stack is [fp-%lld, fp)",
+			    size, (long long)o, (long long)lim);
+	(void)base;
+	return 0;
+}
+
+static int stack_read(struct verifier_env *env, const struct vreg *base, int64_t o,
+		      unsigned size, bool sx, struct vreg *dst, size_t pc)
+{
+	struct vframe *f = env->cur.frames[base->frameno];
+	int err = stack_bounds(env, base, o, size, pc);
+	if (err)
+		return err;
+	unsigned slot, byte;
+	slot_of(o, &slot, &byte);
+	if (size == 8 && byte == 0 && slot < f->nslots && f->slots[slot].type[0] == SB_SPILL) {
+		*dst = f->slots[slot].spill;
+		return 0;
+	}
+	for (unsigned i = 0; i < size; i++) {
+		slot_of(o + i, &slot, &byte);
+		uint8_t t = slot < f->nslots ? f->slots[slot].type[byte] : SB_INVALID;
+		if (t == SB_INVALID)
+			return verr(env, NB_VERR_UNINIT_STACK, pc,
+				    "reads %u bytes at fp%lld but byte fp%lld was never written; "
+				    "initialise the variable (or the whole struct, padding included) "
+				    "before reading it",
+				    size, (long long)o, (long long)(o + i));
+		if (t == SB_SPILL && f->slots[slot].spill.type != VT_SCALAR)
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "%u-byte read at fp%lld reads part of a spilled pointer", size,
+				    (long long)o);
+	}
+	struct vscalar s;
+	sc_unknown_sized(&s, size, sx);
+	vreg_set_scalar(dst, &s);
+	return 0;
+}
+
+static int stack_write(struct verifier_env *env, const struct vreg *base, int64_t o,
+		       unsigned size, const struct vreg *val, size_t pc)
+{
+	int err = stack_bounds(env, base, o, size, pc);
+	if (err)
+		return err;
+	unsigned slot, byte;
+	slot_of(o, &slot, &byte); /* the deepest slot touched */
+	struct vframe *f = vframe_reserve(&env->cur, base->frameno, slot);
+	if (!f)
+		return -ENOMEM;
+	if (size == 8 && byte == 0) {
+		struct vslot *s = &f->slots[slot];
+		memset(s->type, SB_SPILL, 8);
+		s->spill = *val;
+		return 0;
+	}
+	if (is_pointer(val))
+		return verr(env, NB_VERR_POINTER_LEAK, pc,
+			    "%u-byte store of a pointer at fp%lld would split it; spill pointers "
+			    "as aligned 8-byte values",
+			    size, (long long)o);
+	for (unsigned i = 0; i < size; i++) {
+		slot_of(o + i, &slot, &byte);
+		struct vslot *s = &f->slots[slot];
+		if (s->type[0] == SB_SPILL) {
+			/* the spilled register is partly overwritten: a scalar's other bytes stay
+			 * readable as unknown bytes, a pointer's bytes become unreadable */
+			memset(s->type, s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID, 8);
+			vreg_set_not_init(&s->spill);
+		}
+		s->type[byte] = SB_MISC;
+	}
+	return 0;
+}
+
+/* ---- context ---- */
+
+/* An access that is not inside one field. Reads are rejected (wider than the field).
+ * A store is accepted when it is aligned and exactly tiles whole adjacent writable fields:
+ * clang -O2 merges adjacent stores (`ctx->proto = P; ctx->n_channels = N;` becomes one 8-byte
+ * store at offset 144), so a policy written field by field must not be rejected for it.
+ * Padding, a read-only field, or a partly covered field is still rejected. */
+static int ctx_access_span(struct verifier_env *env, uint32_t o, unsigned size, bool write,
+			   const struct vreg *val, size_t pc)
+{
+	const struct nb_hook_desc *h = env->hook;
+	uint32_t cur = o, end = o + size;
+	unsigned fields = 0;
+	while (write && o % size == 0 && cur < end) {
+		const struct nb_ctx_field *g = NULL;
+		for (size_t i = 0; i < h->field_cnt && !g; i++)
+			if (h->fields[i].off == cur && h->fields[i].size <= end - cur)
+				g = &h->fields[i];
+		if (!g)
+			break;
+		if (write && !g->writable)
+			return verr(env, NB_VERR_CTX_WRITE, pc,
+				    "ctx->%s is a read-only input of the %s hook; only its output "
+				    "fields may be written",
+				    g->name, h->name);
+		cur += g->size;
+		fields++;
+	}
+	if (cur != end || fields < 2)
+		return verr(env, NB_VERR_CTX_ACCESS, pc,
+			    "%u-byte context %s at offset %u does not lie inside one field of the "
+			    "%s context (wider than the field, padding, or misaligned)%s",
+			    size, write ? "write" : "read", o, h->name,
+			    write ? "; a store may only cover whole adjacent output fields" : "");
+	if (is_pointer(val))
+		return verr(env, NB_VERR_POINTER_LEAK, pc,
+			    "stores a pointer into the %s context; only numbers may leave the "
+			    "program",
+			    h->name);
+	return 0;
+}
+
+static int ctx_access(struct verifier_env *env, int64_t o, unsigned size, bool write,
+		      bool atomic, const struct vreg *val, size_t pc)
+{
+	const struct nb_hook_desc *h = env->hook;
+	if (o < 0 || o + size > h->ctx_size)
+		return verr(env, NB_VERR_CTX_ACCESS, pc,
+			    "%u-byte context access at offset %lld is outside the %s context "
+			    "(%u bytes)",
+			    size, (long long)o, h->name, h->ctx_size);
+	if (atomic)
+		return verr(env, NB_VERR_CTX_ACCESS, pc,
+			    "atomic operations on the context are not allowed");
+	const struct nb_ctx_field *f = hook_ctx_field(h, (uint32_t)o, size);
+	if (!f)
+		return ctx_access_span(env, (uint32_t)o, size, write, val, pc);
+	if (write) {
+		if (!f->writable)
+			return verr(env, NB_VERR_CTX_WRITE, pc,
+				    "ctx->%s is a read-only input of the %s hook; only its output "
+				    "fields may be written",
+				    f->name, h->name);
+		if ((uint32_t)o != f->off || size != f->size)
+			return verr(env, NB_VERR_CTX_ACCESS, pc,
+				    "ctx->%s must be written whole (%u bytes at offset %u), not %u "
+				    "bytes at offset %lld",
+				    f->name, f->size, f->off, size, (long long)o);
+		if (is_pointer(val))
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "stores a pointer into ctx->%s; only numbers may leave the "
+				    "program",
+				    f->name);
+		return 0;
+	}
+	if (!f->readable)
+		return verr(env, NB_VERR_CTX_ACCESS, pc, "ctx->%s may not be read", f->name);
+	if (size < f->size && (o % size) != 0)
+		return verr(env, NB_VERR_CTX_ACCESS, pc,
+			    "%u-byte read of ctx->%s at offset %lld is not aligned to its size",
+			    size, f->name, (long long)o);
+	return 0;
+}
+
+/* ---- map values ---- */
+
+static int map_range(struct verifier_env *env, const struct vreg *r, int64_t extra,
+		     uint64_t size, int64_t *lo, int64_t *hi, size_t pc, const char *what)
+{
+	const struct nb_map_def *m = &env->maps[r->map];
+	if (r->s.smin < -OFF_LIMIT || r->s.smax > OFF_LIMIT)
+		return verr(env, NB_VERR_MAP_VALUE_OOB, pc,
+			    "%s map '%s' value at a variable offset that is not bounded; check "
+			    "the index against the array size first (e.g. if (i < N))",
+			    what, m->name);
+	*lo = (int64_t)r->off + extra + r->s.smin;
+	*hi = (int64_t)r->off + extra + r->s.smax + (int64_t)size;
+	if (*lo < 0 || *hi > (int64_t)m->value_size) {
+		if (sc_is_const(&r->s))
+			return verr(env, NB_VERR_MAP_VALUE_OOB, pc,
+				    "%s %llu bytes at offset %lld of map '%s' value, which has %u "
+				    "bytes",
+				    what, (unsigned long long)size, (long long)*lo, m->name,
+				    m->value_size);
+		return verr(env, NB_VERR_MAP_VALUE_OOB, pc,
+			    "%s %llu bytes at offsets %lld..%lld of map '%s' value (%u bytes): the "
+			    "index is not proven in range; tighten the bounds check",
+			    what, (unsigned long long)size, (long long)*lo,
+			    (long long)(*hi - (int64_t)size), m->name, m->value_size);
+	}
+	return 0;
+}
+
+static int map_access(struct verifier_env *env, const struct vreg *r, int64_t off,
+		      unsigned size, bool write, const struct vreg *val, size_t pc)
+{
+	int64_t lo, hi;
+	int err = map_range(env, r, off, size, &lo, &hi, pc, write ? "writes" : "reads");
+	if (err)
+		return err;
+	const struct nb_map_def *m = &env->maps[r->map];
+	if (write && map_readonly(m))
+		return verr(env, NB_VERR_READONLY_MAP, pc,
+			    "writes to map '%s', which is read-only to programs", m->name);
+	if (write && val && is_pointer(val))
+		return verr(env, NB_VERR_POINTER_LEAK, pc,
+			    "stores a pointer into map '%s'; maps may only hold numbers", m->name);
+	return 0;
+}
+
+/* ---- dispatch ---- */
+
+static int bad_base(struct verifier_env *env, const struct vreg *r, unsigned regno, size_t pc)
+{
+	char d[128];
+	vreg_describe(env, r, d, sizeof(d));
+	if (r->type == VT_NOT_INIT)
+		return verr(env, NB_VERR_UNINIT_REG, pc, "r%u is used as an address but was never set",
+			    regno);
+	if (r->type == VT_PTR_MAP_VALUE_OR_NULL)
+		return verr(env, NB_VERR_NULL_DEREF, pc,
+			    "r%u may be NULL (it is %s); check it against NULL "
+			    "before dereferencing it",
+			    regno, d);
+	return verr(env, NB_VERR_INVALID_MEM, pc, "r%u is %s, not a pointer to memory", regno, d);
+}
+
+int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
+{
+	size_t pc = env->pc;
+	uint8_t cls = BPF_CLASS(insn->code), mode = BPF_MODE(insn->code);
+	unsigned size = isa_size_bytes(insn->code);
+	bool load = cls == BPF_LDX, atomic = mode == BPF_ATOMIC;
+	unsigned baseno = load ? insn->src_reg : insn->dst_reg;
+	struct vreg base = *vcur_reg(env, baseno);
+	struct vreg val;
+
+	if (cls == BPF_STX) {
+		val = *vcur_reg(env, insn->src_reg);
+		if (val.type == VT_NOT_INIT)
+			return verr(env, NB_VERR_UNINIT_REG, pc, "stores r%u, which was never set",
+				    insn->src_reg);
+	} else if (cls == BPF_ST) {
+		vreg_set_const(&val, (uint64_t)(int64_t)insn->imm);
+	} else {
+		vreg_set_not_init(&val);
+	}
+	if (atomic) {
+		if (val.type != VT_SCALAR)
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "atomic operation with a pointer operand");
+		if (insn->imm == BPF_CMPXCHG && vcur_reg(env, 0)->type != VT_SCALAR)
+			return verr(env, vcur_reg(env, 0)->type == VT_NOT_INIT ? NB_VERR_UNINIT_REG
+									       : NB_VERR_POINTER_LEAK,
+				    pc, "cmpxchg compares with r0, which must hold a number");
+	}
+
+	int64_t o = (int64_t)base.off + insn->off;
+	struct vreg loaded;
+	vreg_set_not_init(&loaded);
+	int err = 0;
+	bool sx = mode == BPF_MEMSX;
+
+	switch (base.type) {
+	case VT_PTR_CTX:
+		if (env->hook->ctx_is_raw_memory)
+			goto raw;
+		err = ctx_access(env, o, size, !load, atomic, &val, pc);
+		break;
+	case VT_PTR_MEM:
+	raw:
+		if (o < 0 || o + size > env->mem_size)
+			return verr(env, NB_VERR_CTX_ACCESS, pc,
+				    "%u-byte access at offset %lld of the %u-byte input memory", size,
+				    (long long)o, env->mem_size);
+		if (!load && is_pointer(&val))
+			return verr(env, NB_VERR_POINTER_LEAK, pc, "stores a pointer into memory");
+		break;
+	case VT_PTR_STACK:
+		if (load || atomic) {
+			err = stack_read(env, &base, o, size, sx, &loaded, pc);
+			if (err)
+				return err;
+		}
+		if (!load) {
+			struct vreg w = val;
+			if (atomic) {
+				/* the slot ends up holding some number */
+				struct vscalar s;
+				sc_unknown_sized(&s, size, false);
+				vreg_set_scalar(&w, &s);
+			}
+			err = stack_write(env, &base, o, size, &w, pc);
+		}
+		break;
+	case VT_PTR_MAP_VALUE:
+		err = map_access(env, &base, insn->off, size, !load, &val, pc);
+		break;
+	default:
+		return bad_base(env, &base, baseno, pc);
+	}
+	if (err)
+		return err;
+
+	if (load) {
+		struct vreg *dst = vcur_reg(env, insn->dst_reg);
+		if (base.type == VT_PTR_STACK && loaded.type != VT_NOT_INIT) {
+			*dst = loaded;
+		} else {
+			struct vscalar s;
+			sc_unknown_sized(&s, size, sx);
+			vreg_set_scalar(dst, &s);
+		}
+	} else if (atomic && (insn->imm & BPF_FETCH)) {
+		unsigned r = insn->imm == BPF_CMPXCHG ? 0 : insn->src_reg;
+		struct vscalar s;
+		sc_unknown_sized(&s, size, false);
+		vreg_set_scalar(vcur_reg(env, r), &s);
+	}
+	return 0;
+}
+
+int verifier_check_helper_mem(struct verifier_env *env, const struct vreg *r, uint64_t size,
+			      int argno, const char *what, bool *has_ptr)
+{
+	size_t pc = env->pc;
+	char d[128];
+	*has_ptr = false;
+	switch (r->type) {
+	case VT_PTR_STACK: {
+		struct vframe *f = env->cur.frames[r->frameno];
+		int64_t o = r->off, lim = (int64_t)env->hook->stack_size;
+		if (o < -lim || o + (int64_t)size > 0)
+			return verr(env, NB_VERR_HELPER_ARG, pc,
+				    "r%d: %s of %llu bytes at fp%lld does not fit in the stack frame",
+				    argno, what, (unsigned long long)size, (long long)o);
+		for (uint64_t i = 0; i < size; i++) {
+			unsigned slot, byte;
+			slot_of(o + (int64_t)i, &slot, &byte);
+			uint8_t t = slot < f->nslots ? f->slots[slot].type[byte] : SB_INVALID;
+			if (t == SB_INVALID)
+				return verr(env, NB_VERR_HELPER_ARG, pc,
+					    "r%d: %s at fp%lld needs %llu initialised bytes but byte "
+					    "fp%lld was never written (buffer uninitialised or shorter "
+					    "than %llu bytes)",
+					    argno, what, (long long)o, (unsigned long long)size,
+					    (long long)(o + (int64_t)i), (unsigned long long)size);
+			if (t == SB_SPILL && f->slots[slot].spill.type != VT_SCALAR)
+				*has_ptr = true;
+		}
+		return 0;
+	}
+	case VT_PTR_MAP_VALUE: {
+		int64_t lo, hi;
+		int err = map_range(env, r, 0, size, &lo, &hi, pc, "helper reads");
+		if (err) /* the same fault, but it is the argument that is wrong */
+			env->diag->code = NB_VERR_HELPER_ARG;
+		return err;
+	}
+	case VT_PTR_MEM:
+		if (r->off < 0 || (uint64_t)r->off + size > env->mem_size)
+			return verr(env, NB_VERR_HELPER_ARG, pc, "r%d: %s outside the input memory",
+				    argno, what);
+		return 0;
+	case VT_PTR_MAP_VALUE_OR_NULL:
+		vreg_describe(env, r, d, sizeof(d));
+		return verr(env, NB_VERR_NULL_DEREF, pc,
+			    "r%d is %s and may be NULL; check it before passing it as %s", argno, d,
+			    what);
+	case VT_NOT_INIT:
+		return verr(env, NB_VERR_UNINIT_REG, pc, "r%d (%s) was never set", argno, what);
+	default:
+		vreg_describe(env, r, d, sizeof(d));
+		return verr(env, NB_VERR_HELPER_ARG, pc,
+			    "r%d is %s; %s must point to the stack or a map value", argno, d, what);
+	}
+}

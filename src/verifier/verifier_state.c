@@ -1,0 +1,457 @@
+/* Abstract states: copies, containment (for pruning), exact equality (for infinite-loop
+ * detection), stored states at prune points, and precision propagation.
+ *
+ * Precision: a scalar in a stored state only needs to be compared by range when its value
+ * influenced a safety decision below that state (pointer arithmetic, a memory offset, a
+ * divisor, a size argument, a branch with only one feasible edge). Scalars carry "origins":
+ * the positions of the most recent stored state they derive from. A decision marks those
+ * positions precise, and each stored state remembers, per position, the origins it had in
+ * its own parent, so the marks flow up the path. States are only used for pruning once
+ * fully explored, so their precise sets are complete by then.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verifier/verifier_internal.h"
+
+#define FRAME_HDR offsetof(struct vframe, slots)
+
+struct vframe *vframe_new(uint32_t callsite)
+{
+	struct vframe *f = malloc(FRAME_HDR);
+	if (!f)
+		return NULL;
+	memset(f, 0, FRAME_HDR);
+	f->callsite = callsite;
+	for (int i = 0; i < BPF_NREGS; i++)
+		vreg_set_not_init(&f->regs[i]);
+	return f;
+}
+
+struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot)
+{
+	struct vframe *f = st->frames[frameno];
+	if (slot >= f->cap) {
+		unsigned cap = f->cap ? f->cap : 4;
+		while (cap <= slot)
+			cap *= 2;
+		if (cap > VSLOTS)
+			cap = VSLOTS;
+		struct vframe *n = realloc(f, FRAME_HDR + cap * sizeof(struct vslot));
+		if (!n)
+			return NULL;
+		n->cap = (uint16_t)cap;
+		st->frames[frameno] = f = n;
+	}
+	while (f->nslots <= slot) {
+		memset(&f->slots[f->nslots], 0, sizeof(struct vslot));
+		f->nslots++;
+	}
+	return f;
+}
+
+static struct vframe *frame_dup(const struct vframe *src, bool compact)
+{
+	size_t used = FRAME_HDR + (size_t)src->nslots * sizeof(struct vslot);
+	size_t cap = compact ? src->nslots : src->cap;
+	struct vframe *f = malloc(FRAME_HDR + cap * sizeof(struct vslot));
+	if (f) {
+		memcpy(f, src, used);
+		f->cap = (uint16_t)cap;
+	}
+	return f;
+}
+
+static int state_copy(struct vstate *dst, const struct vstate *src, bool compact)
+{
+	*dst = *src;
+	for (uint32_t i = 0; i < src->nframes; i++) {
+		dst->frames[i] = frame_dup(src->frames[i], compact);
+		if (!dst->frames[i]) {
+			dst->nframes = i;
+			vstate_free(dst);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int vstate_copy(struct vstate *dst, const struct vstate *src)
+{
+	return state_copy(dst, src, false);
+}
+
+void vstate_free(struct vstate *st)
+{
+	for (uint32_t i = 0; i < st->nframes; i++)
+		free(st->frames[i]);
+	st->nframes = 0;
+}
+
+void vreg_set_not_init(struct vreg *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = VT_NOT_INIT;
+	sc_unknown(&r->s);
+}
+
+void vreg_set_scalar(struct vreg *r, const struct vscalar *s)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = VT_SCALAR;
+	r->s = *s;
+}
+
+void vreg_set_unknown(struct vreg *r)
+{
+	struct vscalar s;
+	sc_unknown(&s);
+	vreg_set_scalar(r, &s);
+}
+
+void vreg_set_const(struct vreg *r, uint64_t v)
+{
+	struct vscalar s;
+	sc_const(&s, v);
+	vreg_set_scalar(r, &s);
+}
+
+/* ---- comparison ---- */
+
+#define IDMAP_MAX 64
+struct idmap {
+	uint32_t old[IDMAP_MAX], cur[IDMAP_MAX];
+	unsigned n;
+	uint32_t fresh;
+};
+
+/* Every id of the old state must correspond to one id of the new state. */
+static bool check_ids(struct idmap *m, uint32_t oid, uint32_t nid)
+{
+	if (oid == 0)
+		return true;
+	if (nid == 0)
+		nid = 0x80000000u + m->fresh++; /* unlinked: matches nothing else */
+	for (unsigned i = 0; i < m->n; i++)
+		if (m->old[i] == oid)
+			return m->cur[i] == nid;
+	if (m->n == IDMAP_MAX)
+		return false;
+	m->old[m->n] = oid;
+	m->cur[m->n] = nid;
+	m->n++;
+	return true;
+}
+
+static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bool exact,
+		    struct idmap *m)
+{
+	if (exact) {
+		if (o->type != n->type)
+			return false;
+	} else if (o->type == VT_NOT_INIT) {
+		return true; /* the old state's paths never read it */
+	}
+	if (o->type != n->type)
+		return false;
+	switch (o->type) {
+	case VT_NOT_INIT:
+		return true;
+	case VT_SCALAR:
+		if (!precise && !exact)
+			return true;
+		if (exact ? !sc_equal(&o->s, &n->s) : !sc_in(&o->s, &n->s))
+			return false;
+		return check_ids(m, o->id, n->id);
+	case VT_PTR_CTX:
+	case VT_PTR_MEM:
+		return o->off == n->off;
+	case VT_PTR_STACK:
+		return o->off == n->off && o->frameno == n->frameno;
+	case VT_PTR_MAP_VALUE:
+		return o->map == n->map && o->off == n->off &&
+		       (exact ? sc_equal(&o->s, &n->s) : sc_in(&o->s, &n->s));
+	case VT_PTR_MAP_VALUE_OR_NULL:
+		return o->map == n->map && o->off == n->off && n->id &&
+		       check_ids(m, o->id, n->id);
+	case VT_CONST_MAP_PTR:
+		return o->map == n->map;
+	default:
+		return false;
+	}
+}
+
+static const struct vslot invalid_slot;
+
+static bool slot_cmp(const struct vslot *o, const struct vslot *n, bool precise, bool exact,
+		     struct idmap *m)
+{
+	if (exact) {
+		if (memcmp(o->type, n->type, 8) != 0)
+			return false;
+		if (o->type[0] == SB_SPILL)
+			return reg_cmp(&o->spill, &n->spill, true, true, m);
+		return true;
+	}
+	if (o->type[0] == SB_SPILL) {
+		if (o->spill.type == VT_SCALAR && !precise) {
+			for (int b = 0; b < 8; b++)
+				if (n->type[b] == SB_INVALID ||
+				    (n->type[b] == SB_SPILL && n->spill.type != VT_SCALAR))
+					return false;
+			return true;
+		}
+		if (n->type[0] != SB_SPILL)
+			return false;
+		return reg_cmp(&o->spill, &n->spill, precise, false, m);
+	}
+	for (int b = 0; b < 8; b++) {
+		if (o->type[b] == SB_INVALID)
+			continue;
+		/* old byte is MISC: any initialised scalar byte will do */
+		if (n->type[b] == SB_INVALID ||
+		    (n->type[b] == SB_SPILL && n->spill.type != VT_SCALAR))
+			return false;
+	}
+	return true;
+}
+
+static bool bit(const uint64_t *bits, unsigned pos)
+{
+	return (bits[pos / 64] >> (pos % 64)) & 1;
+}
+
+static bool states_cmp(const struct vstate *o, const uint64_t *precise, const struct vstate *n,
+		       bool exact)
+{
+	struct idmap m = { .n = 0, .fresh = 1 };
+	if (o->nframes != n->nframes)
+		return false;
+	for (uint32_t f = 0; f < o->nframes; f++) {
+		const struct vframe *of = o->frames[f], *nf = n->frames[f];
+		bool top = f + 1 == o->nframes;
+		if (of->callsite != nf->callsite)
+			return false;
+		for (unsigned r = 0; r < BPF_NREGS; r++)
+			if (!reg_cmp(&of->regs[r], &nf->regs[r], !top || bit(precise, r), exact, &m))
+				return false;
+		unsigned ns = of->nslots > nf->nslots ? of->nslots : nf->nslots;
+		for (unsigned i = 0; i < ns; i++) {
+			const struct vslot *os = i < of->nslots ? &of->slots[i] : &invalid_slot;
+			const struct vslot *nsl = i < nf->nslots ? &nf->slots[i] : &invalid_slot;
+			if (!slot_cmp(os, nsl, !top || bit(precise, 11 + i), exact, &m))
+				return false;
+		}
+	}
+	return true;
+}
+
+bool vstate_contains(const struct vrecord *old, const struct vstate *cur)
+{
+	return states_cmp(&old->st, old->precise, cur, false);
+}
+
+bool vstate_equal(const struct vstate *a, const struct vstate *b)
+{
+	static const uint64_t all[2] = { ~0ull, ~0ull };
+	return states_cmp(a, all, b, true);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t reg_hash(uint64_t h, const struct vreg *r)
+{
+	h = mix(h, (uint64_t)r->type | (uint64_t)r->frameno << 8 | (uint64_t)r->map << 16 |
+			   (uint64_t)(uint32_t)r->off << 32);
+	h = mix(h, r->id != 0);
+	if (r->type == VT_SCALAR || r->type == VT_PTR_MAP_VALUE) {
+		const struct vscalar *v = &r->s;
+		h = mix(h, v->t.value);
+		h = mix(h, v->t.mask);
+		h = mix(h, v->umin);
+		h = mix(h, v->umax);
+		h = mix(h, (uint64_t)v->smin);
+		h = mix(h, (uint64_t)v->smax);
+		h = mix(h, (uint64_t)v->u32min << 32 | v->u32max);
+		h = mix(h, (uint64_t)(uint32_t)v->s32min << 32 | (uint32_t)v->s32max);
+	}
+	return h;
+}
+
+uint64_t vstate_hash(const struct vstate *st)
+{
+	uint64_t h = mix(0, st->nframes);
+	for (uint32_t f = 0; f < st->nframes; f++) {
+		const struct vframe *fr = st->frames[f];
+		h = mix(h, fr->callsite);
+		for (int r = 0; r < BPF_NREGS; r++)
+			h = reg_hash(h, &fr->regs[r]);
+		for (unsigned i = 0; i < fr->nslots; i++) {
+			const struct vslot *sl = &fr->slots[i];
+			uint64_t t;
+			memcpy(&t, sl->type, 8);
+			if (!t)
+				continue; /* all INVALID: same as a missing slot */
+			h = mix(h, i);
+			h = mix(h, t);
+			if (sl->type[0] == SB_SPILL)
+				h = reg_hash(h, &sl->spill);
+		}
+	}
+	return h;
+}
+
+/* ---- precision ---- */
+
+void vstate_mark_precise(struct vrecord *rec, struct vorig org)
+{
+	while (rec && (org.b[0] | org.b[1])) {
+		struct vorig fresh = { { org.b[0] & ~rec->precise[0], org.b[1] & ~rec->precise[1] } };
+		if (!(fresh.b[0] | fresh.b[1]))
+			return;
+		rec->precise[0] |= fresh.b[0];
+		rec->precise[1] |= fresh.b[1];
+		struct vorig up = { { 0, 0 } };
+		for (unsigned pos = 0; pos < rec->npos; pos++) {
+			if (bit(fresh.b, pos)) {
+				up.b[0] |= rec->parent_org[pos].b[0];
+				up.b[1] |= rec->parent_org[pos].b[1];
+			}
+		}
+		org = up;
+		rec = rec->parent;
+	}
+}
+
+void vreg_mark_precise(struct verifier_env *env, const struct vreg *r)
+{
+	if (r->type == VT_SCALAR)
+		vstate_mark_precise(env->cur.rec, r->org);
+}
+
+static struct vorig pos_org(const struct vframe *f, unsigned pos)
+{
+	static const struct vorig none;
+	if (pos < BPF_NREGS)
+		return f->regs[pos].type == VT_SCALAR ? f->regs[pos].org : none;
+	unsigned i = pos - BPF_NREGS;
+	if (i < f->nslots && f->slots[i].type[0] == SB_SPILL && f->slots[i].spill.type == VT_SCALAR)
+		return f->slots[i].spill.org;
+	return none;
+}
+
+/* Scalars of caller frames are always compared exactly: their origins become precise. */
+static void mark_caller_frames(struct verifier_env *env, bool clear)
+{
+	for (uint32_t fi = 0; fi + 1 < env->cur.nframes; fi++) {
+		struct vframe *f = env->cur.frames[fi];
+		for (unsigned pos = 0; pos < (unsigned)BPF_NREGS + f->nslots; pos++) {
+			vstate_mark_precise(env->cur.rec, pos_org(f, pos));
+			if (!clear)
+				continue;
+			if (pos < BPF_NREGS)
+				memset(&f->regs[pos].org, 0, sizeof(struct vorig));
+			else
+				memset(&f->slots[pos - BPF_NREGS].spill.org, 0, sizeof(struct vorig));
+		}
+	}
+}
+
+void vstate_prune_precision(struct verifier_env *env, const struct vrecord *old)
+{
+	struct vframe *top = vcur_frame(env);
+	for (unsigned pos = 0; pos < VPOS_COUNT; pos++)
+		if (bit(old->precise, pos))
+			vstate_mark_precise(env->cur.rec, pos_org(top, pos));
+	mark_caller_frames(env, false);
+}
+
+static void *arena_alloc(struct verifier_env *env, size_t size)
+{
+	size = (size + 15) & ~(size_t)15;
+	struct varena *a = env->arena;
+	if (!a || a->size - a->used < size) {
+		size_t cap = size > 60000 ? size : 60000;
+		a = malloc(sizeof(*a) + cap);
+		if (!a)
+			return NULL;
+		a->next = env->arena;
+		a->used = 0;
+		a->size = cap;
+		env->arena = a;
+	}
+	void *p = (char *)a->data + a->used;
+	a->used += size;
+	return p;
+}
+
+void varena_free(struct varena *a)
+{
+	while (a) {
+		struct varena *n = a->next;
+		free(a);
+		a = n;
+	}
+}
+
+int vstate_store(struct verifier_env *env)
+{
+	struct vrecord *rec = arena_alloc(env, sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	memset(rec, 0, offsetof(struct vrecord, st));
+	rec->pc = env->pc;
+	rec->parent = env->cur.rec;
+	rec->branches = 1;
+	struct vframe *top = vcur_frame(env);
+	rec->npos = (uint32_t)BPF_NREGS + top->nslots;
+	rec->parent_org = arena_alloc(env, rec->npos * sizeof(struct vorig));
+	if (!rec->parent_org)
+		return -ENOMEM;
+	for (unsigned pos = 0; pos < rec->npos; pos++)
+		rec->parent_org[pos] = pos_org(top, pos);
+	mark_caller_frames(env, true);
+	/* retag: values now derive from this state's positions */
+	for (unsigned pos = 0; pos < (unsigned)BPF_NREGS + top->nslots; pos++) {
+		struct vorig o = { { 0, 0 } };
+		o.b[pos / 64] = 1ull << (pos % 64);
+		if (pos < BPF_NREGS)
+			top->regs[pos].org = top->regs[pos].type == VT_SCALAR ? o : (struct vorig){ { 0, 0 } };
+		else
+			top->slots[pos - BPF_NREGS].spill.org = o;
+	}
+	rec->st = env->cur;
+	for (uint32_t i = 0; i < env->cur.nframes; i++) {
+		const struct vframe *src = env->cur.frames[i];
+		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
+		struct vframe *f = arena_alloc(env, used);
+		if (!f)
+			return -ENOMEM;
+		memcpy(f, src, used);
+		f->cap = f->nslots;
+		rec->st.frames[i] = f;
+	}
+	env->cur.rec = rec; /* rec->hash is computed when first needed */
+	env->cur.stored_at = env->stats.insns_processed;
+	rec->next = env->records[env->pc];
+	env->records[env->pc] = rec;
+	env->nrecords++;
+	env->stats.states_stored++;
+	return 0;
+}
+
+void vrecord_path_done(struct vrecord *rec)
+{
+	while (rec) {
+		if (rec->branches)
+			rec->branches--;
+		if (rec->branches)
+			return;
+		rec = rec->parent;
+	}
+}

@@ -1,0 +1,67 @@
+/* `ncclbpf verify`: compiler-style diagnostics with the source line and the instruction,
+ * exit status 1 on rejection, 0 on acceptance, 2 on usage errors; --stats and --type.
+ * Usage: test_verifier_cli NCCLBPF_BINARY BINARY_DIR */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test_util.h"
+
+static char out[65536];
+
+static int run(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3)
+		return 2;
+	const char *cli = argv[1], *bin = argv[2];
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "%s verify %s/policies/unsafe/null_spill.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "null_spill.bpf.c:19:");
+	CHECK_STR_CONTAINS(out, ": error: ");
+	CHECK_STR_CONTAINS(out, "[E-NULL-DEREF]");
+	CHECK_STR_CONTAINS(out, "    19 | asm volatile(\"r0 = *(u64 *)(r1 + 0);\");");
+	CHECK_STR_CONTAINS(out, "insn 9: r0 = *(u64 *)(r1 + 0)");
+
+	snprintf(cmd, sizeof(cmd), "%s verify --stats %s/policies/noop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 0);
+	CHECK_STR_CONTAINS(out, "OK");
+	CHECK_STR_CONTAINS(out, "processed");
+	CHECK_STR_CONTAINS(out, "states stored");
+	CHECK_STR_CONTAINS(out, "pruned");
+	CHECK_STR_CONTAINS(out, "peak");
+	CHECK_STR_CONTAINS(out, " ms");
+
+	/* --type overrides the section: a tuner program's output writes are not allowed in
+	 * a profiler */
+	snprintf(cmd, sizeof(cmd), "%s verify --type profiler %s/tests/progs/verifier_twins.bpf.o 2>&1",
+		 cli, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "[E-CTX-");
+
+	/* several objects: the status is the worst one */
+	snprintf(cmd, sizeof(cmd), "%s verify %s/policies/noop.bpf.o %s/policies/unsafe/div_by_input.bpf.o 2>&1",
+		 cli, bin, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "[E-DIV-ZERO]");
+
+	snprintf(cmd, sizeof(cmd), "%s verify --type nosuchhook x.o 2>&1", cli);
+	CHECK(run(cmd) == 2);
+	snprintf(cmd, sizeof(cmd), "%s verify %s/does-not-exist.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 2);
+	snprintf(cmd, sizeof(cmd), "%s verify 2>&1", cli);
+	CHECK(run(cmd) == 2);
+	TEST_DONE();
+}

@@ -1,0 +1,191 @@
+/* Verifier on compiled objects:
+ *  - every policies/unsafe/ program is rejected with exactly the code its source declares
+ *    ("// EXPECT: E-CODE"), at the line that carries the comment (BTF line info);
+ *  - together they cover every rejection class;
+ *  - the safe twins (tests/progs/verifier_ objects) and every shipped policy
+ *    (every .bpf.o under build/policies) are accepted.
+ * Usage: test_verifier_elf SOURCE_DIR BINARY_DIR */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader/object.h"
+#include "test_util.h"
+#include "verifier/verifier.h"
+
+static const char *src_dir, *bin_dir;
+
+/* Finds "EXPECT: <code>" in the source; returns its line number (0 if none). */
+static unsigned find_expect(const char *path, char *code, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	char line[512];
+	unsigned n = 0, found = 0;
+	while (fgets(line, sizeof(line), f)) {
+		n++;
+		char *p = strstr(line, "EXPECT: ");
+		if (!p || found)
+			continue;
+		p += 8;
+		size_t k = strcspn(p, " \t\r\n*/");
+		if (k >= len)
+			k = len - 1;
+		memcpy(code, p, k);
+		code[k] = 0;
+		found = n;
+	}
+	fclose(f);
+	return found;
+}
+
+static int list_objects(const char *dir, const char *prefix, char names[][128], int max)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < max) {
+		size_t l = strlen(e->d_name);
+		if (l < 7 || strcmp(e->d_name + l - 6, ".bpf.o") || l >= 128)
+			continue;
+		if (prefix && strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
+		memcpy(names[n++], e->d_name, l + 1);
+	}
+	closedir(d);
+	return n;
+}
+
+static bool covered[NB_VERR_COUNT];
+
+static void check_unsafe(const char *name)
+{
+	char obj_path[1024], src_path[1024], want[64] = "", err[256];
+	snprintf(obj_path, sizeof(obj_path), "%s/policies/unsafe/%s", bin_dir, name);
+	snprintf(src_path, sizeof(src_path), "%s/policies/unsafe/%.*s.c", src_dir,
+		 (int)(strlen(name) - 2), name);
+	unsigned want_line = find_expect(src_path, want, sizeof(want));
+	test_checks++;
+	if (!want_line) {
+		test_failures++;
+		fprintf(stderr, "%s: no EXPECT comment in %s\n", name, src_path);
+		return;
+	}
+	struct nb_object *obj = NULL;
+	int rc = loader_open_file(obj_path, &obj, err, sizeof(err));
+	CHECK(rc == 0);
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", name, err);
+		return;
+	}
+	CHECK(obj->prog_cnt == 1);
+	for (size_t i = 0; i < obj->prog_cnt; i++) {
+		const struct nb_program *p = &obj->progs[i];
+		struct nb_verifier_diag diag;
+		rc = verifier_check(p, obj->maps, obj->map_cnt, hook_for_section(p->section), NULL,
+				    &diag, NULL);
+		const char *got = rc == -EACCES ? verifier_err_code(diag.code) : "accepted";
+		test_checks++;
+		if (rc != -EACCES || strcmp(got, want) || diag.line != want_line) {
+			test_failures++;
+			fprintf(stderr, "%s: expected %s at line %u, got %s at line %u (insn %zu): %s\n",
+				name, want, want_line, got, diag.line, diag.insn, diag.msg);
+			continue;
+		}
+		covered[diag.code] = true;
+		char buf[2048], head[256];
+		verifier_format_diag(&diag, p, buf, sizeof(buf));
+		snprintf(head, sizeof(head), "%.*s.c:%u:", (int)(strlen(name) - 2), name, want_line);
+		CHECK_STR_CONTAINS(buf, head);
+		CHECK_STR_CONTAINS(buf, want);
+		CHECK_STR_CONTAINS(buf, "EXPECT"); /* the source line is shown */
+		CHECK_STR_CONTAINS(buf, "insn ");
+	}
+	loader_close(obj);
+}
+
+static int check_accepted(const char *dir, const char *name)
+{
+	char path[1024], err[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	struct nb_object *obj = NULL;
+	int rc = loader_open_file(path, &obj, err, sizeof(err));
+	CHECK(rc == 0);
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", path, err);
+		return 0;
+	}
+	int progs = 0;
+	for (size_t i = 0; i < obj->prog_cnt; i++) {
+		const struct nb_program *p = &obj->progs[i];
+		const struct nb_hook_desc *h = hook_for_section(p->section);
+		if (!h)
+			continue; /* e.g. helper-only objects of other tests */
+		struct nb_verifier_diag diag;
+		struct nb_verifier_stats st;
+		rc = verifier_check(p, obj->maps, obj->map_cnt, h, NULL, &diag, &st);
+		test_checks++;
+		if (rc) {
+			char buf[2048];
+			verifier_format_diag(&diag, p, buf, sizeof(buf));
+			test_failures++;
+			fprintf(stderr, "%s: program %s rejected:\n%s", path, p->name, buf);
+		}
+		progs++;
+	}
+	loader_close(obj);
+	return progs;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s SOURCE_DIR BINARY_DIR\n", argv[0]);
+		return 2;
+	}
+	src_dir = argv[1];
+	bin_dir = argv[2];
+	static char names[256][128];
+	char dir[1024];
+
+	snprintf(dir, sizeof(dir), "%s/policies/unsafe", bin_dir);
+	int n = list_objects(dir, NULL, names, 256);
+	CHECK(n >= 25);
+	for (int i = 0; i < n; i++)
+		check_unsafe(names[i]);
+	static const enum nb_verr classes[] = {
+		NB_VERR_NULL_DEREF, NB_VERR_NULL_ARITH, NB_VERR_CTX_ACCESS, NB_VERR_CTX_WRITE,
+		NB_VERR_MAP_VALUE_OOB, NB_VERR_STACK_OOB, NB_VERR_HELPER_UNKNOWN,
+		NB_VERR_HELPER_DENIED, NB_VERR_HELPER_ARG, NB_VERR_STACK_LIMIT, NB_VERR_CALL_DEPTH,
+		NB_VERR_INFINITE_LOOP, NB_VERR_BUDGET, NB_VERR_POINTER_LEAK, NB_VERR_DIV_ZERO,
+		NB_VERR_UNINIT_REG, NB_VERR_UNINIT_STACK, NB_VERR_BAD_JUMP, NB_VERR_FALL_OFF,
+		NB_VERR_BAD_INSN, NB_VERR_UNREACHABLE,
+	};
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
+		test_checks++;
+		if (!covered[classes[i]]) {
+			test_failures++;
+			fprintf(stderr, "no unsafe program is rejected with %s\n",
+				verifier_err_code(classes[i]));
+		}
+	}
+
+	snprintf(dir, sizeof(dir), "%s/tests/progs", bin_dir);
+	int twins = list_objects(dir, "verifier_", names, 256), tprogs = 0;
+	CHECK(twins >= 1);
+	for (int i = 0; i < twins; i++)
+		tprogs += check_accepted(dir, names[i]);
+
+	snprintf(dir, sizeof(dir), "%s/policies", bin_dir);
+	int pol = list_objects(dir, NULL, names, 256), pprogs = 0;
+	CHECK(pol >= 1);
+	for (int i = 0; i < pol; i++)
+		pprogs += check_accepted(dir, names[i]);
+	printf("%d unsafe objects, %d safe-twin programs, %d shipped policy programs\n", n, tprogs,
+	       pprogs);
+	TEST_DONE();
+}
