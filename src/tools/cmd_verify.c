@@ -1,6 +1,7 @@
-/* `ncclbpf verify [--type HOOK] [--stats] [--budget N] OBJ...`: verifies every program of
- * each object for its hook (from the section name, or --type) and prints compiler-style
- * diagnostics. Exit status 0 when every program is accepted, 1 on any rejection, 2 on
+/* `ncclbpf verify [--type HOOK] [--stats] [--budget N] [--allow-rank-local] OBJ...`:
+ * verifies every program of each object for its hook (from the section name, or --type)
+ * and prints compiler-style diagnostics. Rank-local tuner decisions are rejected unless
+ * --allow-rank-local or NCCLBPF_RANK_LOCAL=allow (as when the runtime loads them). Exit status 0 when every program is accepted, 1 on any rejection, 2 on
  * usage or load errors. */
 #include <errno.h>
 #include <stdio.h>
@@ -12,16 +13,19 @@
 
 static void verify_usage(FILE *f)
 {
-	fprintf(f, "usage: ncclbpf verify [--type HOOK] [--stats] [--budget N] OBJ...\n"
+	fprintf(f, "usage: ncclbpf verify [--type HOOK] [--stats] [--budget N] [--allow-rank-local] "
+		   "OBJ...\n"
 		   "  --type HOOK  verify as tuner, tuner/chunk, profiler, net or env (default: "
 		   "from each program's section)\n"
 		   "  --stats      print instructions processed, states stored/pruned, peak states "
 		   "and time\n"
-		   "  --budget N   processed-instruction budget (default: the hook's)\n");
+		   "  --budget N   processed-instruction budget (default: the hook's)\n"
+		   "  --allow-rank-local  accept tuner decisions from rank-local data (also "
+		   "NCCLBPF_RANK_LOCAL=allow)\n");
 }
 
 static int verify_object(const char *path, const struct nb_hook_desc *forced, bool stats,
-			 uint64_t budget)
+			 uint64_t budget, bool allow_rank_local)
 {
 	char err[512];
 	struct nb_object *obj = NULL;
@@ -45,7 +49,8 @@ static int verify_object(const char *path, const struct nb_hook_desc *forced, bo
 			status = status ? status : 1;
 			continue;
 		}
-		struct nb_verifier_opts opts = { .budget = budget };
+		struct nb_verifier_opts opts = { .budget = budget,
+						 .allow_rank_local = allow_rank_local };
 		struct nb_verifier_diag diag;
 		struct nb_verifier_stats st;
 		memset(&st, 0, sizeof(st));
@@ -80,6 +85,8 @@ int cmd_verify(int argc, char **argv)
 	const struct nb_hook_desc *forced = NULL;
 	bool stats = false;
 	uint64_t budget = 0;
+	const char *rl = getenv("NCCLBPF_RANK_LOCAL");
+	bool allow_rank_local = rl && !strcmp(rl, "allow");
 	int nobj = 0, status = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -88,6 +95,8 @@ int cmd_verify(int argc, char **argv)
 			return 0;
 		} else if (!strcmp(a, "--stats")) {
 			stats = true;
+		} else if (!strcmp(a, "--allow-rank-local")) {
+			allow_rank_local = true;
 		} else if (!strcmp(a, "--type") || !strncmp(a, "--type=", 7)) {
 			const char *v = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
 			forced = v ? hook_by_name(v) : NULL;
@@ -119,7 +128,7 @@ int cmd_verify(int argc, char **argv)
 		if (a[0] == '-' && a[1])
 			continue;
 		nobj++;
-		int s = verify_object(a, forced, stats, budget);
+		int s = verify_object(a, forced, stats, budget, allow_rank_local);
 		if (s > status)
 			status = s;
 	}

@@ -1,0 +1,321 @@
+/* Public API: programs. prepare = validate + verify for a hook + link + choose how to run
+ * (JIT, interpreter, checked interpreter); run = the decision path: a size check, an epoch
+ * only when hash/LRU maps are referenced, one indirect call. No lock, no allocation. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "maps/map.h"
+#include "runtime/runtime.h"
+#include "verifier/verifier.h"
+
+const char *ncclbpf_program_name(const struct ncclbpf_program *prog)
+{
+	return prog ? prog->nbp->name : NULL;
+}
+
+const char *ncclbpf_program_section(const struct ncclbpf_program *prog)
+{
+	return prog ? prog->nbp->section : NULL;
+}
+
+size_t ncclbpf_program_insn_count(const struct ncclbpf_program *prog)
+{
+	return prog ? prog->nbp->insn_cnt : 0;
+}
+
+enum ncclbpf_hook ncclbpf_program_section_hook(const struct ncclbpf_program *prog)
+{
+	return prog && prog->section_hook >= 0 ? (enum ncclbpf_hook)prog->section_hook
+					       : NCCLBPF_HOOK_AUTO;
+}
+
+bool ncclbpf_program_is_jitted(const struct ncclbpf_program *prog)
+{
+	return prog && prog->prepared && prog->entry;
+}
+
+const char *ncclbpf_hook_name(enum ncclbpf_hook hook)
+{
+	if (hook == NCCLBPF_HOOK_AUTO)
+		return "auto";
+	if ((int)hook < 0 || (int)hook >= NB_HOOK_COUNT)
+		return NULL;
+	const struct nb_hook_desc *h = hook_desc((enum nb_hook_type)hook);
+	return h ? h->name : NULL;
+}
+
+int ncclbpf_hook_from_name(const char *name, enum ncclbpf_hook *hook)
+{
+	const struct nb_hook_desc *h = name ? hook_by_name(name) : NULL;
+	if (!h || !hook)
+		return -ENOENT;
+	*hook = (enum ncclbpf_hook)h->type;
+	return 0;
+}
+
+static const struct nb_object *nbo_of(const struct ncclbpf_object *obj)
+{
+	return obj->nbo ? obj->nbo : &obj->raw;
+}
+
+static const char *hook_names_list(void)
+{
+	return "tuner, tuner/chunk, profiler, net, env";
+}
+
+/* Verification according to the mode. Returns 0 when the program may load. */
+static int prepare_verify(struct ncclbpf_program *prog, const struct nb_hook_desc *h,
+			  enum ncclbpf_verify_mode mode, uint64_t budget, uint32_t mem_size,
+			  char *err, size_t errlen)
+{
+	const struct nb_object *nbo = nbo_of(prog->obj);
+	struct nb_verifier_opts vopts = {.budget = budget, .mem_size = mem_size,
+					 .allow_rank_local = runtime_env_rank_local_allowed()};
+	struct nb_verifier_diag diag;
+
+	memset(&diag, 0, sizeof(diag));
+	int rc = verifier_check(prog->nbp, nbo->maps, nbo->map_cnt, h, &vopts, &diag, NULL);
+	if (rc == 0)
+		return 0;
+	if (rc != -EACCES) {
+		snprintf(err, errlen, "verifier failed on '%s': %s", prog->nbp->name,
+			 strerror(-rc));
+		return rc;
+	}
+	verifier_format_diag(&diag, prog->nbp, err, errlen);
+	if (mode != NCCLBPF_VERIFY_WARN)
+		return -EACCES;
+	runtime_log(NB_LOG_WARN, NB_LOG_INIT,
+		    "NCCLBPF_VERIFY=warn: LOADING UNVERIFIED program '%s' of %s for hook %s; "
+		    "the verifier rejected it:\n%s",
+		    prog->nbp->name, prog->obj->name, h->name, err);
+	return 0;
+}
+
+static void prepare_helpers(struct ncclbpf_program *prog, const struct nb_hook_desc *h,
+			    bool only_allowed)
+{
+	for (int32_t id = 0; id < NB_HELPER_MAX; id++) {
+		const struct nb_helper_proto *proto = hook_helper(h, id);
+		vm_helper_fn impl = runtime_helper_impl(h->type, id);
+		prog->protos[id] = proto;
+		prog->helpers[id] = (proto || !only_allowed) ? impl : NULL;
+	}
+}
+
+/* JIT when asked or by default; falls back to the interpreter unless JIT was required. */
+static int prepare_exec(struct ncclbpf_program *prog, enum ncclbpf_exec_mode mode, char *err,
+			size_t errlen)
+{
+	char why[256] = "";
+	struct vm_jit_options jopts = {
+		.inline_array_lookup = true,
+		.maps = prog->obj->map_handles,
+		.map_cnt = prog->obj->map_cnt,
+	};
+
+	prog->checked = mode == NCCLBPF_EXEC_CHECKED;
+	if (mode == NCCLBPF_EXEC_INTERPRET || mode == NCCLBPF_EXEC_CHECKED)
+		return 0;
+	if (mode == NCCLBPF_EXEC_DEFAULT && !runtime_env_jit_enabled()) {
+		runtime_log(NB_LOG_INFO, NB_LOG_INIT, "%s: NCCLBPF_JIT=0, using the interpreter",
+			    prog->nbp->name);
+		return 0;
+	}
+	int rc = -ENOTSUP;
+	if (!vm_jit_available())
+		snprintf(why, sizeof(why), "JIT not available on this architecture");
+	else
+		rc = vm_jit_compile(&prog->vm, &jopts, &prog->jit, why, sizeof(why));
+	if (rc == 0) {
+		prog->entry = vm_jit_entry(prog->jit);
+		return 0;
+	}
+	prog->jit = NULL;
+	if (mode == NCCLBPF_EXEC_JIT) {
+		snprintf(err, errlen, "%s", why);
+		return rc;
+	}
+	snprintf(err, errlen, "JIT failed for '%s' (%s): using the interpreter",
+		 prog->nbp->name, why);
+	runtime_log(NB_LOG_WARN, NB_LOG_INIT, "%s", err);
+	return 0;
+}
+
+int ncclbpf_program_prepare(struct ncclbpf_program *prog, enum ncclbpf_hook hook,
+			    const struct ncclbpf_prepare_opts *opts, char *err, size_t errlen)
+{
+	return runtime_program_prepare_mem(prog, hook, opts, 0, err, errlen);
+}
+
+int runtime_program_prepare_mem(struct ncclbpf_program *prog, enum ncclbpf_hook hook,
+				const struct ncclbpf_prepare_opts *opts, uint32_t mem_size,
+				char *err, size_t errlen)
+{
+	struct ncclbpf_prepare_opts o = {0};
+	int rc;
+
+	if (!err)
+		errlen = 0;
+	if (errlen)
+		err[0] = '\0';
+	if (!prog)
+		return -EINVAL;
+	if (opts) {
+		size_t n = opts->sz && opts->sz < sizeof(o) ? opts->sz : sizeof(o);
+		memcpy(&o, opts, n);
+	}
+	if ((unsigned)o.exec_mode > NCCLBPF_EXEC_CHECKED ||
+	    (unsigned)o.verify_mode > NCCLBPF_VERIFY_OFF) {
+		snprintf(err, errlen, "unknown exec mode %d or verify mode %d", (int)o.exec_mode,
+			 (int)o.verify_mode);
+		return -EINVAL;
+	}
+	if (hook != NCCLBPF_HOOK_AUTO && ((int)hook < 0 || (int)hook >= NB_HOOK_COUNT)) {
+		snprintf(err, errlen, "unknown hook %d", (int)hook);
+		return -EINVAL;
+	}
+	int type = hook == NCCLBPF_HOOK_AUTO ? prog->section_hook : (int)hook;
+	if (type < 0) {
+		snprintf(err, errlen, "program '%s': section '%s' names no hook (expected %s)",
+			 prog->nbp->name, prog->nbp->section, hook_names_list());
+		return -EINVAL;
+	}
+	const struct nb_hook_desc *h = hook_desc((enum nb_hook_type)type);
+	if (!h) {
+		snprintf(err, errlen, "unknown hook %d", (int)hook);
+		return -EINVAL;
+	}
+	runtime_program_release(prog);
+
+	rc = isa_validate(prog->nbp->insns, prog->nbp->insn_cnt, err, errlen);
+	if (rc < 0)
+		return rc;
+	enum ncclbpf_verify_mode vmode = o.verify_mode;
+	if (vmode == NCCLBPF_VERIFY_DEFAULT)
+		vmode = runtime_env_verify_mode();
+	if (vmode != NCCLBPF_VERIFY_OFF) {
+		rc = prepare_verify(prog, h, vmode, o.verify_budget, mem_size, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	rc = runtime_link_program(prog, err, errlen);
+	if (rc < 0)
+		return rc;
+	prog->hook = h;
+	prepare_helpers(prog, h, vmode == NCCLBPF_VERIFY_STRICT);
+	prog->vm.insns = prog->linked;
+	prog->vm.insn_cnt = prog->nbp->insn_cnt;
+	prog->vm.helpers = prog->helpers;
+	prog->vm.helper_protos = prog->protos;
+	rc = prepare_exec(prog, o.exec_mode, err, errlen);
+	if (rc < 0) {
+		runtime_program_release(prog);
+		return rc;
+	}
+	prog->prepared = true;
+	return 0;
+}
+
+static bool ctx_writable(const struct nb_hook_desc *h)
+{
+	if (h->ctx_is_raw_memory)
+		return true;
+	for (size_t i = 0; i < h->field_cnt; i++)
+		if (h->fields[i].writable)
+			return true;
+	return false;
+}
+
+/* Checked interpreter: the context and every array / global-data map of the object are
+ * the regions the program may touch (helpers' map values are added by the interpreter). */
+static int run_checked(const struct ncclbpf_program *prog, void *ctx, size_t ctx_size,
+		       uint64_t *r0, struct vm_fault *fault)
+{
+	struct vm_checked chk;
+	const struct ncclbpf_object *obj = prog->obj;
+
+	chk.region_cnt = 0;
+	chk.insn_budget = RUNTIME_CHECKED_INSN_BUDGET;
+	chk.insns_executed = 0;
+	if (ctx && ctx_size)
+		vm_checked_add_region(&chk, (uint64_t)(uintptr_t)ctx, ctx_size,
+				      ctx_writable(prog->hook), "context");
+	for (size_t i = 0; i < obj->map_cnt; i++) {
+		struct nb_map *m = obj->maps[i].map;
+		uint8_t *base = map_array_base(m);
+		if (!base)
+			continue;
+		vm_checked_add_region(&chk, (uint64_t)(uintptr_t)base,
+				      (uint64_t)map_array_stride(m) * map_max_entries(m),
+				      !obj->maps[i].readonly_prog, obj->maps[i].def->name);
+	}
+	return vm_interp_run(&prog->vm, (uint64_t)(uintptr_t)ctx, ctx_size, r0, &chk, fault);
+}
+
+static const char *fault_kind_name(enum vm_fault_kind k)
+{
+	switch (k) {
+	case VM_FAULT_MEM_OOB: return "memory access out of bounds";
+	case VM_FAULT_MEM_READONLY: return "write to read-only memory";
+	case VM_FAULT_NULL: return "NULL dereference";
+	case VM_FAULT_CALL_DEPTH: return "call depth exceeded";
+	case VM_FAULT_BAD_HELPER: return "call of an unavailable helper";
+	case VM_FAULT_BUDGET: return "instruction budget exhausted";
+	case VM_FAULT_BAD_INSN: return "invalid instruction";
+	case VM_FAULT_PC_OOB: return "fell off the end of the program";
+	default: return "fault";
+	}
+}
+
+/* The interpreter writes a message; the JIT may report kind and pc only. */
+static void format_fault(const struct ncclbpf_program *prog, const struct vm_fault *f,
+			 char *err, size_t errlen)
+{
+	if (f->msg[0])
+		snprintf(err, errlen, "%s: %s", prog->nbp->name, f->msg);
+	else
+		snprintf(err, errlen, "%s: insn %zu: %s", prog->nbp->name, f->pc,
+			 fault_kind_name(f->kind));
+}
+
+int ncclbpf_program_run(const struct ncclbpf_program *prog, void *ctx, size_t ctx_size,
+			uint64_t *ret, char *err, size_t errlen)
+{
+	struct vm_fault fault;
+	uint64_t r0 = 0;
+	int rc = 0;
+
+	if (!prog || !prog->prepared) {
+		if (err && errlen)
+			snprintf(err, errlen, "program not prepared");
+		return -EINVAL;
+	}
+	const struct nb_hook_desc *h = prog->hook;
+	if (!h->ctx_is_raw_memory && (ctx_size != h->ctx_size || !ctx)) {
+		if (err && errlen)
+			snprintf(err, errlen, "context of %zu bytes at %p: hook '%s' takes %u bytes",
+				 ctx_size, ctx, h->name, h->ctx_size);
+		return -EINVAL;
+	}
+	fault.msg[0] = '\0';
+	if (prog->needs_epoch)
+		map_epoch_enter();
+	if (prog->jit)
+		rc = vm_jit_run(prog->jit, (uint64_t)(uintptr_t)ctx, ctx_size, &r0, &fault);
+	else if (!prog->checked)
+		rc = vm_interp_run(&prog->vm, (uint64_t)(uintptr_t)ctx, ctx_size, &r0, NULL, &fault);
+	else
+		rc = run_checked(prog, ctx, ctx_size, &r0, &fault);
+	if (prog->needs_epoch)
+		map_epoch_exit();
+	if (rc < 0) {
+		if (err && errlen)
+			format_fault(prog, &fault, err, errlen);
+		return -EFAULT;
+	}
+	if (ret)
+		*ret = r0;
+	return 0;
+}

@@ -1,0 +1,81 @@
+/* Link step: the loader leaves map references as pseudo LDDW forms (imm = map index).
+ * Execution needs addresses: BPF_PSEUDO_MAP_FD becomes the struct nb_map pointer (what the
+ * map helpers and the JIT's inlined array lookup take), BPF_PSEUDO_MAP_VALUE becomes the
+ * address of the global-data / array value plus the offset. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "maps/map.h"
+#include "runtime/runtime.h"
+
+static void set_imm64(struct bpf_insn *insn, uint64_t v)
+{
+	insn[0].imm = (int32_t)(uint32_t)v;
+	insn[1].imm = (int32_t)(uint32_t)(v >> 32);
+	insn[0].src_reg = 0;
+}
+
+int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
+{
+	const struct nb_program *p = prog->nbp;
+	const struct ncclbpf_object *obj = prog->obj;
+	struct bpf_insn *out = malloc((p->insn_cnt ? p->insn_cnt : 1) * sizeof(*out));
+
+	if (!out) {
+		snprintf(err, errlen, "out of memory linking '%s'", p->name);
+		return -ENOMEM;
+	}
+	memcpy(out, p->insns, p->insn_cnt * sizeof(*out));
+	prog->needs_epoch = false;
+	for (size_t i = 0; i < p->insn_cnt; i++) {
+		struct bpf_insn *in = &out[i];
+		if (!isa_is_lddw(in))
+			continue;
+		if (i + 1 >= p->insn_cnt) {
+			snprintf(err, errlen, "insn %zu: incomplete lddw", i);
+			goto fail;
+		}
+		if (in->src_reg == 0) {
+			i++;
+			continue;
+		}
+		uint32_t idx = (uint32_t)in->imm;
+		if (in->src_reg != BPF_PSEUDO_MAP_FD && in->src_reg != BPF_PSEUDO_MAP_VALUE) {
+			snprintf(err, errlen, "insn %zu: unsupported lddw pseudo form src_reg=%u", i,
+				 in->src_reg);
+			goto fail;
+		}
+		if (idx >= obj->map_cnt) {
+			snprintf(err, errlen, "insn %zu: map index %u out of range (%zu maps)", i, idx,
+				 obj->map_cnt);
+			goto fail;
+		}
+		struct nb_map *m = obj->maps[idx].map;
+		if (in->src_reg == BPF_PSEUDO_MAP_FD) {
+			if (map_needs_epoch(m))
+				prog->needs_epoch = true;
+			set_imm64(in, (uint64_t)(uintptr_t)m);
+		} else {
+			uint32_t off = (uint32_t)out[i + 1].imm;
+			uint8_t *base = map_array_base(m);
+			uint64_t span = (uint64_t)map_array_stride(m) * map_max_entries(m);
+			if (!base || off >= span) {
+				snprintf(err, errlen,
+					 "insn %zu: value reference %s+%u invalid (%s)", i,
+					 map_name(m), off,
+					 base ? "offset past the map's storage" : "not an array map");
+				goto fail;
+			}
+			set_imm64(in, (uint64_t)(uintptr_t)(base + off));
+		}
+		i++;
+	}
+	free(prog->linked);
+	prog->linked = out;
+	return 0;
+fail:
+	free(out);
+	return -EINVAL;
+}
