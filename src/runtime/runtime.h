@@ -48,7 +48,8 @@ struct nb_attachment {
 };
 
 /* Immutable once published. Runs are lock-free: readers load the chain pointer with
- * acquire semantics; replaced chains are freed only after readers drained. */
+ * acquire semantics; replaced chains (and their objects) stay valid until
+ * runtime_unload_policies, so a reader never sees freed memory (registry.c). */
 struct nb_hook_chain {
 	enum nb_hook_type hook;
 	size_t len;
@@ -89,5 +90,85 @@ struct nb_map *runtime_pinned_map(const struct nb_map_spec *spec, char *err, siz
 /* Finds a map by name in the loaded policies (first match), for the plugin's built-in
  * maps (e.g. "ncclbpf_latency"), or NULL. */
 struct ncclbpf_map *runtime_find_map(const char *name);
+
+
+/* ======================================================================================
+ * Runtime-internal object model (api_*.c, link.c, registry.c). Other modules use the
+ * public accessors; the plugin shims may read these fields on the decision path.
+ * ==================================================================================== */
+#include "loader/object.h"
+#include "vm/vm.h"
+
+struct ncclbpf_map {
+	struct nb_map *map;             /* the storage (owned unless pinned) */
+	const struct nb_map_def *def;   /* declaration in the object, NULL for built-ins */
+	bool pinned;                    /* bound through runtime_pinned_map: never freed here */
+	bool readonly_prog;             /* .rodata / BPF_F_RDONLY_PROG */
+};
+
+struct ncclbpf_program {
+	struct ncclbpf_object *obj;
+	const struct nb_program *nbp;   /* the loader's program (unlinked instructions) */
+	int section_hook;               /* enum nb_hook_type, or -1 when the section names none */
+	/* prepared state (ncclbpf_program_prepare) */
+	bool prepared;
+	bool checked;                   /* interpreter with every access checked */
+	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
+	const struct nb_hook_desc *hook;
+	struct bpf_insn *linked;        /* pseudo LDDW replaced by addresses */
+	struct vm_program vm;
+	vm_helper_fn helpers[NB_HELPER_MAX];
+	const struct nb_helper_proto *protos[NB_HELPER_MAX];
+	struct vm_jit_image *jit;
+	vm_jit_fn entry;                /* non-NULL when JIT-compiled */
+};
+
+struct ncclbpf_object {
+	struct nb_object *nbo;          /* loader object; NULL for raw instruction objects */
+	struct nb_object raw;           /* used when nbo is NULL (runtime_object_from_insns) */
+	struct nb_program raw_prog;
+	char name[256];
+	struct ncclbpf_program *progs;
+	size_t prog_cnt;
+	struct ncclbpf_map *maps;
+	struct nb_map **map_handles;    /* maps[i].map, for the JIT's inlining */
+	size_t map_cnt;
+};
+
+/* ncclbpf_program_prepare with the conformance memory size: for NB_HOOK_CONFORMANCE the
+ * verifier is told that r1 points to mem_size bytes (r2 = mem_size). */
+int runtime_program_prepare_mem(struct ncclbpf_program *prog, enum ncclbpf_hook hook,
+				const struct ncclbpf_prepare_opts *opts, uint32_t mem_size,
+				char *err, size_t errlen);
+
+/* Wraps raw instructions (bpf_conformance: little-endian 8-byte slots, no ELF) into an
+ * object with one program "main" in section ".text". `bytes` must be a multiple of 8. */
+int runtime_object_from_insns(const void *insns, size_t bytes, const char *name,
+			      struct ncclbpf_object **obj, char *err, size_t errlen);
+
+/* Link step (link.c): copies the program replacing pseudo LDDW forms by map addresses;
+ * sets prog->needs_epoch. Returns 0 or -EINVAL with err. */
+int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen);
+
+/* Frees a program's prepared state (linked copy, JIT image); it must not be running. */
+void runtime_program_release(struct ncclbpf_program *prog);
+
+/* Helper implementation for a hook, or NULL (helpers.c). */
+vm_helper_fn runtime_helper_impl(enum nb_hook_type hook, int32_t id);
+
+/* Environment (env.c). Read on every call (cheap; prepare/load paths only). */
+enum ncclbpf_verify_mode runtime_env_verify_mode(void); /* STRICT or WARN */
+bool runtime_env_jit_enabled(void);
+bool runtime_env_rank_local_allowed(void); /* NCCLBPF_RANK_LOCAL=allow */
+
+/* Instruction budget of checked-mode runs (unverified programs must not hang the CLI). */
+#define RUNTIME_CHECKED_INSN_BUDGET 100000000ull
+
+/* Logs at most `burst` lines per second per limiter; returns true when this one may print. */
+struct runtime_ratelimit {
+	_Atomic uint64_t window; /* second of the current window */
+	_Atomic uint32_t count;
+};
+bool runtime_ratelimit_ok(struct runtime_ratelimit *rl, uint32_t burst);
 
 #endif
