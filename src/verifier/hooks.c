@@ -26,7 +26,8 @@ static const struct nb_ctx_field tuner_fields[] = {
 	RO(coll_type, TCTX, INV),   RO(n_ranks, TCTX, INV),      RO(n_nodes, TCTX, INV),
 	RO(num_pipe_ops, TCTX, INV), RO(reg_buff, TCTX, LOC),    RO(max_channels, TCTX, LOC),
 	RO(avail_mask, TCTX, INV),  RO(abi_version, TCTX, INV),  RO(cost, TCTX, INV),
-	/* outputs: the decision must be the same on every rank */
+	/* outputs: the decision must be the same on every rank (hook_output_rank_invariant:
+	 * the verifier rejects one derived from rank-local data) */
 	RW(algo, TCTX, INV),        RW(proto, TCTX, INV),        RW(n_channels, TCTX, INV),
 };
 
@@ -34,7 +35,7 @@ static const struct nb_ctx_field tuner_fields[] = {
 static const struct nb_ctx_field chunk_fields[] = {
 	RO(comm_id, CCTX, INV),  RO(n_bytes, CCTX, INV), RO(coll_type, CCTX, INV),
 	RO(algo, CCTX, INV),     RO(proto, CCTX, INV),   RO(n_channels, CCTX, INV),
-	RW(chunk_size, CCTX, INV),
+	RW(chunk_size, CCTX, INV), /* output: must be the same on every rank */
 };
 
 #define PCTX struct ncclbpf_profiler_ctx
@@ -66,8 +67,9 @@ static const struct nb_ctx_field env_fields[] = {
 #define SZ NB_ARG_CONST_SIZE
 
 #define H_LOOKUP { NB_HELPER_MAP_LOOKUP_ELEM, "bpf_map_lookup_elem", NB_RET_MAP_VALUE_OR_NULL, { MAP, KEY }, false }
-#define H_UPDATE { NB_HELPER_MAP_UPDATE_ELEM, "bpf_map_update_elem", NB_RET_INTEGER, { MAP, KEY, VAL, A }, false }
-#define H_DELETE { NB_HELPER_MAP_DELETE_ELEM, "bpf_map_delete_elem", NB_RET_INTEGER, { MAP, KEY }, false }
+/* update/delete results reveal presence and capacity, which are per-rank state */
+#define H_UPDATE { NB_HELPER_MAP_UPDATE_ELEM, "bpf_map_update_elem", NB_RET_INTEGER, { MAP, KEY, VAL, A }, true }
+#define H_DELETE { NB_HELPER_MAP_DELETE_ELEM, "bpf_map_delete_elem", NB_RET_INTEGER, { MAP, KEY }, true }
 #define H_KTIME { NB_HELPER_KTIME_GET_NS, "bpf_ktime_get_ns", NB_RET_INTEGER, { 0 }, true }
 /* variadic arguments r3..r5 are not checked: the format decides how many are read */
 #define H_PRINTK { NB_HELPER_TRACE_PRINTK, "bpf_trace_printk", NB_RET_INTEGER, { MEM, SZ }, true }
@@ -157,6 +159,13 @@ const struct nb_helper_proto *hook_helper(const struct nb_hook_desc *hook, int32
 		if (hook->helpers[i].id == id)
 			return &hook->helpers[i];
 	return NULL;
+}
+
+bool hook_output_rank_invariant(const struct nb_hook_desc *hook, const struct nb_ctx_field *f)
+{
+	if (!hook || !f || !f->writable || f->variance != NB_RANK_INVARIANT)
+		return false;
+	return hook->type == NB_HOOK_TUNER || hook->type == NB_HOOK_TUNER_CHUNK;
 }
 
 const struct nb_ctx_field *hook_ctx_field(const struct nb_hook_desc *hook, uint32_t off,

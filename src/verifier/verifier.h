@@ -5,6 +5,12 @@
  * register state, bpf-to-bpf frames), pruning by state containment at jump targets, bounded
  * loops by simulation under hook->loop_budget.
  *
+ * Rank variance: for hooks whose outputs must agree on every rank (tuner, tuner/chunk), a
+ * taint bit follows rank-local data (hook table variance column, rank_local_result helpers,
+ * loads from writable maps, hash map presence) through registers, stack bytes and control
+ * dependence; an output written from it is rejected (E-RANK-LOCAL) unless
+ * opts->allow_rank_local.
+ *
  * Input is the loader's program (map pseudo LDDW forms unresolved: imm = map index into
  * `maps`). A rejection fills nb_verifier_diag with a stable code, the instruction index,
  * the source position from BTF line info when present, and a one-line explanation.
@@ -47,6 +53,7 @@ enum nb_verr {
 	NB_VERR_INVALID_MEM,       /* deref of a scalar / non-pointer */
 	NB_VERR_READONLY_MAP,      /* write to a read-only map (.rodata) */
 	NB_VERR_RETURN,            /* bad return value (uninitialised) */
+	NB_VERR_RANK_LOCAL,        /* rank-invariant output decided from rank-local data */
 	NB_VERR_COUNT
 };
 
@@ -74,6 +81,11 @@ struct nb_verifier_stats {
 struct nb_verifier_opts {
 	uint64_t budget; /* 0 = hook default */
 	uint32_t mem_size; /* conformance hook: bytes at r1 (r2 = this length); 0 = none */
+	/* Accept tuner decisions that depend on rank-local data (latency map, timers, hash
+	 * map presence...): only safe when every rank of the job shares that state. Default
+	 * (false): such a program is rejected with NB_VERR_RANK_LOCAL, as ranks deciding
+	 * differently deadlock the collective. */
+	bool allow_rank_local;
 };
 
 /* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */

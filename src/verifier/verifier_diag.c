@@ -34,6 +34,7 @@ static const char *const codes[NB_VERR_COUNT] = {
 	[NB_VERR_INVALID_MEM] = "E-INVALID-MEM",
 	[NB_VERR_READONLY_MAP] = "E-READONLY-MAP",
 	[NB_VERR_RETURN] = "E-RETURN",
+	[NB_VERR_RANK_LOCAL] = "E-RANK-LOCAL",
 };
 
 const char *verifier_err_code(enum nb_verr code)

@@ -46,6 +46,7 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 	if (p->type == VT_CONST_MAP_PTR)
 		return verr(env, NB_VERR_POINTER_ARITH, pc, "arithmetic on r%u, which is %s", regno, d);
 	vreg_mark_precise(env, s);
+	p->taint = vtaint_join(p->taint, s->taint); /* where it points is rank-local */
 	if (sc_is_const(&s->s)) {
 		int64_t c = (int64_t)s->s.t.value, off;
 		if (c < -PTR_OFF_LIMIT || c > PTR_OFF_LIMIT ||
@@ -113,6 +114,7 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 		struct vorig org = src.org;
 		vreg_set_scalar(dst, &s);
 		dst->org = org;
+		dst->taint = src.taint;
 		return 0;
 	}
 	if (dst->type == VT_NOT_INIT)
@@ -169,6 +171,7 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 	sc_alu(&r, &src.s, op, alu32, in->off);
 	dst->s = r;
 	dst->id = 0;
+	dst->taint = vtaint_join(dst->taint, src.taint);
 	dst->org.b[0] |= src.org.b[0];
 	dst->org.b[1] |= src.org.b[1];
 	return 0;
@@ -324,6 +327,9 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 	}
 	if (feasible == 0)
 		return 1;
+	/* control dependence: both successors learn the outcome of a rank-local comparison */
+	if (feasible == (SC_TAKEN | SC_FALL))
+		vtaint_branch(env, &env->cur, a, &b);
 	if (feasible & SC_TAKEN) {
 		struct vstate st;
 		bool both = feasible & SC_FALL;
@@ -650,9 +656,15 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 		env->budget = 1000000;
 	int err = -ENOMEM;
 	size_t n = prog->insn_cnt ? prog->insn_cnt : 1;
+	/* rank variance is tracked only where an output must be rank-invariant */
+	for (size_t i = 0; i < hook->field_cnt && !(opts && opts->allow_rank_local); i++)
+		if (hook_output_rank_invariant(hook, &hook->fields[i]))
+			env->taint_on = true;
 	env->insn_flags = calloc(n, 1);
 	env->records = calloc(n, sizeof(*env->records));
-	if (env->insn_flags && env->records) {
+	if (env->taint_on)
+		env->taint_src = calloc(n, sizeof(*env->taint_src));
+	if (env->insn_flags && env->records && (env->taint_src || !env->taint_on)) {
 		err = verifier_check_structure(env);
 		if (!err)
 			err = explore(env);
@@ -668,6 +680,7 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	free(env->pending);
 	free(env->records);
 	free(env->insn_flags);
+	free(env->taint_src);
 	env->stats.time_ns = now_ns() - t0;
 	if (stats)
 		*stats = env->stats;

@@ -116,6 +116,12 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 			break;
 		}
 	}
+	/* rank variance of the result: a lookup's NULL-ness (key in r2), or the prototype's */
+	uint32_t taint = 0;
+	if (p->ret == NB_RET_MAP_VALUE_OR_NULL && map)
+		taint = vtaint_lookup(env, (uint16_t)(map - env->maps), vcur_reg(env, 2));
+	else if (p->rank_local_result)
+		taint = vtaint_new(env, VTK_HELPER, (uint32_t)id);
 	/* r1-r5 are caller-saved */
 	for (unsigned r = 1; r <= 5; r++)
 		vreg_set_not_init(vcur_reg(env, r));
@@ -142,5 +148,7 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 		break;
 	}
 	}
+	if (r0->type != VT_NOT_INIT)
+		r0->taint = taint;
 	return 0;
 }

@@ -103,6 +103,7 @@ struct vreg {
 	uint16_t map;    /* map index for map pointers */
 	int32_t off;     /* constant offset of pointers */
 	uint32_t id;     /* OR_NULL: lookup id; scalar: copies share an id */
+	uint32_t taint;  /* rank-local: 0 = no, else 1 + insn of its first source (see below) */
 	struct vorig org;
 	struct vscalar s; /* scalar value, or the variable offset of a map value pointer */
 };
@@ -112,6 +113,8 @@ enum { SB_INVALID = 0, SB_MISC, SB_SPILL };
 
 struct vslot {
 	uint8_t type[8]; /* byte i is fp - 8*(slot+1) + i */
+	uint8_t taint;   /* bit i: byte i holds rank-local data (a spill: 0xff or 0) */
+	uint32_t taint_src; /* 1 + insn of a source of a tainted byte, 0 when taint == 0 */
 	struct vreg spill;
 };
 
@@ -131,6 +134,8 @@ struct vstate {
 	uint32_t nframes;
 	uint32_t loop_head; /* most recent back-edge target on this path, for diagnostics */
 	uint32_t loop_jump; /* the jump that took that back-edge */
+	uint32_t path_taint; /* 1 + insn of a branch on rank-local data above, 0 = none; never
+			      * cleared on the path (control dependence, conservatively) */
 	uint64_t stored_at; /* insns_processed when this path last stored a state */
 	struct vrecord *rec; /* most recent stored state on this path (precision parent) */
 	struct vframe *frames[BPF_MAX_CALL_DEPTH];
@@ -182,6 +187,9 @@ struct verifier_env {
 	size_t npending, cap_pending;
 	struct varena *arena; /* stored states live here until the run ends */
 	uint32_t next_id;
+	bool taint_on; /* tracking rank-local data: the hook has rank-invariant outputs and
+			* opts->allow_rank_local is off */
+	struct vtaint_src *taint_src; /* per insn: what the taint created there is */
 	struct vstate cur;
 	uint32_t pc;
 	bool failed;
@@ -195,6 +203,42 @@ struct verifier_env {
 
 #define VERIFIER_MAX_PENDING 8192
 #define VERIFIER_MAX_RECORDS 16384
+
+/* ---- rank variance (verifier_taint.c) ----
+ * A value is rank-local when it may differ between the ranks of a communicator for the
+ * same collective. Registers, stack bytes and the path carry a taint (1 + insn of the
+ * first source, for diagnostics; pruning and loop detection only look at taint != 0).
+ * Outputs the hook table marks rank-invariant must not receive a tainted value nor be
+ * written on a tainted path (NB_VERR_RANK_LOCAL). */
+enum vtaint_kind {
+	VTK_NONE = 0,
+	VTK_CTX,          /* arg: field index of a NB_RANK_LOCAL context field */
+	VTK_HELPER,       /* arg: helper id (rank_local_result) */
+	VTK_MAP_VALUE,    /* arg: map index; a load from a map programs or the plugin write */
+	VTK_MAP_PRESENCE, /* arg: map index; whether a hash/LRU key is present */
+	VTK_BRANCH,       /* arg: taint of the compared value */
+};
+struct vtaint_src {
+	uint8_t kind;
+	uint32_t arg;
+};
+static inline uint32_t vtaint_join(uint32_t a, uint32_t b)
+{
+	return a ? a : b;
+}
+/* A new source at env->pc: returns its taint (0 when tracking is off). */
+uint32_t vtaint_new(struct verifier_env *env, enum vtaint_kind kind, uint32_t arg);
+/* True when loads from map `m` are rank-local (any map a program or the plugin writes). */
+bool vtaint_map_writable(const struct nb_map_def *m);
+/* Taint of a lookup result (its NULL-ness) for the map and the key register. */
+uint32_t vtaint_lookup(struct verifier_env *env, uint16_t map, const struct vreg *key);
+/* Conditional jump with both edges feasible comparing a and b: taints the path of st. */
+void vtaint_branch(struct verifier_env *env, struct vstate *st, const struct vreg *a,
+		   const struct vreg *b);
+/* Store of val to ctx field f: NB_VERR_RANK_LOCAL when f must be rank-invariant and val
+ * or the path is rank-local. */
+int vtaint_check_output(struct verifier_env *env, const struct nb_ctx_field *f,
+			const struct vreg *val);
 
 /* structure (verifier_check.c) */
 int verifier_check_structure(struct verifier_env *env);
@@ -235,6 +279,8 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn);
  * sets *has_ptr when the range holds spilled pointers */
 int verifier_check_helper_mem(struct verifier_env *env, const struct vreg *r, uint64_t size,
 			      int argno, const char *what, bool *has_ptr);
+/* Taint of `size` bytes of memory at r (stack or map value pointer), 0 if none. */
+uint32_t verifier_mem_taint(struct verifier_env *env, const struct vreg *r, uint64_t size);
 
 /* helpers (verifier_helpers.c) */
 int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn);

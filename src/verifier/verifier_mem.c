@@ -26,6 +26,30 @@ static void slot_of(int64_t o, unsigned *slot, unsigned *byte)
 	*byte = (unsigned)(o + 8 * ((int64_t)*slot + 1));
 }
 
+/* Taint of `size` stack bytes at fp-relative o of frame f (bytes past nslots are clean). */
+static uint32_t stack_taint(const struct vframe *f, int64_t o, uint64_t size)
+{
+	for (uint64_t i = 0; i < size; i++) {
+		unsigned slot, byte;
+		slot_of(o + (int64_t)i, &slot, &byte);
+		if (slot < f->nslots && (f->slots[slot].taint >> byte) & 1)
+			return f->slots[slot].taint_src;
+	}
+	return 0;
+}
+
+static void byte_taint(struct vslot *s, unsigned byte, uint32_t taint)
+{
+	if (taint) {
+		s->taint |= (uint8_t)(1u << byte);
+		s->taint_src = vtaint_join(s->taint_src, taint);
+	} else {
+		s->taint &= (uint8_t)~(1u << byte);
+		if (!s->taint)
+			s->taint_src = 0;
+	}
+}
+
 static int stack_bounds(struct verifier_env *env, const struct vreg *base, int64_t o,
 			unsigned size, size_t pc)
 {
@@ -74,6 +98,7 @@ static int stack_read(struct verifier_env *env, const struct vreg *base, int64_t
 	struct vscalar s;
 	sc_unknown_sized(&s, size, sx);
 	vreg_set_scalar(dst, &s);
+	dst->taint = stack_taint(f, o, size);
 	return 0;
 }
 
@@ -92,6 +117,8 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 		struct vslot *s = &f->slots[slot];
 		memset(s->type, SB_SPILL, 8);
 		s->spill = *val;
+		s->taint = val->taint ? 0xff : 0;
+		s->taint_src = val->taint;
 		return 0;
 	}
 	if (is_pointer(val))
@@ -106,9 +133,14 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 			/* the spilled register is partly overwritten: a scalar's other bytes stay
 			 * readable as unknown bytes, a pointer's bytes become unreadable */
 			memset(s->type, s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID, 8);
+			if (s->spill.type != VT_SCALAR) { /* unreadable bytes */
+				s->taint = 0;
+				s->taint_src = 0;
+			}
 			vreg_set_not_init(&s->spill);
 		}
 		s->type[byte] = SB_MISC;
+		byte_taint(s, byte, val->taint);
 	}
 	return 0;
 }
@@ -126,7 +158,8 @@ static int ctx_access_span(struct verifier_env *env, uint32_t o, unsigned size, 
 	const struct nb_hook_desc *h = env->hook;
 	uint32_t cur = o, end = o + size;
 	unsigned fields = 0;
-	while (write && o % size == 0 && cur < end) {
+	const struct nb_ctx_field *covered[8];
+	while (write && o % size == 0 && cur < end && fields < 8) {
 		const struct nb_ctx_field *g = NULL;
 		for (size_t i = 0; i < h->field_cnt && !g; i++)
 			if (h->fields[i].off == cur && h->fields[i].size <= end - cur)
@@ -139,7 +172,7 @@ static int ctx_access_span(struct verifier_env *env, uint32_t o, unsigned size, 
 				    "fields may be written",
 				    g->name, h->name);
 		cur += g->size;
-		fields++;
+		covered[fields++] = g;
 	}
 	if (cur != end || fields < 2)
 		return verr(env, NB_VERR_CTX_ACCESS, pc,
@@ -152,11 +185,17 @@ static int ctx_access_span(struct verifier_env *env, uint32_t o, unsigned size, 
 			    "stores a pointer into the %s context; only numbers may leave the "
 			    "program",
 			    h->name);
+	for (unsigned i = 0; i < fields; i++) {
+		int err = vtaint_check_output(env, covered[i], val);
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
+/* *taint: for a read, the taint of the value read */
 static int ctx_access(struct verifier_env *env, int64_t o, unsigned size, bool write,
-		      bool atomic, const struct vreg *val, size_t pc)
+		      bool atomic, const struct vreg *val, size_t pc, uint32_t *taint)
 {
 	const struct nb_hook_desc *h = env->hook;
 	if (o < 0 || o + size > h->ctx_size)
@@ -186,7 +225,7 @@ static int ctx_access(struct verifier_env *env, int64_t o, unsigned size, bool w
 				    "stores a pointer into ctx->%s; only numbers may leave the "
 				    "program",
 				    f->name);
-		return 0;
+		return vtaint_check_output(env, f, val);
 	}
 	if (!f->readable)
 		return verr(env, NB_VERR_CTX_ACCESS, pc, "ctx->%s may not be read", f->name);
@@ -194,6 +233,8 @@ static int ctx_access(struct verifier_env *env, int64_t o, unsigned size, bool w
 		return verr(env, NB_VERR_CTX_ACCESS, pc,
 			    "%u-byte read of ctx->%s at offset %lld is not aligned to its size",
 			    size, f->name, (long long)o);
+	if (f->variance == NB_RANK_LOCAL)
+		*taint = vtaint_new(env, VTK_CTX, (uint32_t)(f - h->fields));
 	return 0;
 }
 
@@ -294,13 +335,14 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 	struct vreg loaded;
 	vreg_set_not_init(&loaded);
 	int err = 0;
+	uint32_t taint = 0; /* of the value a load or a fetching atomic produces */
 	bool sx = mode == BPF_MEMSX;
 
 	switch (base.type) {
 	case VT_PTR_CTX:
 		if (env->hook->ctx_is_raw_memory)
 			goto raw;
-		err = ctx_access(env, o, size, !load, atomic, &val, pc);
+		err = ctx_access(env, o, size, !load, atomic, &val, pc, &taint);
 		break;
 	case VT_PTR_MEM:
 	raw:
@@ -324,12 +366,16 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 				struct vscalar s;
 				sc_unknown_sized(&s, size, false);
 				vreg_set_scalar(&w, &s);
+				w.taint = vtaint_join(loaded.taint, val.taint);
 			}
 			err = stack_write(env, &base, o, size, &w, pc);
 		}
 		break;
 	case VT_PTR_MAP_VALUE:
 		err = map_access(env, &base, insn->off, size, !load, &val, pc);
+		if (vtaint_map_writable(&env->maps[base.map]))
+			taint = vtaint_new(env, VTK_MAP_VALUE, base.map);
+		taint = vtaint_join(taint, base.taint);
 		break;
 	default:
 		return bad_base(env, &base, baseno, pc);
@@ -345,12 +391,14 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 			struct vscalar s;
 			sc_unknown_sized(&s, size, sx);
 			vreg_set_scalar(dst, &s);
+			dst->taint = taint;
 		}
 	} else if (atomic && (insn->imm & BPF_FETCH)) {
 		unsigned r = insn->imm == BPF_CMPXCHG ? 0 : insn->src_reg;
 		struct vscalar s;
 		sc_unknown_sized(&s, size, false);
 		vreg_set_scalar(vcur_reg(env, r), &s);
+		vcur_reg(env, r)->taint = base.type == VT_PTR_STACK ? loaded.taint : taint;
 	}
 	return 0;
 }
@@ -408,5 +456,19 @@ int verifier_check_helper_mem(struct verifier_env *env, const struct vreg *r, ui
 		vreg_describe(env, r, d, sizeof(d));
 		return verr(env, NB_VERR_HELPER_ARG, pc,
 			    "r%d is %s; %s must point to the stack or a map value", argno, d, what);
+	}
+}
+
+uint32_t verifier_mem_taint(struct verifier_env *env, const struct vreg *r, uint64_t size)
+{
+	switch (r->type) {
+	case VT_PTR_STACK:
+		return vtaint_join(r->taint, stack_taint(env->cur.frames[r->frameno], r->off, size));
+	case VT_PTR_MAP_VALUE:
+		if (vtaint_map_writable(&env->maps[r->map]))
+			return vtaint_new(env, VTK_MAP_VALUE, r->map);
+		return r->taint;
+	default:
+		return r->taint;
 	}
 }

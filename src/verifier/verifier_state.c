@@ -155,6 +155,10 @@ static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bo
 	}
 	if (o->type != n->type)
 		return false;
+	/* rank variance: the old state's paths were checked with at least the new taint
+	 * (exactly the same for a repeat) */
+	if (exact ? (o->taint != 0) != (n->taint != 0) : (n->taint && !o->taint))
+		return false;
 	switch (o->type) {
 	case VT_NOT_INIT:
 		return true;
@@ -188,7 +192,7 @@ static bool slot_cmp(const struct vslot *o, const struct vslot *n, bool precise,
 		     struct idmap *m)
 {
 	if (exact) {
-		if (memcmp(o->type, n->type, 8) != 0)
+		if (memcmp(o->type, n->type, 8) != 0 || o->taint != n->taint)
 			return false;
 		if (o->type[0] == SB_SPILL)
 			return reg_cmp(&o->spill, &n->spill, true, true, m);
@@ -200,7 +204,7 @@ static bool slot_cmp(const struct vslot *o, const struct vslot *n, bool precise,
 				if (n->type[b] == SB_INVALID ||
 				    (n->type[b] == SB_SPILL && n->spill.type != VT_SCALAR))
 					return false;
-			return true;
+			return !(n->taint & ~o->taint);
 		}
 		if (n->type[0] != SB_SPILL)
 			return false;
@@ -209,9 +213,10 @@ static bool slot_cmp(const struct vslot *o, const struct vslot *n, bool precise,
 	for (int b = 0; b < 8; b++) {
 		if (o->type[b] == SB_INVALID)
 			continue;
-		/* old byte is MISC: any initialised scalar byte will do */
+		/* old byte is MISC: any initialised scalar byte will do, if no more rank-local */
 		if (n->type[b] == SB_INVALID ||
-		    (n->type[b] == SB_SPILL && n->spill.type != VT_SCALAR))
+		    (n->type[b] == SB_SPILL && n->spill.type != VT_SCALAR) ||
+		    ((n->taint & ~o->taint) >> b & 1))
 			return false;
 	}
 	return true;
@@ -227,6 +232,9 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 {
 	struct idmap m = { .n = 0, .fresh = 1 };
 	if (o->nframes != n->nframes)
+		return false;
+	if (exact ? (o->path_taint != 0) != (n->path_taint != 0)
+		  : (n->path_taint && !o->path_taint))
 		return false;
 	for (uint32_t f = 0; f < o->nframes; f++) {
 		const struct vframe *of = o->frames[f], *nf = n->frames[f];
@@ -269,6 +277,7 @@ static uint64_t reg_hash(uint64_t h, const struct vreg *r)
 	h = mix(h, (uint64_t)r->type | (uint64_t)r->frameno << 8 | (uint64_t)r->map << 16 |
 			   (uint64_t)(uint32_t)r->off << 32);
 	h = mix(h, r->id != 0);
+	h = mix(h, r->taint != 0);
 	if (r->type == VT_SCALAR || r->type == VT_PTR_MAP_VALUE) {
 		const struct vscalar *v = &r->s;
 		h = mix(h, v->t.value);
@@ -286,6 +295,7 @@ static uint64_t reg_hash(uint64_t h, const struct vreg *r)
 uint64_t vstate_hash(const struct vstate *st)
 {
 	uint64_t h = mix(0, st->nframes);
+	h = mix(h, st->path_taint != 0);
 	for (uint32_t f = 0; f < st->nframes; f++) {
 		const struct vframe *fr = st->frames[f];
 		h = mix(h, fr->callsite);
@@ -299,6 +309,7 @@ uint64_t vstate_hash(const struct vstate *st)
 				continue; /* all INVALID: same as a missing slot */
 			h = mix(h, i);
 			h = mix(h, t);
+			h = mix(h, sl->taint);
 			if (sl->type[0] == SB_SPILL)
 				h = reg_hash(h, &sl->spill);
 		}

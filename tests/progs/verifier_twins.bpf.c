@@ -169,4 +169,22 @@ SEC("tuner") int merged_output_store(struct ncclbpf_tuner_ctx *ctx)
 	return 0;
 }
 
+/* twin of rank_local_branch: the branch is on rank-invariant data (the node count) */
+SEC("tuner") int rank_invariant_branch(struct ncclbpf_tuner_ctx *ctx)
+{
+	if (ctx->n_nodes > 1)
+		ctx->proto = NCCLBPF_PROTO_SIMPLE;
+	return 0;
+}
+
+/* twin of rank_local_latency: the decision comes from read-only configuration (.rodata,
+ * the same object on every rank) and the collective's size */
+const volatile __u32 large_channels = 16;
+SEC("tuner") int rank_invariant_config(struct ncclbpf_tuner_ctx *ctx)
+{
+	if (ctx->n_bytes >= (1u << 20))
+		ctx->n_channels = large_channels;
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(insns, data + 1, n * sizeof(struct bpf_insn));
 	struct nb_program prog = { .name = "fuzz", .insns = insns, .insn_cnt = n,
 				   .main_insn_cnt = n };
-	struct nb_verifier_opts opts = { .budget = 20000, .mem_size = 64 };
+	struct nb_verifier_opts opts = { .budget = 20000, .mem_size = 64,
+					 .allow_rank_local = (data[size - 1] & 1) != 0 };
 	struct nb_verifier_diag diag;
 	struct nb_verifier_stats st;
 	verifier_check(&prog, maps, 3, hook_desc(h), &opts, &diag, &st);

@@ -1,5 +1,6 @@
 /* `ncclbpf verify`: compiler-style diagnostics with the source line and the instruction,
- * exit status 1 on rejection, 0 on acceptance, 2 on usage errors; --stats and --type.
+ * exit status 1 on rejection, 0 on acceptance, 2 on usage errors; --stats, --type and
+ * --allow-rank-local.
  * Usage: test_verifier_cli NCCLBPF_BINARY BINARY_DIR */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,25 @@ int main(int argc, char **argv)
 		 cli, bin, bin);
 	CHECK(run(cmd) == 1);
 	CHECK_STR_CONTAINS(out, "[E-DIV-ZERO]");
+
+	/* rank-local decisions: rejected by default, accepted with --allow-rank-local or
+	 * NCCLBPF_RANK_LOCAL=allow */
+	snprintf(cmd, sizeof(cmd), "env -u NCCLBPF_RANK_LOCAL %s verify %s/policies/adaptive_channels.bpf.o 2>&1",
+		 cli, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "[E-RANK-LOCAL]");
+	CHECK_STR_CONTAINS(out, "ctx->n_channels depends on rank-local data");
+	CHECK_STR_CONTAINS(out, "adaptive_channels.bpf.c:");
+	snprintf(cmd, sizeof(cmd), "env -u NCCLBPF_RANK_LOCAL %s verify --allow-rank-local %s/policies/adaptive_channels.bpf.o 2>&1",
+		 cli, bin);
+	CHECK(run(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "NCCLBPF_RANK_LOCAL=allow %s verify %s/policies/slo_enforcer.bpf.o 2>&1",
+		 cli, bin);
+	CHECK(run(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "env -u NCCLBPF_RANK_LOCAL %s verify %s/policies/slo_enforcer.bpf.o 2>&1",
+		 cli, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "[E-RANK-LOCAL]");
 
 	snprintf(cmd, sizeof(cmd), "%s verify --type nosuchhook x.o 2>&1", cli);
 	CHECK(run(cmd) == 2);

@@ -3,7 +3,9 @@
  *    ("// EXPECT: E-CODE"), at the line that carries the comment (BTF line info);
  *  - together they cover every rejection class;
  *  - the safe twins (tests/progs/verifier_ objects) and every shipped policy
- *    (every .bpf.o under build/policies) are accepted.
+ *    (every .bpf.o under build/policies) are accepted; the few that decide from rank-local
+ *    data by design are rejected with E-RANK-LOCAL by default and accepted with
+ *    allow_rank_local (NCCLBPF_RANK_LOCAL=allow).
  * Usage: test_verifier_elf SOURCE_DIR BINARY_DIR */
 #include <dirent.h>
 #include <errno.h>
@@ -108,6 +110,21 @@ static void check_unsafe(const char *name)
 	loader_close(obj);
 }
 
+/* Programs whose decisions depend on rank-local data by design: the closed-loop policies
+ * read the rank's own latency statistics (and per-rank state maps); table_scan decides
+ * from a writable map. */
+static const char *const rank_local_progs[] = { "adaptive_channels", "slo_enforcer",
+						"table_scan" };
+static int rank_local_seen;
+
+static bool is_rank_local(const char *prog)
+{
+	for (size_t i = 0; i < sizeof(rank_local_progs) / sizeof(rank_local_progs[0]); i++)
+		if (!strcmp(prog, rank_local_progs[i]))
+			return true;
+	return false;
+}
+
 static int check_accepted(const char *dir, const char *name)
 {
 	char path[1024], err[256];
@@ -127,7 +144,18 @@ static int check_accepted(const char *dir, const char *name)
 			continue; /* e.g. helper-only objects of other tests */
 		struct nb_verifier_diag diag;
 		struct nb_verifier_stats st;
-		rc = verifier_check(p, obj->maps, obj->map_cnt, h, NULL, &diag, &st);
+		struct nb_verifier_opts opts = { .allow_rank_local = is_rank_local(p->name) };
+		if (opts.allow_rank_local) {
+			rank_local_seen++;
+			rc = verifier_check(p, obj->maps, obj->map_cnt, h, NULL, &diag, &st);
+			test_checks++;
+			if (rc != -EACCES || diag.code != NB_VERR_RANK_LOCAL) {
+				test_failures++;
+				fprintf(stderr, "%s: program %s: expected E-RANK-LOCAL by default, got %s\n",
+					path, p->name, rc ? verifier_err_code(diag.code) : "accepted");
+			}
+		}
+		rc = verifier_check(p, obj->maps, obj->map_cnt, h, &opts, &diag, &st);
 		test_checks++;
 		if (rc) {
 			char buf[2048];
@@ -163,7 +191,7 @@ int main(int argc, char **argv)
 		NB_VERR_HELPER_DENIED, NB_VERR_HELPER_ARG, NB_VERR_STACK_LIMIT, NB_VERR_CALL_DEPTH,
 		NB_VERR_INFINITE_LOOP, NB_VERR_BUDGET, NB_VERR_POINTER_LEAK, NB_VERR_DIV_ZERO,
 		NB_VERR_UNINIT_REG, NB_VERR_UNINIT_STACK, NB_VERR_BAD_JUMP, NB_VERR_FALL_OFF,
-		NB_VERR_BAD_INSN, NB_VERR_UNREACHABLE,
+		NB_VERR_BAD_INSN, NB_VERR_UNREACHABLE, NB_VERR_RANK_LOCAL,
 	};
 	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
 		test_checks++;
@@ -185,7 +213,9 @@ int main(int argc, char **argv)
 	CHECK(pol >= 1);
 	for (int i = 0; i < pol; i++)
 		pprogs += check_accepted(dir, names[i]);
-	printf("%d unsafe objects, %d safe-twin programs, %d shipped policy programs\n", n, tprogs,
-	       pprogs);
+	CHECK(rank_local_seen == (int)(sizeof(rank_local_progs) / sizeof(rank_local_progs[0])));
+	printf("%d unsafe objects, %d safe-twin programs, %d shipped policy programs (%d rank-local "
+	       "by design)\n",
+	       n, tprogs, pprogs, rank_local_seen);
 	TEST_DONE();
 }

@@ -436,7 +436,8 @@ static void randomize_maps(void)
 		d[i] = (uint8_t)rnd();
 }
 
-static void run_program(const struct nb_program *p, const struct nb_hook_desc *hook, int reps)
+/* Map pseudo LDDWs replaced by the addresses of the test's maps. */
+static struct vm_program link_program(const struct nb_program *p)
 {
 	static struct bpf_insn linked[MAXI];
 	memcpy(linked, p->insns, p->insn_cnt * sizeof(linked[0]));
@@ -460,50 +461,109 @@ static void run_program(const struct nb_program *p, const struct nb_hook_desc *h
 	}
 	struct vm_program vp = { .insns = linked, .insn_cnt = p->insn_cnt, .helpers = helper_fns,
 				 .helper_protos = helper_protos };
+	return vp;
+}
+
+static void random_ctx(uint8_t *ctx, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		ctx[i] = (uint8_t)rnd();
+	for (int i = 0; i < 40; i++) /* many small values: loop bounds, indexes */
+		if (rn(2))
+			memset(ctx + 4 * i + 1, 0, 3), ctx[4 * i] = (uint8_t)rn(70);
+}
+
+/* One run in the checked interpreter, every context field and direct map value a region
+ * of its permission. */
+static int exec_checked(const struct vm_program *vp, const struct nb_hook_desc *hook,
+			uint8_t *ctx, struct vm_fault *fault)
+{
+	struct vm_checked chk = { .insn_budget = 10000000 };
+	for (size_t f = 0; f < hook->field_cnt;) {
+		size_t g = f + 1; /* fields are sorted by offset: extend while adjacent */
+		while (g < hook->field_cnt &&
+		       hook->fields[g].off == hook->fields[g - 1].off + hook->fields[g - 1].size &&
+		       hook->fields[g].writable == hook->fields[f].writable &&
+		       hook->fields[g].readable == hook->fields[f].readable)
+			g++;
+		uint32_t end = hook->fields[g - 1].off + hook->fields[g - 1].size;
+		vm_checked_add_region(&chk, (uint64_t)(uintptr_t)ctx + hook->fields[f].off,
+				      end - hook->fields[f].off, hook->fields[f].writable,
+				      hook->fields[f].name);
+		f = g;
+	}
+	/* value 0 of every array map: what a direct value address (lddw) points to */
+	for (int m = M_ARR; m <= M_RODATA; m++)
+		vm_checked_add_region(&chk, (uint64_t)(uintptr_t)map_array_base(maps[m]),
+				      defs[m].value_size, m != M_RODATA, defs[m].name);
+	uint64_t r0 = 0;
+	memset(fault, 0, sizeof(*fault));
+	map_epoch_enter();
+	int rc = vm_interp_run(vp, (uint64_t)(uintptr_t)ctx, 0, &r0, &chk, fault);
+	map_epoch_exit();
+	runs++;
+	return rc;
+}
+
+static void print_program(const struct nb_program *p)
+{
+	char line[128];
+	for (size_t i = 0; i < p->insn_cnt; i++) {
+		if (isa_disasm_insn(p->insns, p->insn_cnt, i, line, sizeof(line)) < 0)
+			snprintf(line, sizeof(line), "?");
+		fprintf(stderr, "  %3zu: %s\n", i, line);
+	}
+}
+
+static void run_program(const struct nb_program *p, const struct nb_hook_desc *hook, int reps)
+{
+	struct vm_program vp = link_program(p);
 	for (int r = 0; r < reps; r++) {
 		_Alignas(8) uint8_t ctx[256];
-		for (size_t i = 0; i < sizeof(ctx); i++)
-			ctx[i] = (uint8_t)rnd();
-		for (int i = 0; i < 40; i++) /* many small values: loop bounds, indexes */
-			if (rn(2))
-				memset(ctx + 4 * i + 1, 0, 3), ctx[4 * i] = (uint8_t)rn(70);
+		random_ctx(ctx, sizeof(ctx));
 		if (rn(4) == 0)
 			randomize_maps();
-		struct vm_checked chk = { .insn_budget = 10000000 };
-		for (size_t f = 0; f < hook->field_cnt;) {
-			size_t g = f + 1; /* fields are sorted by offset: extend while adjacent */
-			while (g < hook->field_cnt &&
-			       hook->fields[g].off == hook->fields[g - 1].off + hook->fields[g - 1].size &&
-			       hook->fields[g].writable == hook->fields[f].writable &&
-			       hook->fields[g].readable == hook->fields[f].readable)
-				g++;
-			uint32_t end = hook->fields[g - 1].off + hook->fields[g - 1].size;
-			vm_checked_add_region(&chk, (uint64_t)(uintptr_t)ctx + hook->fields[f].off,
-					      end - hook->fields[f].off, hook->fields[f].writable,
-					      hook->fields[f].name);
-			f = g;
-		}
-		/* value 0 of every array map: what a direct value address (lddw) points to */
-		for (int m = M_ARR; m <= M_RODATA; m++)
-			vm_checked_add_region(&chk, (uint64_t)(uintptr_t)map_array_base(maps[m]),
-					      defs[m].value_size, m != M_RODATA, defs[m].name);
-		uint64_t r0 = 0;
 		struct vm_fault fault;
-		memset(&fault, 0, sizeof(fault));
-		map_epoch_enter();
-		int rc = vm_interp_run(&vp, (uint64_t)(uintptr_t)ctx, 0, &r0, &chk, &fault);
-		map_epoch_exit();
-		runs++;
+		int rc = exec_checked(&vp, hook, ctx, &fault);
 		if (rc != 0) {
 			violations++;
 			if (violations <= 5) {
 				fprintf(stderr, "VIOLATION: accepted program faulted: %s\n", fault.msg);
-				char line[128];
-				for (size_t i = 0; i < p->insn_cnt; i++) {
-					if (isa_disasm_insn(p->insns, p->insn_cnt, i, line, sizeof(line)) < 0)
-						snprintf(line, sizeof(line), "?");
-					fprintf(stderr, "  %3zu: %s\n", i, line);
-				}
+				print_program(p);
+			}
+			return;
+		}
+	}
+}
+
+/* Non-interference of the rank-variance check: a program accepted with it decides the
+ * same outputs (algo, proto, n_channels) whatever the rank-local inputs are: the
+ * rank-local context fields (reg_buff, max_channels), writable map contents, timers and
+ * random numbers all change between runs; rank-invariant fields and .rodata do not. */
+static uint64_t invariance_runs, invariance_violations;
+static void check_rank_invariance(const struct nb_program *p, const struct nb_hook_desc *hook,
+				  int reps)
+{
+	struct vm_program vp = link_program(p);
+	_Alignas(8) uint8_t base[256], ctx[256], first[12];
+	random_ctx(base, sizeof(base));
+	for (int r = 0; r < reps; r++) {
+		memcpy(ctx, base, sizeof(ctx));
+		for (size_t f = 0; f < hook->field_cnt; f++)
+			if (hook->fields[f].variance == NB_RANK_LOCAL)
+				for (uint32_t b = 0; b < hook->fields[f].size; b++)
+					ctx[hook->fields[f].off + b] = (uint8_t)(rn(2) ? rn(70) : rnd());
+		randomize_maps();
+		struct vm_fault fault;
+		if (exec_checked(&vp, hook, ctx, &fault) != 0)
+			return; /* counted by run_program's check */
+		invariance_runs++;
+		if (r == 0) {
+			memcpy(first, ctx + 140, sizeof(first));
+		} else if (memcmp(first, ctx + 140, sizeof(first))) {
+			if (++invariance_violations <= 3) {
+				fprintf(stderr, "RANK VARIANCE: accepted program decided differently\n");
+				print_program(p);
 			}
 			return;
 		}
@@ -539,18 +599,37 @@ int main(int argc, char **argv)
 		helper_protos[id] = hook_helper(hook, id);
 	randomize_maps();
 
-	uint64_t accepted = 0, codes[NB_VERR_COUNT] = { 0 };
+	uint64_t accepted = 0, codes[NB_VERR_COUNT] = { 0 }, strict_rank_local = 0;
 	clock_t t0 = clock();
 	for (long i = 0; i < programs; i++) {
 		generate();
 		struct nb_program p = { .name = "rand", .insns = prog, .insn_cnt = (size_t)n,
 					.main_insn_cnt = (size_t)n };
-		struct nb_verifier_opts opts = { .budget = 20000 };
-		struct nb_verifier_diag diag;
+		/* random programs write outputs from random data: safety is checked with the
+		 * rank-variance rule off; the strict run must only add E-RANK-LOCAL rejections
+		 * (or run out of budget, as it prunes less) */
+		struct nb_verifier_opts opts = { .budget = 20000, .allow_rank_local = true };
+		struct nb_verifier_opts strict = { .budget = 20000 };
+		struct nb_verifier_diag diag, sdiag;
 		int rc = verifier_check(&p, defs, M_COUNT, hook, &opts, &diag, NULL);
+		int src = verifier_check(&p, defs, M_COUNT, hook, &strict, &sdiag, NULL);
+		if (src == -13 && sdiag.code == NB_VERR_RANK_LOCAL)
+			strict_rank_local++;
+		if (src == 0 && rc != 0) {
+			CHECK(rc == 0); /* strict accepted what the relaxed check rejects */
+			fprintf(stderr, "strict accepted, relaxed rejected: %s\n", diag.msg);
+		}
+		if (rc == 0 && src != 0 &&
+		    !(src == -13 && (sdiag.code == NB_VERR_RANK_LOCAL || sdiag.code == NB_VERR_BUDGET))) {
+			CHECK(src == 0);
+			fprintf(stderr, "relaxed accepted, strict rejected with %s: %s\n",
+				verifier_err_code(sdiag.code), sdiag.msg);
+		}
 		if (rc == 0) {
 			accepted++;
 			run_program(&p, hook, reps);
+			if (src == 0)
+				check_rank_invariance(&p, hook, reps);
 		} else if (rc == -13) {
 			codes[diag.code]++;
 		} else {
@@ -560,6 +639,11 @@ int main(int argc, char **argv)
 	printf("soundness: %ld programs generated, %llu accepted, %llu executions, %llu violations "
 	       "(%.1f s)\n", programs, (unsigned long long)accepted, (unsigned long long)runs,
 	       (unsigned long long)violations, (double)(clock() - t0) / CLOCKS_PER_SEC);
+	printf("strict rank variance: %llu programs rejected with E-RANK-LOCAL; %llu runs of the "
+	       "others with changed rank-local inputs, %llu decided differently\n",
+	       (unsigned long long)strict_rank_local, (unsigned long long)invariance_runs,
+	       (unsigned long long)invariance_violations);
+	CHECK(invariance_violations == 0);
 	printf("rejections:");
 	for (int c = 1; c < NB_VERR_COUNT; c++)
 		if (codes[c])
