@@ -3,6 +3,10 @@
 # full-mode timeline through NCCL's real profiler ABI, then the adaptive_channels loop.
 set -x
 export NCCL_NVLS_ENABLE=0
+# adaptive_channels decides from rank-local latency, so the verifier rejects it by default
+# (E-RANK-LOCAL); this script reproduces the multi-rank hang that motivated that check
+# (docs/results.md 1.7), so it opts in.
+export NCCLBPF_RANK_LOCAL=allow
 NCCL_HOME=$(python3 -c 'import nvidia.nccl,os;print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
 NL=$(ls $NCCL_HOME/lib/libnccl.so* | head -1); echo "NCCL lib $NL"
 export LD_LIBRARY_PATH=$(dirname $NL)
