@@ -91,26 +91,30 @@ static void test_faults(void)
 	struct ncclbpf_program *second = ncclbpf_object_find_program(obj, "second");
 	char err[256];
 	CHECK(rt_prepare(second, NCCLBPF_HOOK_AUTO, 0, 0, err, sizeof(err)) == 0);
-	struct {
-		struct nb_hook_chain c;
-		struct nb_attachment items[2];
-	} chain = {.c = {.hook = NB_HOOK_TUNER, .len = 2}};
-	chain.c.items[0] = (struct nb_attachment){first, "x:first"};
-	chain.c.items[1] = (struct nb_attachment){second, "x:second"};
+	/* a flexible array member cannot be embedded portably (clang rejects it): allocate */
+	struct nb_hook_chain *chain = calloc(1, sizeof(*chain) + 2 * sizeof(struct nb_attachment));
+	CHECK(chain != NULL);
+	if (!chain)
+		return;
+	chain->hook = NB_HOOK_TUNER;
+	chain->len = 2;
+	chain->items[0] = (struct nb_attachment){first, "x:first"};
+	chain->items[1] = (struct nb_attachment){second, "x:second"};
 	CHECK_EQ_U64(runtime_load_policies(""), 0); /* resets the counters */
 	uint64_t before = runtime_fault_count(NB_HOOK_TUNER);
 	CHECK_EQ_U64(before, 0);
 	rt_clear_logs();
 	struct ncclbpf_tuner_ctx c;
 	rt_tuner_ctx(&c, 1, 1, 1);
-	CHECK(runtime_chain_run(&chain.c, &c, sizeof(c)) == 1);
+	CHECK(runtime_chain_run(chain, &c, sizeof(c)) == 1);
 	CHECK_EQ_U64(c.n_channels, 2);
 	CHECK_EQ_U64(runtime_fault_count(NB_HOOK_TUNER), 1);
 	CHECK_STR_CONTAINS(rt_logs(), "x:first failed on hook tuner");
 	/* a wrong context size is a failure of every program */
-	CHECK(runtime_chain_run(&chain.c, &c, sizeof(c) - 8) == 2);
+	CHECK(runtime_chain_run(chain, &c, sizeof(c) - 8) == 2);
 	CHECK_EQ_U64(runtime_fault_count(NB_HOOK_TUNER), 3);
 	CHECK(runtime_chain_run(NULL, &c, sizeof(c)) == 0);
+	free(chain);
 	ncclbpf_object_close(obj);
 }
 
