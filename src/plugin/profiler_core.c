@@ -111,6 +111,32 @@ static uint32_t mask_for(int mode, int version)
 	return version >= 3 ? (NB_PROF_COLL | NB_PROF_KERNEL_CH) : NB_PROF_COLL;
 }
 
+/* NCCLBPF_PROFILE_MASK: an explicit NCCL event mask (e.g. 0x2 = Coll only), to trade detail
+ * for overhead or to measure what each event type costs. Bits the ABI version does not know
+ * are dropped; without KernelCh a collective is timed from enqueue to its Coll stop only (no
+ * completion, no GPU time). Ignored in off mode. */
+static uint32_t mask_with_override(int mode, int version)
+{
+	uint32_t m = mask_for(mode, version);
+	const char *e = getenv("NCCLBPF_PROFILE_MASK");
+	if (mode == PROFILER_MODE_OFF || !e || !*e)
+		return m;
+	char *end = NULL;
+	unsigned long v = strtoul(e, &end, 0);
+	uint32_t all = mask_for(PROFILER_MODE_FULL, version);
+	if (!end || *end || v == 0 || v > 0xffffffffu) {
+		runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+			    "NCCLBPF_PROFILE_MASK=%s not understood (a non-zero event mask such as "
+			    "0x42): using 0x%x", e, m);
+		return m;
+	}
+	if ((uint32_t)v & ~all)
+		runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+			    "NCCLBPF_PROFILE_MASK=%s: bits 0x%x are not events of profiler v%d, "
+			    "dropped", e, (unsigned)((uint32_t)v & ~all), version);
+	return (uint32_t)v & all;
+}
+
 static uint32_t pool_cap_from_env(int mode)
 {
 	const char *e = getenv("NCCLBPF_PROFILE_POOL");
@@ -200,8 +226,9 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		runtime_set_logger(a->logger);
 	int mode = profiler_process_mode();
 	int version = a ? a->version : 0;
+	uint32_t mask = mask_with_override(mode, version);
 	if (activation_mask)
-		*activation_mask = (int)mask_for(mode, version);
+		*activation_mask = (int)mask;
 	if (!a || mode == PROFILER_MODE_OFF) {
 		runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
 			    "profiler v%d: mode off for comm 0x%llx (NCCLBPF_PROFILE)", version,
@@ -233,7 +260,7 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		c->rank = a->rank;
 		c->n_ranks = a->n_ranks;
 		c->n_nodes = a->n_nodes;
-		c->mask = mask_for(mode, version);
+		c->mask = mask;
 		atomic_store(&c->gpu_offset, 0);
 		atomic_store(&c->have_offset, false);
 		atomic_store(&c->completed, 0);

@@ -124,6 +124,43 @@ static void test_order_and_timing(int v, const char *mode)
 	CHECK(ph_comm_finalize(&c) == 0);
 }
 
+/* NCCLBPF_PROFILE_MASK overrides the event mask NCCL gets: unknown bits are dropped, junk
+ * keeps the mode's mask, and without KernelCh a collective completes at its Coll stop. */
+static void test_mask_override(int v)
+{
+	struct ph_host h;
+	struct ph_comm c;
+	ph_open_table(&h, v, prof_table(v));
+	uint32_t all = v == 6 ? NB_PROF_ALL_V6 : v == 5 ? NB_PROF_ALL_V5 : v >= 3 ? NB_PROF_ALL_V3 : NB_PROF_ALL_V1;
+	uint32_t coll = v >= 3 ? (NB_PROF_COLL | NB_PROF_KERNEL_CH) : NB_PROF_COLL;
+
+	setenv("NCCLBPF_PROFILE_MASK", "0x2", 1);
+	prof_set_mode("coll");
+	CHECK(ph_comm_init(&h, &c, 0x5551, "mask", 1, 2, 0) == 0);
+	CHECK_EQ_U64(h.mask, NB_PROF_COLL);
+	CHECK(ph_comm_finalize(&c) == 0);
+
+	setenv("NCCLBPF_PROFILE_MASK", "0x80000042", 1);
+	CHECK(ph_comm_init(&h, &c, 0x5552, "mask", 1, 2, 0) == 0);
+	CHECK_EQ_U64(h.mask, 0x80000042u & all);
+	CHECK(ph_comm_finalize(&c) == 0);
+
+	setenv("NCCLBPF_PROFILE_MASK", "lots", 1);
+	CHECK(ph_comm_init(&h, &c, 0x5553, "mask", 1, 2, 0) == 0);
+	CHECK_EQ_U64(h.mask, coll);
+	CHECK(ph_comm_finalize(&c) == 0);
+
+	setenv("NCCLBPF_PROFILE_MASK", "0x2", 1);
+	prof_set_mode("off"); /* an explicit off wins */
+	CHECK(ph_comm_init(&h, &c, 0x5554, "mask", 1, 2, 0) == 0);
+	CHECK_EQ_U64(h.mask, 0);
+	CHECK(ph_comm_finalize(&c) == 0);
+
+	/* Coll only: timed from enqueue to Coll stop, no GPU time, still recorded */
+	test_order_and_timing(v, "coll");
+	unsetenv("NCCLBPF_PROFILE_MASK");
+}
+
 static void test_null_and_stale(int v)
 {
 	prof_set_mode("full");
@@ -351,6 +388,7 @@ int main(void)
 	for (int v = 1; v <= 6; v++) {
 		test_init_modes(v);
 		test_order_and_timing(v, "coll");
+		test_mask_override(v);
 		test_order_and_timing(v, "full");
 		test_null_and_stale(v);
 		test_pxn(v);
