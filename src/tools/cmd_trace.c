@@ -79,7 +79,7 @@ static const char *tr_str(const char *p, char *out, size_t cap)
 				c = '\n';
 			else if (c == 't')
 				c = '\t';
-			else if (c == 'u') { /* keep it simple: \uXXXX -> '?' */
+			else if (c == 'u') { /* our writer never emits \u (names are sanitized): map to '?' */
 				for (int i = 0; i < 4 && *p; i++)
 					p++;
 				c = '?';
