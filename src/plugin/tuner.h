@@ -13,8 +13,11 @@
  *  - only proto set: the cheapest available algorithm with that protocol is chosen.
  *  - a request NCCL marked unavailable, or out of range, leaves the whole decision
  *    (algorithm, protocol and channels) to NCCL; it is counted and logged once per kind.
- *  - n_channels: 0 = keep; otherwise clamped to 1..64 and to the communicator's learned
- *    channel count when known (comm_channels_get); negative values are invalid.
+ *  - n_channels: 0 = keep; otherwise clamped to 1..64, the same bound on every rank. (Not to
+ *    the channel count the profiler learned: that is learned per rank, at different times,
+ *    and ranks running different channel counts deadlock.) Never applied when NCCL will run
+ *    CollNet (Direct/Chain), which uses the value as its channel count without clamping it.
+ *    Negative values are invalid.
  */
 #ifndef NCCLBPF_PLUGIN_TUNER_H
 #define NCCLBPF_PLUGIN_TUNER_H
@@ -33,8 +36,9 @@ enum tuner_issue {
 	TUNER_ISSUE_NO_PROTO_FOR_ALGO,  /* only algo set, and no protocol of it is available */
 	TUNER_ISSUE_NO_ALGO_FOR_PROTO,  /* only proto set, and no algorithm with it is available */
 	TUNER_ISSUE_BAD_CHANNELS,       /* n_channels < 0 */
-	TUNER_ISSUE_CHANNELS_CLAMPED,   /* n_channels > 64 or > the comm's channel count */
+	TUNER_ISSUE_CHANNELS_CLAMPED,   /* n_channels > 64 */
 	TUNER_ISSUE_BAD_CHUNK,          /* chunk size below the protocol grain (kept NCCL's) */
+	TUNER_ISSUE_CHANNELS_COLLNET,   /* n_channels not applied: NCCL will run CollNet */
 	TUNER_ISSUE_COUNT
 };
 
@@ -56,8 +60,7 @@ void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_a
 /* Applies a decision (algo, proto, n_channels as a policy wrote them) to NCCL's table and
  * channel count following the rules above. Never raises a negative entry. */
 void tuner_translate(float *table, int num_algo, int num_proto, int algo, int proto,
-		     int n_channels, int max_channels, int *nccl_n_channels,
-		     struct tuner_applied *out);
+		     int n_channels, int *nccl_n_channels, struct tuner_applied *out);
 
 /* NCCL's selection rule (topoGetAlgoInfo): strictly smallest entry >= 0, lowest index on
  * ties. Returns 0 and the pair, or -1 if nothing is available. */

@@ -115,6 +115,8 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	c.n_nodes = tc->n_nodes;
 	c.num_pipe_ops = num_pipe_ops > 0 ? (uint32_t)num_pipe_ops : 0;
 	c.reg_buff = reg_buff ? 1 : 0;
+	/* informational and rank-local (learned per rank by the profiler): the verifier rejects
+	 * decisions made from it unless NCCLBPF_RANK_LOCAL=allow; never used as a clamp */
 	int max_ch = tc->comm_id ? comm_channels_get(tc->comm_id) : 0;
 	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
 	c.abi_version = tc->abi_version;
@@ -139,8 +141,8 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP)
 		return NB_NCCL_SUCCESS;
 	struct tuner_applied applied;
-	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, max_ch,
-			n_channels, &applied);
+	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
+			&applied);
 	if (applied.algo >= 0 || applied.n_channels > 0)
 		tc->decided++;
 	if (applied.issues)

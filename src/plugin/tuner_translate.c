@@ -15,6 +15,7 @@ static const char *const issue_names[TUNER_ISSUE_COUNT] = {
 	[TUNER_ISSUE_BAD_CHANNELS] = "negative channel count",
 	[TUNER_ISSUE_CHANNELS_CLAMPED] = "channel count clamped",
 	[TUNER_ISSUE_BAD_CHUNK] = "chunk size below the protocol grain",
+	[TUNER_ISSUE_CHANNELS_COLLNET] = "channel count not applied to CollNet (NCCL uses it unclamped)",
 };
 
 const char *tuner_issue_name(enum tuner_issue issue)
@@ -85,8 +86,7 @@ static void choose_entry(float *table, int num_proto, int a, int p)
 }
 
 void tuner_translate(float *table, int num_algo, int num_proto, int algo, int proto,
-		     int n_channels, int max_channels, int *nccl_n_channels,
-		     struct tuner_applied *out)
+		     int n_channels, int *nccl_n_channels, struct tuner_applied *out)
 {
 	int na = num_algo < NCCLBPF_NUM_ALGOS ? num_algo : NCCLBPF_NUM_ALGOS;
 	int np = num_proto < NCCLBPF_NUM_PROTOS ? num_proto : NCCLBPF_NUM_PROTOS;
@@ -152,12 +152,16 @@ void tuner_translate(float *table, int num_algo, int num_proto, int algo, int pr
 		out->algo = ca;
 		out->proto = cp;
 	}
+	int run_algo = -1, run_proto = -1;
+	if (n_channels > 0 && tuner_nccl_select(table, num_algo, num_proto, &run_algo, &run_proto) == 0 &&
+	    (run_algo == NCCLBPF_ALGO_COLLNET_DIRECT || run_algo == NCCLBPF_ALGO_COLLNET_CHAIN)) {
+		out->issues = issues | 1u << TUNER_ISSUE_CHANNELS_COLLNET;
+		return;
+	}
 	if (n_channels > 0) {
 		int n = n_channels;
 		if (n > NB_NCCL_MAXCHANNELS)
 			n = NB_NCCL_MAXCHANNELS;
-		if (max_channels > 0 && n > max_channels)
-			n = max_channels;
 		if (n != n_channels)
 			issues |= 1u << TUNER_ISSUE_CHANNELS_CLAMPED;
 		*nccl_n_channels = n;

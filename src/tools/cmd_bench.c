@@ -169,8 +169,8 @@ static int native_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int nu
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP)
 		return 0;
 	struct tuner_applied applied;
-	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, max_ch,
-			n_channels, &applied);
+	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
+			&applied);
 	return 0;
 }
 

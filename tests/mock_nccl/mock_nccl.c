@@ -367,6 +367,13 @@ int mock_check_invariants(int release, const float before[MOCK_NUM_ALGOS][MOCK_N
 		snprintf(why, whylen, "nChannels %d outside 0..64", n_channels);
 		return -1;
 	}
+	/* CollNet runs nChannels as its channel count without NCCL's clamp (ABI §2.4): a plugin
+	 * must leave it at 0 whenever NCCL will run CollNet */
+	if (n_channels > 0 && mock_select(release, after, &a, &p) == 0 && (a == 2 || a == 3)) {
+		snprintf(why, whylen, "nChannels %d set while NCCL runs %s", n_channels,
+			 mock_algo_name(a));
+		return -1;
+	}
 	if (max_channels > 0 && n_channels > max_channels) {
 		snprintf(why, whylen, "nChannels %d above the comm's %d channels", n_channels,
 			 max_channels);

@@ -80,7 +80,7 @@ static int call_matches(struct mock_comm *c, const struct shape *s, int coll, si
 	mock_cost_table(before, s->topo, coll, bytes, s->ranks, s->nodes);
 	if (call_checked(c, coll, bytes, before, after, &nch))
 		return 0;
-	oracle_expect(c->nccl->release, before, ra, rp, rn, 0, &want);
+	oracle_expect(c->nccl->release, before, ra, rp, rn, &want);
 	mock_select(c->nccl->release, after, &a, &p);
 	if (a != want.algo || p != want.proto || nch != want.n_channels) {
 		fprintf(stderr,
@@ -459,7 +459,7 @@ static void sc_random_requests(void)
 		}
 		struct oracle_result want;
 		int a = -1, p = -1;
-		oracle_expect(230, before, ra, rp, rn, 0, &want);
+		oracle_expect(230, before, ra, rp, rn, &want);
 		mock_select(230, after, &a, &p);
 		if (a != want.algo || p != want.proto || nch != want.n_channels) {
 			if (mismatches++ < 3)

@@ -34,10 +34,10 @@ static void check_negatives_untouched(float before[NA][NP], float after[NA][NP])
 				CHECK(memcmp(&before[a][p], &after[a][p], sizeof(float)) == 0);
 }
 
-static void translate(float t[NA][NP], int algo, int proto, int nch, int maxch, int *out_nch,
+static void translate(float t[NA][NP], int algo, int proto, int nch, int *out_nch,
 		      struct tuner_applied *ap)
 {
-	tuner_translate(&t[0][0], NA, NP, algo, proto, nch, maxch, out_nch, ap);
+	tuner_translate(&t[0][0], NA, NP, algo, proto, nch, out_nch, ap);
 }
 
 static void test_select_rule(void)
@@ -69,7 +69,7 @@ static void test_both_set(void)
 
 	table_nvlink(t);
 	memcpy(before, t, sizeof(t));
-	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL128, 0, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL128, 0, &nch, &ap);
 	CHECK(ap.issues == 0 && ap.algo == 1 && ap.proto == 1 && nch == 0);
 	CHECK(t[1][1] == 0.0f);
 	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 1);
@@ -81,7 +81,7 @@ static void test_both_set(void)
 	table_nvlink(t);
 	memcpy(before, t, sizeof(t));
 	nch = 0;
-	translate(t, NCCLBPF_ALGO_COLLNET_DIRECT, NCCLBPF_PROTO_SIMPLE, 6, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_COLLNET_DIRECT, NCCLBPF_PROTO_SIMPLE, 6, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_UNAVAILABLE));
 	CHECK(ap.algo == -1 && nch == 0);
 	CHECK(memcmp(before, t, sizeof(t)) == 0);
@@ -99,7 +99,7 @@ static void test_ties(void)
 			t[i][j] = (i == 0 || i == 1) ? 0.0f : U;
 	t[0][1] = -0.0f; /* NCCL accepts -0.0 (>= 0) too */
 	memcpy(before, t, sizeof(t));
-	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 0, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 0, &nch, &ap);
 	CHECK(ap.issues == 0);
 	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 2);
 	check_negatives_untouched(before, t);
@@ -110,7 +110,7 @@ static void test_ties(void)
 	for (int i = 0; i < NA; i++)
 		for (int j = 0; j < NP; j++)
 			t[i][j] = 0.0f;
-	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, 0, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, 0, &nch, &ap);
 	CHECK(select_pair(t, &a, &p) == 0 && a == 0 && p == 0);
 	CHECK(t[6][2] == 0.0f);
 
@@ -120,10 +120,10 @@ static void test_ties(void)
 			t[i][j] = U;
 	t[1][2] = 0.0f;
 	memcpy(before, t, sizeof(t));
-	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_SIMPLE, 2, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_SIMPLE, 2, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_UNAVAILABLE));
 	CHECK(memcmp(before, t, sizeof(t)) == 0);
-	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 2, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 2, &nch, &ap);
 	CHECK(ap.issues == 0 && nch == 2);
 	CHECK(memcmp(before, t, sizeof(t)) == 0); /* already 0, nothing below it */
 }
@@ -136,21 +136,21 @@ static void test_partial_requests(void)
 
 	/* Only algo: cheapest available protocol of Ring is LL (15). */
 	table_nvlink(t);
-	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_KEEP, 0, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_KEEP, 0, &nch, &ap);
 	CHECK(ap.issues == 0 && ap.algo == 1 && ap.proto == 0);
 	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 0);
 
 	/* Only algo, none of its protocols available. */
 	table_nvlink(t);
 	memcpy(before, t, sizeof(t));
-	translate(t, NCCLBPF_ALGO_PAT, NCCLBPF_PROTO_KEEP, 3, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_PAT, NCCLBPF_PROTO_KEEP, 3, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_NO_PROTO_FOR_ALGO));
 	CHECK(memcmp(before, t, sizeof(t)) == 0);
 
 	/* Only proto: cheapest algorithm with Simple is NVLS (12). */
 	table_nvlink(t);
 	t[4][2] = 50.f;
-	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_SIMPLE, 0, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_SIMPLE, 0, &nch, &ap);
 	CHECK(ap.issues == 0 && ap.algo == 0 && ap.proto == 2); /* Tree/Simple 30 < 40, 50 */
 	CHECK(select_pair(t, &a, &p) == 0 && a == 0 && p == 2);
 
@@ -159,7 +159,7 @@ static void test_partial_requests(void)
 	t[0][1] = U;
 	t[1][1] = U;
 	memcpy(before, t, sizeof(t));
-	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_LL128, 0, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_LL128, 0, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_NO_ALGO_FOR_PROTO));
 	CHECK(memcmp(before, t, sizeof(t)) == 0);
 
@@ -167,7 +167,7 @@ static void test_partial_requests(void)
 	table_nvlink(t);
 	memcpy(before, t, sizeof(t));
 	nch = 0;
-	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 0, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 0, &nch, &ap);
 	CHECK(ap.issues == 0 && nch == 0 && memcmp(before, t, sizeof(t)) == 0);
 }
 
@@ -180,32 +180,50 @@ static void test_ranges_and_channels(void)
 	table_nvlink(t);
 	memcpy(before, t, sizeof(t));
 	nch = 0;
-	translate(t, 7, NCCLBPF_PROTO_SIMPLE, 4, 0, &nch, &ap);
+	translate(t, 7, NCCLBPF_PROTO_SIMPLE, 4, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_ALGO) && nch == 0);
-	translate(t, -2, NCCLBPF_PROTO_KEEP, 4, 0, &nch, &ap);
+	translate(t, -2, NCCLBPF_PROTO_KEEP, 4, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_ALGO) && nch == 0);
-	translate(t, NCCLBPF_ALGO_RING, 3, 4, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_RING, 3, 4, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_PROTO) && nch == 0);
-	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL, -1, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL, -1, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_BAD_CHANNELS) && nch == 0);
 	CHECK(memcmp(before, t, sizeof(t)) == 0);
 
-	/* Channels alone, clamped to 64 and to the comm's count. */
-	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 1, 0, &nch, &ap);
+	/* Channels alone, clamped to 1..64 only: the same bound on every rank (a clamp to a
+	 * per-rank learned count let ranks run different channel counts: deadlock). */
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 1, &nch, &ap);
 	CHECK(ap.issues == 0 && nch == 1 && memcmp(before, t, sizeof(t)) == 0);
-	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 200, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 200, &nch, &ap);
 	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_CLAMPED) && nch == 64);
-	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 64, 0, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 64, &nch, &ap);
 	CHECK(ap.issues == 0 && nch == 64);
-	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 24, 16, &nch, &ap);
-	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_CLAMPED) && nch == 16);
-	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, 8, 16, &nch, &ap);
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 24, &nch, &ap);
+	CHECK(ap.issues == 0 && nch == 24);
+	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, 8, &nch, &ap);
 	CHECK(ap.issues == 0 && nch == 8 && select_pair(t, &a, &p) == 0 && a == 0 && p == 0);
 	/* A clamp keeps the algorithm decision. */
 	table_nvlink(t);
-	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 100, 32, &nch, &ap);
-	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_CLAMPED) && nch == 32);
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 100, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_CLAMPED) && nch == 64);
 	CHECK(select_pair(t, &a, &p) == 0 && a == 1 && p == 2);
+
+	/* CollNet runs the value as its channel count without NCCL's clamp: never applied
+	 * when NCCL will run CollNet, chosen by the policy or kept from NCCL. */
+	table_nvlink(t);
+	t[NCCLBPF_ALGO_COLLNET_DIRECT][NCCLBPF_PROTO_SIMPLE] = 5.0f;
+	t[NCCLBPF_ALGO_COLLNET_CHAIN][NCCLBPF_PROTO_SIMPLE] = 0.5f; /* NCCL's own pick */
+	memcpy(before, t, sizeof(t));
+	nch = 0;
+	translate(t, NCCLBPF_ALGO_KEEP, NCCLBPF_PROTO_KEEP, 8, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_COLLNET) && nch == 0 && ap.n_channels == 0);
+	CHECK(memcmp(before, t, sizeof(t)) == 0);
+	translate(t, NCCLBPF_ALGO_COLLNET_DIRECT, NCCLBPF_PROTO_SIMPLE, 8, &nch, &ap);
+	CHECK(ap.issues == (1u << TUNER_ISSUE_CHANNELS_COLLNET) && nch == 0);
+	CHECK(select_pair(t, &a, &p) == 0 && a == NCCLBPF_ALGO_COLLNET_DIRECT); /* algo applied */
+	memcpy(t, before, sizeof(t));
+	translate(t, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, 8, &nch, &ap); /* away from CollNet */
+	CHECK(ap.issues == 0 && nch == 8);
 }
 
 static void test_ctx_fill(void)

@@ -13,7 +13,7 @@ struct oracle_result {
 };
 
 void oracle_expect(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
-		   int req_algo, int req_proto, int req_channels, int max_channels,
+		   int req_algo, int req_proto, int req_channels,
 		   struct oracle_result *out);
 
 #endif
