@@ -173,6 +173,7 @@ struct profiler_ctx {
 	char comm_name[64];
 	int rank, n_ranks, n_nodes;
 	uint32_t mask;         /* activation mask we asked for */
+	_Atomic uint64_t last_reclaim_ns; /* rate limit of profiler_reclaim_stale's pool scan */
 	struct profiler_pool pool;
 	_Atomic int64_t gpu_offset;   /* host_ns - gpu_ns, minimum seen */
 	_Atomic bool have_offset;

@@ -264,6 +264,7 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		atomic_store(&c->gpu_offset, 0);
 		atomic_store(&c->have_offset, false);
 		atomic_store(&c->completed, 0);
+		atomic_store(&c->last_reclaim_ns, 0);
 		atomic_store(&c->dropped_children, 0);
 		ctx_reset_stats(c);
 		uint32_t g = atomic_load(&c->gen);

@@ -111,6 +111,15 @@ uint32_t profiler_reclaim_stale(struct profiler_ctx *c, uint64_t now)
 {
 	uint64_t age = atomic_load_explicit(&stale_after_ns, memory_order_relaxed);
 	uint32_t n = 0;
+	/* Called when the pool is dry, i.e. on every start event while it stays dry: scan the
+	 * pool at most once per min(age, 10 ms), by one thread (others just drop the event). */
+	uint64_t interval = age < 10000000ull ? age : 10000000ull;
+	uint64_t last = atomic_load_explicit(&c->last_reclaim_ns, memory_order_relaxed);
+	if (interval && last && now - last < interval)
+		return 0;
+	if (!atomic_compare_exchange_strong_explicit(&c->last_reclaim_ns, &last, now,
+						     memory_order_relaxed, memory_order_relaxed))
+		return 0;
 	for (uint32_t i = 0; i < c->pool.cap; i++) {
 		struct profiler_event *e = &c->pool.slots[i];
 		uint32_t g = atomic_load_explicit(&e->gen, memory_order_acquire);

@@ -350,6 +350,25 @@ static void test_pool_exhaustion(int v)
 		CHECK(n_fill == 16);
 		for (int i = 0; i < 16; i++)
 			ph_stop(&h, fill[i]);
+
+		/* the scan that reclaims runs at most once per min(stale age, 10 ms): a dry pool
+		 * must not cost a full pool scan on every start event */
+		profiler_set_stale_ns(20000000ull); /* 20 ms: interval 10 ms */
+		struct profiler_ctx *pc = profiler_ctx_decode((uint64_t)(uintptr_t)c.ctx);
+		CHECK(pc != NULL);
+		if (pc) {
+			/* a scan at t0 (well after the previous one) finds nothing stale */
+			uint64_t t0 = profiler_now_ns() + 50000000ull;
+			CHECK(profiler_reclaim_stale(pc, t0) == 0);
+			struct ph_coll s2 = k;
+			s2.n_channels = 4;
+			ph_coll_app(&c, &s2); /* pending: its KernelCh events never come */
+			/* stale (older than 20 ms) at t0 + 5 ms, but within 10 ms of the last scan */
+			CHECK(profiler_reclaim_stale(pc, t0 + 5000000ull) == 0);
+			CHECK(atomic_load(&ob.n) == 2);
+			CHECK(profiler_reclaim_stale(pc, t0 + 11000000ull) == 1); /* next scan */
+			CHECK(atomic_load(&ob.n) == 3);
+		}
 		profiler_set_stale_ns(5000000000ull);
 	}
 	profiler_set_observer(NULL, NULL);
