@@ -167,6 +167,21 @@ struct profiler_ctx *profiler_ctx_decode(uint64_t t)
 
 /* Allocates (or recycles) a context slot; pools of recycled contexts are kept, so memory
  * that a late callback might decode into is never unmapped. Called with ctx_lock held. */
+/* Under PXN a ProxyStep can arrive with another process's context, an opaque token. Every
+ * process would hand out the same first tokens if generations started at 0; a per-process
+ * random even start makes a foreign token decode as local only by a 1-in-2^29 accident. */
+static uint32_t random_even_gen(uint32_t index)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec ^
+		     ((uint64_t)index * 0x9e3779b97f4a7c15ull);
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (uint32_t)x & PROFILER_GEN_MASK & ~1u;
+}
+
 static struct profiler_ctx *ctx_alloc(uint32_t cap)
 {
 	struct profiler_ctx *c;
@@ -198,6 +213,7 @@ static struct profiler_ctx *ctx_alloc(uint32_t cap)
 	if (!c)
 		return NULL;
 	c->index = ctx_next_index;
+	atomic_store(&c->gen, random_even_gen(c->index));
 	if (profiler_pool_init(&c->pool, c->index, cap)) {
 		free(c);
 		return NULL;

@@ -3,6 +3,7 @@
  * per-collective timing fields, NULL and stale handles, PXN events with a foreign pid and
  * garbage pointers, pool exhaustion (dropped and counted, the collective still completes),
  * and the latency statistics. */
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "plugin/comm_channels.h"
@@ -216,6 +217,27 @@ static void test_null_and_stale(int v)
 	CHECK(after_fin == NULL);
 }
 
+/* Under PXN another process's context arrives as an opaque token. A fresh process's first
+ * context must not get a predictable token (it was index 1, generation 1 in every process,
+ * so a foreign context decoded as local): run in a child that has no context yet. */
+static void test_first_token_unpredictable(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		prof_set_mode("coll");
+		struct ph_host h;
+		struct ph_comm c;
+		ph_open_table(&h, 5, prof_table(5));
+		if (ph_comm_init(&h, &c, 0x7070, "first", 1, 2, 0) != 0)
+			_exit(2);
+		uint64_t t = (uint64_t)(uintptr_t)c.ctx;
+		_exit(t == (3u | (1ull << 22) | (1ull << 34)) ? 1 : 0);
+	}
+	int st = -1;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static void test_pxn(int v)
 {
 	prof_set_mode("full");
@@ -404,6 +426,7 @@ int main(void)
 {
 	unsetenv("NCCLBPF_TRACE");
 	unsetenv("NCCLBPF_POLICY");
+	test_first_token_unpredictable(); /* first: needs a process without contexts */
 	for (int v = 1; v <= 6; v++) {
 		test_init_modes(v);
 		test_order_and_timing(v, "coll");
