@@ -19,7 +19,8 @@ static uint32_t ctx_next_index = 1; /* 0 is the detached pool */
 static uint32_t ctx_free[PROFILER_MAX_POOLS];
 static uint32_t ctx_free_cnt;
 static struct profiler_pool detached_pool;
-static bool detached_ready;
+/* set once under ctx_lock, read on callback threads without it */
+static _Atomic bool detached_ready;
 
 static _Atomic int process_mode = -1;
 
@@ -258,9 +259,10 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		pthread_atfork(NULL, NULL, pid_atfork_child);
 		atfork_done = true;
 	}
-	if (!detached_ready && profiler_pool_init(&detached_pool, 0, 4096) == 0) {
+	if (!atomic_load_explicit(&detached_ready, memory_order_relaxed) &&
+	    profiler_pool_init(&detached_pool, 0, 4096) == 0) {
 		profiler_pool_register(&detached_pool);
-		detached_ready = true;
+		atomic_store_explicit(&detached_ready, true, memory_order_release);
 	}
 	struct profiler_ctx *c = ctx_alloc(cap);
 	if (c) {
@@ -423,7 +425,7 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 	}
 	struct profiler_pool *pool;
 	if (detached) {
-		if (!detached_ready) {
+		if (!atomic_load_explicit(&detached_ready, memory_order_acquire)) {
 			atomic_fetch_add_explicit(&cnt_dropped_ctx, 1, memory_order_relaxed);
 			return NB_NCCL_SUCCESS;
 		}
