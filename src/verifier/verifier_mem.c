@@ -359,14 +359,27 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 			if (err)
 				return err;
 		}
+		/* An atomic turns whatever the slot holds into "some number": on a spilled pointer
+		 * (or with a pointer operand, or a pointer in r0 for cmpxchg) that launders an
+		 * address into a scalar the program can return, store or dereference. */
+		if (atomic && (is_pointer(&loaded) || is_pointer(&val) ||
+			       (insn->imm == BPF_CMPXCHG && is_pointer(vcur_reg(env, 0)))))
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "atomic operation at fp%lld on a pointer (spilled, operand or "
+				    "r0): it would turn an address into a number; atomics work on "
+				    "numbers only",
+				    (long long)o);
 		if (!load) {
 			struct vreg w = val;
 			if (atomic) {
-				/* the slot ends up holding some number */
+				/* the slot ends up holding some number; for cmpxchg whether the store
+				 * happens depends on r0 too */
 				struct vscalar s;
 				sc_unknown_sized(&s, size, false);
 				vreg_set_scalar(&w, &s);
 				w.taint = vtaint_join(loaded.taint, val.taint);
+				if (insn->imm == BPF_CMPXCHG)
+					w.taint = vtaint_join(w.taint, vcur_reg(env, 0)->taint);
 			}
 			err = stack_write(env, &base, o, size, &w, pc);
 		}

@@ -173,6 +173,34 @@ static void test_ctx(void)
 	EXPECT_H(NB_HOOK_ENV, NB_VERR_CTX_WRITE, 0, ST(BPF_B, 1, 0, 0), MOV64_IMM(0, 0), EXIT());
 }
 
+#define ATOMIC64(op, d, s, o) INSN(BPF_STX | BPF_ATOMIC | BPF_DW, d, s, o, op)
+
+/* Regression (review): an atomic on a stack slot holding a spilled pointer turned the address
+ * into a number the program could return, store into a map, or add back and dereference
+ * (an arbitrary read in the JIT). Also a pointer operand, and a pointer in r0 for cmpxchg. */
+static void test_atomic_pointer_laundering(void)
+{
+	/* fetch_add on a spilled map-value pointer */
+	EXPECT(NB_VERR_POINTER_LEAK, 4, LD_MAP_VALUE(6, 2, 0), STX(BPF_DW, 10, 6, -8),
+	       MOV64_IMM(2, 0), ATOMIC64(BPF_ADD | BPF_FETCH, 10, 2, -8), MOV64_REG(0, 2), EXIT());
+	/* plain atomic add on a spilled pointer, then a load */
+	EXPECT(NB_VERR_POINTER_LEAK, 4, LD_MAP_VALUE(6, 2, 0), STX(BPF_DW, 10, 6, -8),
+	       MOV64_IMM(2, 1), ATOMIC64(BPF_ADD, 10, 2, -8), LDX(BPF_DW, 0, 10, -8), EXIT());
+	/* xchg and cmpxchg on a spilled pointer */
+	EXPECT(NB_VERR_POINTER_LEAK, 4, LD_MAP_VALUE(6, 2, 0), STX(BPF_DW, 10, 6, -8),
+	       MOV64_IMM(2, 0), ATOMIC64(BPF_XCHG, 10, 2, -8), MOV64_IMM(0, 0), EXIT());
+	EXPECT(NB_VERR_POINTER_LEAK, 5, LD_MAP_VALUE(6, 2, 0), STX(BPF_DW, 10, 6, -8),
+	       MOV64_IMM(2, 0), MOV64_IMM(0, 0), ATOMIC64(BPF_CMPXCHG, 10, 2, -8), EXIT());
+	/* a pointer operand into a stack number, and a pointer in r0 for cmpxchg */
+	EXPECT(NB_VERR_POINTER_LEAK, 1, ST(BPF_DW, 10, -8, 0), ATOMIC64(BPF_ADD, 10, 1, -8),
+	       LDX(BPF_DW, 0, 10, -8), EXIT());
+	EXPECT(NB_VERR_POINTER_LEAK, 3, ST(BPF_DW, 10, -8, 0), MOV64_IMM(2, 0), MOV64_REG(0, 10),
+	       ATOMIC64(BPF_CMPXCHG, 10, 2, -8), MOV64_IMM(0, 0), EXIT());
+	/* the same atomics on numbers stay accepted */
+	OK(ST(BPF_DW, 10, -8, 5), MOV64_IMM(2, 1), ATOMIC64(BPF_ADD | BPF_FETCH, 10, 2, -8),
+	   MOV64_IMM(0, 5), ATOMIC64(BPF_CMPXCHG, 10, 2, -8), LDX(BPF_DW, 0, 10, -8), EXIT());
+}
+
 static void test_map_stack(void)
 {
 	/* variable offset one past the end: i <= 64 instead of i < 64 */
@@ -436,6 +464,7 @@ int main(void)
 	test_null();
 	test_ctx();
 	test_map_stack();
+	test_atomic_pointer_laundering();
 	test_helpers();
 	test_loops();
 	test_misc();

@@ -175,6 +175,12 @@ static void test_propagation(void)
 	/* 8-byte spill and fill */
 	RL(4, SAVE_CTX, CALL(5), STX(BPF_DW, 10, 0, -8), LDX(BPF_DW, 3, 10, -8),
 	   STX(BPF_W, 6, 3, C_NCH), RET0);
+	/* cmpxchg: whether the store happens depends on r0 (regression: r0's taint was lost;
+	 * reg_buff decided the algorithm through the stack) */
+	RL(7, MOV64_REG(6, 1), LDX(BPF_W, 0, 6, C_REGBUFF), ALU64_IMM(BPF_AND, 0, 1),
+	   ST(BPF_DW, 10, -8, 0), MOV64_IMM(2, 1),
+	   INSN(BPF_STX | BPF_ATOMIC | BPF_DW, 10, 2, -8, BPF_CMPXCHG),
+	   LDX(BPF_DW, 3, 10, -8), STX(BPF_W, 6, 3, C_ALGO), RET0);
 	/* partial read of a tainted spill */
 	RL(4, SAVE_CTX, CALL(5), STX(BPF_DW, 10, 0, -8), LDX(BPF_H, 3, 10, -6),
 	   STX(BPF_W, 6, 3, C_NCH), RET0);
