@@ -200,6 +200,8 @@ int runtime_program_prepare_mem(struct ncclbpf_program *prog, enum ncclbpf_hook 
 		if (rc < 0)
 			return rc;
 	}
+	prog->raw_verified = h->ctx_is_raw_memory && vmode == NCCLBPF_VERIFY_STRICT;
+	prog->raw_mem_size = mem_size;
 	rc = runtime_link_program(prog, err, errlen);
 	if (rc < 0)
 		return rc;
@@ -297,6 +299,13 @@ int ncclbpf_program_run(const struct ncclbpf_program *prog, void *ctx, size_t ct
 		if (err && errlen)
 			snprintf(err, errlen, "context of %zu bytes at %p: hook '%s' takes %u bytes",
 				 ctx_size, ctx, h->name, h->ctx_size);
+		return -EINVAL;
+	}
+	if (prog->raw_verified &&
+	    (ctx_size != prog->raw_mem_size || (prog->raw_mem_size && !ctx))) {
+		if (err && errlen)
+			snprintf(err, errlen, "memory of %zu bytes at %p: the program was verified for "
+				 "%u bytes", ctx_size, ctx, prog->raw_mem_size);
 		return -EINVAL;
 	}
 	fault.msg[0] = '\0';

@@ -121,6 +121,11 @@ struct ncclbpf_program {
 	const struct nb_helper_proto *protos[NB_HELPER_MAX];
 	struct vm_jit_image *jit;
 	vm_jit_fn entry;                /* non-NULL when JIT-compiled */
+	/* raw-memory hooks (conformance) verified for a buffer of mem_size bytes: the verifier
+	 * relied on exactly that size and on a non-NULL buffer when mem_size > 0, so runs must
+	 * match it */
+	bool raw_verified;
+	uint32_t raw_mem_size;
 };
 
 struct ncclbpf_object {

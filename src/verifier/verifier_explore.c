@@ -272,9 +272,27 @@ static int push_pending(struct verifier_env *env, uint32_t pc, struct vstate *st
 	return 0;
 }
 
-static bool nonnull_ptr(const struct vreg *r)
+/* A pointer that cannot be 0 at run time, so a comparison with 0 has one outcome. Every
+ * base is a real allocation (context, stack, map storage, map handle) far above the first
+ * MiB of the address space, so base + offset cannot wrap to 0 while the offset stays within
+ * +-1 MiB; an unbounded variable offset can. Raw conformance memory may be NULL unless the
+ * program was verified for a non-empty buffer, which the runtime then enforces
+ * (ncclbpf_program_run). Regression: these were all assumed non-NULL and the unexplored
+ * "== 0" path still ran. */
+static bool nonnull_ptr(const struct verifier_env *env, const struct vreg *r)
 {
-	return is_ptr(r) && r->type != VT_PTR_MAP_VALUE_OR_NULL;
+	const int64_t lim = 1 << 20;
+	if (!is_ptr(r) || r->type == VT_PTR_MAP_VALUE_OR_NULL)
+		return false;
+	if (r->type == VT_CONST_MAP_PTR)
+		return true;
+	if ((r->type == VT_PTR_MEM || (r->type == VT_PTR_CTX && env->hook->ctx_is_raw_memory)) &&
+	    env->mem_size == 0)
+		return false;
+	if (r->off < -lim || r->off > lim)
+		return false;
+	/* only map value pointers carry a variable offset (ptr_add), in r->s */
+	return r->type != VT_PTR_MAP_VALUE || (r->s.smin >= -lim && r->s.smax <= lim);
 }
 
 /* Returns 1 when the current path ends, 0 to continue at env->pc, <0 on error. */
@@ -320,7 +338,7 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 			*eq = (struct null_mark){ p->id, true };
 			*ne = (struct null_mark){ p->id, false };
 			vreg_mark_precise(env, o); /* a NULL check only because it is exactly 0 */
-		} else if (zero && nonnull_ptr(p)) {
+		} else if (zero && nonnull_ptr(env, p)) {
 			feasible = op == BPF_JEQ ? SC_FALL : SC_TAKEN; /* pointers are never NULL */
 			vreg_mark_precise(env, o); /* decided because it is exactly 0 */
 		}

@@ -369,6 +369,21 @@ static void test_conformance(void)
 									 .verify_mode = NCCLBPF_VERIFY_STRICT},
 					  sizeof(mem), err, sizeof(err)) == -EACCES);
 	ncclbpf_object_close(obj);
+
+	/* Regression (review): a program verified for N bytes of memory must only run on N
+	 * bytes (the verifier relied on that size, and on a non-NULL buffer) */
+	CHECK(runtime_object_from_insns(prog, sizeof(prog), "sized", &obj, err, sizeof(err)) == 0);
+	p = ncclbpf_object_find_program(obj, "main");
+	CHECK(runtime_program_prepare_mem(p, NCCLBPF_HOOK_CONFORMANCE,
+					  &(struct ncclbpf_prepare_opts){.sz = sizeof(struct ncclbpf_prepare_opts),
+									 .verify_mode = NCCLBPF_VERIFY_STRICT},
+					  sizeof(mem), err, sizeof(err)) == 0);
+	CHECK(ncclbpf_program_run(p, mem, sizeof(mem), &r0, err, sizeof(err)) == 0);
+	CHECK_EQ_U64(r0, sizeof(mem) + mem[4]);
+	CHECK(ncclbpf_program_run(p, mem, sizeof(mem) - 1, &r0, err, sizeof(err)) == -EINVAL);
+	CHECK_STR_CONTAINS(err, "verified for 5 bytes");
+	CHECK(ncclbpf_program_run(p, NULL, sizeof(mem), &r0, err, sizeof(err)) == -EINVAL);
+	ncclbpf_object_close(obj);
 }
 
 int main(void)

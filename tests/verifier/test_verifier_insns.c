@@ -454,6 +454,33 @@ static void test_conformance(void)
 	opts.mem_size = 15;
 	CHECK(verifier_check(&prog, NULL, 0, hook_desc(NB_HOOK_CONFORMANCE), &opts, &d, NULL) == -13);
 	CHECK(d.code == NB_VERR_CTX_ACCESS);
+
+	/* Regression (review): raw memory may be NULL when the program is verified without a
+	 * buffer; the "r1 == 0" path was assumed impossible, left unexplored, and still ran. */
+	struct bpf_insn q[] = { JMP_IMM(BPF_JEQ, 1, 0, 2), MOV64_IMM(0, 0), EXIT(),
+				LD_IMM64(1, 0x41414140, 0), LDX(BPF_DW, 0, 1, 0), EXIT() };
+	struct nb_program qp = { .name = "q", .insns = q, .insn_cnt = 7 };
+	opts.mem_size = 0;
+	CHECK(verifier_check(&qp, NULL, 0, hook_desc(NB_HOOK_CONFORMANCE), &opts, &d, NULL) == -13);
+	CHECK(d.code == NB_VERR_INVALID_MEM && d.insn == 5);
+	/* with a buffer the runtime guarantees it is non-NULL: that path is dead */
+	opts.mem_size = 8;
+	CHECK(verifier_check(&qp, NULL, 0, hook_desc(NB_HOOK_CONFORMANCE), &opts, &d, NULL) == 0);
+}
+
+/* Regression (review): a map value pointer with an unbounded variable offset can be 0; its
+ * "== 0" path was left unexplored but executed. Now explored (and here rejected). */
+static void test_pointer_null_compare(void)
+{
+	EXPECT(NB_VERR_INVALID_MEM, 9, LD_MAP_VALUE(6, 1, 0), LDX(BPF_DW, 2, 1, 8),
+	       ALU64_REG(BPF_ADD, 6, 2), JMP_IMM(BPF_JEQ, 6, 0, 2), MOV64_IMM(0, 0), EXIT(),
+	       LD_IMM64(1, 0x41414140, 0), LDX(BPF_DW, 0, 1, 0), EXIT());
+	/* a bounded pointer (stack, context, constant map value offset) is never 0: the dead
+	 * path is not explored, so the program is accepted */
+	OK(LD_MAP_VALUE(6, 1, 8), JMP_IMM(BPF_JEQ, 6, 0, 2), MOV64_IMM(0, 0), EXIT(),
+	   LD_IMM64(1, 0x41414140, 0), LDX(BPF_DW, 0, 1, 0), EXIT());
+	OK(JMP_IMM(BPF_JNE, 1, 0, 4), LD_IMM64(1, 0x41414140, 0), LDX(BPF_DW, 0, 1, 0), EXIT(),
+	   MOV64_IMM(0, 0), EXIT());
 }
 
 int main(void)
@@ -465,6 +492,7 @@ int main(void)
 	test_ctx();
 	test_map_stack();
 	test_atomic_pointer_laundering();
+	test_pointer_null_compare();
 	test_helpers();
 	test_loops();
 	test_misc();
