@@ -76,10 +76,11 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 							    &has_ptr);
 			if (err)
 				return err;
-			if (!key && has_ptr)
+			if (has_ptr) /* a key is stored too (update), and readable from user space */
 				return verr(env, NB_VERR_POINTER_LEAK, pc,
-					    "the value stored into map '%s' contains a pointer",
-					    map->name);
+					    "the %s passed to %s for map '%s' contains a pointer; keys "
+					    "and values must be numbers",
+					    key ? "key" : "value", p->name, map->name);
 			if (!key && id == NB_HELPER_MAP_UPDATE_ELEM &&
 			    (map->origin == NB_MAP_ORIGIN_RODATA || (map->map_flags & (1u << 7))))
 				return verr(env, NB_VERR_READONLY_MAP, pc,
@@ -108,6 +109,9 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 							    &has_ptr);
 			if (err)
 				return err;
+			if (has_ptr) /* e.g. trace_printk would write the address to the log */
+				return verr(env, NB_VERR_POINTER_LEAK, pc,
+					    "the buffer passed to %s contains a pointer", p->name);
 			break;
 		}
 		case NB_ARG_CONST_SIZE:

@@ -468,6 +468,21 @@ static void test_conformance(void)
 	CHECK(verifier_check(&qp, NULL, 0, hook_desc(NB_HOOK_CONFORMANCE), &opts, &d, NULL) == 0);
 }
 
+/* Regression (review): stack bytes holding a spilled pointer were accepted as a map key
+ * (stored by update, readable from user space) or as a trace_printk buffer (logged). */
+static void test_helper_buffer_pointers(void)
+{
+	EXPECT(NB_VERR_POINTER_LEAK, 5, STX(BPF_DW, 10, 1, -8), MOV64_REG(2, 10),
+	       ALU64_IMM(BPF_ADD, 2, -8), LD_MAP(1, 0), CALL(1), MOV64_IMM(0, 0), EXIT());
+	EXPECT(NB_VERR_POINTER_LEAK, 4, STX(BPF_DW, 10, 10, -8), MOV64_REG(1, 10),
+	       ALU64_IMM(BPF_ADD, 1, -8), MOV64_IMM(2, 8), CALL(6), MOV64_IMM(0, 0), EXIT());
+	/* numbers in the same places are fine */
+	OK(ST(BPF_DW, 10, -8, 7), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -8), LD_MAP(1, 0), CALL(1),
+	   MOV64_IMM(0, 0), EXIT());
+	OK(ST(BPF_DW, 10, -8, 7), MOV64_REG(1, 10), ALU64_IMM(BPF_ADD, 1, -8), MOV64_IMM(2, 8),
+	   CALL(6), MOV64_IMM(0, 0), EXIT());
+}
+
 /* Regression (review): a map value pointer with an unbounded variable offset can be 0; its
  * "== 0" path was left unexplored but executed. Now explored (and here rejected). */
 static void test_pointer_null_compare(void)
@@ -493,6 +508,7 @@ int main(void)
 	test_map_stack();
 	test_atomic_pointer_laundering();
 	test_pointer_null_compare();
+	test_helper_buffer_pointers();
 	test_helpers();
 	test_loops();
 	test_misc();
