@@ -14,6 +14,8 @@ static void program_release(struct ncclbpf_program *p)
 	if (p->jit)
 		vm_jit_free(p->jit);
 	free(p->linked);
+	free(p->visited);
+	p->visited = NULL;
 	p->jit = NULL;
 	p->entry = NULL;
 	p->linked = NULL;

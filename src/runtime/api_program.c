@@ -3,6 +3,7 @@
  * only when hash/LRU maps are referenced, one indirect call. No lock, no allocation. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "maps/map.h"
@@ -75,9 +76,18 @@ static int prepare_verify(struct ncclbpf_program *prog, const struct nb_hook_des
 	struct nb_verifier_diag diag;
 
 	memset(&diag, 0, sizeof(diag));
+	free(prog->visited);
+	prog->visited = calloc(prog->nbp->insn_cnt ? prog->nbp->insn_cnt : 1, 1);
+	if (!prog->visited) {
+		snprintf(err, errlen, "out of memory verifying '%s'", prog->nbp->name);
+		return -ENOMEM;
+	}
+	vopts.visited = prog->visited;
 	int rc = verifier_check(prog->nbp, nbo->maps, nbo->map_cnt, h, &vopts, &diag, NULL);
 	if (rc == 0)
 		return 0;
+	free(prog->visited); /* rejected (or warn mode): nothing is known to be dead */
+	prog->visited = NULL;
 	if (rc != -EACCES) {
 		snprintf(err, errlen, "verifier failed on '%s': %s", prog->nbp->name,
 			 strerror(-rc));

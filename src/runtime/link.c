@@ -72,6 +72,20 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
 		}
 		i++;
 	}
+	/* Instructions no verified path executes (the verifier proved their branch
+	 * infeasible) become traps: "call 0" has no helper on any hook, so the interpreter
+	 * and the JIT stop the program with a fault there. A mistake in deciding feasibility
+	 * then costs a fault, never unverified code running. */
+	if (prog->visited) {
+		for (size_t i = 0; i < p->insn_cnt; i++) {
+			if (prog->visited[i])
+				continue;
+			bool wide = isa_is_lddw(&out[i]) && i + 1 < p->insn_cnt;
+			out[i] = (struct bpf_insn){ .code = BPF_JMP | BPF_CALL, .imm = 0 };
+			if (wide) /* second slot: a harmless move, never reached */
+				out[++i] = (struct bpf_insn){ .code = BPF_ALU64 | BPF_MOV | BPF_X };
+		}
+	}
 	free(prog->linked);
 	prog->linked = out;
 	return 0;

@@ -126,6 +126,9 @@ struct ncclbpf_program {
 	 * match it */
 	bool raw_verified;
 	uint32_t raw_mem_size;
+	/* from a successful verification: 1 = some verified path runs the instruction; the
+	 * others are replaced by a trap when linking (NULL: nothing trapped) */
+	uint8_t *visited;
 };
 
 struct ncclbpf_object {

@@ -86,6 +86,10 @@ struct nb_verifier_opts {
 	 * (false): such a program is rejected with NB_VERR_RANK_LOCAL, as ranks deciding
 	 * differently deadlock the collective. */
 	bool allow_rank_local;
+	/* Optional, insn_cnt bytes: on success, 1 for every instruction some verified path
+	 * executes, 0 for the rest (proven infeasible). The runtime makes those trap, so code
+	 * the verifier never looked at can never run. */
+	uint8_t *visited;
 };
 
 /* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */

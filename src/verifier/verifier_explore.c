@@ -622,8 +622,12 @@ static int explore(struct verifier_env *env)
 		if ((env->insn_flags[env->pc] & VF_PRUNE) && !first)
 			r = prune_point(env);
 		first = false;
-		if (r == 0)
+		if (r == 0) {
+			env->insn_flags[env->pc] |= VF_VISITED;
+			if (isa_is_lddw(&env->insns[env->pc]))
+				env->insn_flags[env->pc + 1] |= VF_VISITED;
 			r = step(env);
+		}
 		if (r < 0)
 			return r;
 		if (r == 1) {
@@ -687,6 +691,9 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 		if (!err)
 			err = explore(env);
 	}
+	if (!err && opts && opts->visited)
+		for (size_t i = 0; i < prog->insn_cnt; i++)
+			opts->visited[i] = (env->insn_flags[i] & VF_VISITED) ? 1 : 0;
 	if (err && err != -EACCES && !env->failed) {
 		diag->code = NB_VERR_OK;
 		snprintf(diag->msg, sizeof(diag->msg), "verifier error %d", err);

@@ -200,6 +200,7 @@ struct verifier_env {
 #define VF_SUBPROG 0x04   /* start of a function */
 #define VF_REACHED 0x08   /* statically reachable */
 #define VF_LOOP_HEAD 0x10 /* target of a backward jump */
+#define VF_VISITED 0x20   /* executed by some explored path */
 
 #define VERIFIER_MAX_PENDING 8192
 #define VERIFIER_MAX_RECORDS 16384

@@ -384,6 +384,32 @@ static void test_conformance(void)
 	CHECK_STR_CONTAINS(err, "verified for 5 bytes");
 	CHECK(ncclbpf_program_run(p, NULL, sizeof(mem), &r0, err, sizeof(err)) == -EINVAL);
 	ncclbpf_object_close(obj);
+
+	/* Defence in depth: code the verifier proved dead is linked as a trap. With 8 bytes of
+	 * memory r1 is never NULL, so "if r1 == 0" leads to dead code; forcing that path (the
+	 * interpreter called directly with r1 = 0) faults at the trap instead of running it. */
+	static const uint8_t dead[] = {
+		0x15, 0x01, 2, 0, 0, 0, 0, 0,   /* if r1 == 0 goto +2 */
+		0xb7, 0x00, 0, 0, 7, 0, 0, 0,   /* r0 = 7 */
+		0x95, 0, 0, 0, 0, 0, 0, 0,      /* exit */
+		0xb7, 0x00, 0, 0, 9, 0, 0, 0,   /* r0 = 9 (dead) */
+		0x95, 0, 0, 0, 0, 0, 0, 0};     /* exit (dead) */
+	uint8_t m8[8] = {0};
+	CHECK(runtime_object_from_insns(dead, sizeof(dead), "dead", &obj, err, sizeof(err)) == 0);
+	p = ncclbpf_object_find_program(obj, "main");
+	CHECK(runtime_program_prepare_mem(p, NCCLBPF_HOOK_CONFORMANCE,
+					  &(struct ncclbpf_prepare_opts){.sz = sizeof(struct ncclbpf_prepare_opts),
+									 .exec_mode = NCCLBPF_EXEC_INTERPRET,
+									 .verify_mode = NCCLBPF_VERIFY_STRICT},
+					  sizeof(m8), err, sizeof(err)) == 0);
+	CHECK(ncclbpf_program_run(p, m8, sizeof(m8), &r0, err, sizeof(err)) == 0);
+	CHECK_EQ_U64(r0, 7);
+	CHECK(p->linked[3].code == (BPF_JMP | BPF_CALL) && p->linked[3].imm == 0);
+	CHECK(p->linked[1].code == (BPF_ALU64 | BPF_MOV | BPF_K)); /* live code untouched */
+	struct vm_fault f;
+	CHECK(vm_interp_run(&p->vm, 0, sizeof(m8), &r0, NULL, &f) == -EFAULT);
+	CHECK(f.kind == VM_FAULT_BAD_HELPER && f.pc == 3);
+	ncclbpf_object_close(obj);
 }
 
 int main(void)

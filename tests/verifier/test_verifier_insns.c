@@ -496,6 +496,19 @@ static void test_pointer_null_compare(void)
 	   LD_IMM64(1, 0x41414140, 0), LDX(BPF_DW, 0, 1, 0), EXIT());
 	OK(JMP_IMM(BPF_JNE, 1, 0, 4), LD_IMM64(1, 0x41414140, 0), LDX(BPF_DW, 0, 1, 0), EXIT(),
 	   MOV64_IMM(0, 0), EXIT());
+
+	/* the verifier reports which instructions some path executes: the dead branch (the
+	 * context pointer is never NULL) is 0, so the runtime can trap it */
+	struct bpf_insn d[] = { JMP_IMM(BPF_JNE, 1, 0, 4), LD_IMM64(1, 0x41414140, 0),
+				LDX(BPF_DW, 0, 1, 0), EXIT(), MOV64_IMM(0, 0), EXIT() };
+	struct nb_program dp = { .name = "d", .insns = d, .insn_cnt = 7, .main_insn_cnt = 7 };
+	uint8_t visited[7];
+	memset(visited, 0xee, sizeof(visited));
+	struct nb_verifier_opts vo = { .visited = visited };
+	struct nb_verifier_diag diag;
+	CHECK(verifier_check(&dp, maps, 3, hook_desc(NB_HOOK_TUNER), &vo, &diag, NULL) == 0);
+	static const uint8_t want[7] = { 1, 0, 0, 0, 0, 1, 1 };
+	CHECK(memcmp(visited, want, sizeof(want)) == 0);
 }
 
 int main(void)
