@@ -169,9 +169,12 @@ struct profiler_ctx {
 	int mode;
 	bool disabled;
 	bool trace;
-	uint64_t comm_id;
+	/* atomic: profiler v1-v3 learn them from the first Coll event (app thread) while the
+	 * proxy thread reads them */
+	_Atomic uint64_t comm_id;
 	char comm_name[64];
-	int rank, n_ranks, n_nodes;
+	_Atomic int rank;
+	int n_ranks, n_nodes;
 	uint32_t mask;         /* activation mask we asked for */
 	_Atomic uint64_t last_reclaim_ns; /* rate limit of profiler_reclaim_stale's pool scan */
 	struct profiler_pool pool;
