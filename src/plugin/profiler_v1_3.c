@@ -102,8 +102,29 @@ static nb_nccl_result_t v1_start(void *context, void **handle, struct nb_prof_de
 	return profiler_start(context, handle, &o);
 }
 
-/* v2 and v3 share the string-based coll/p2p layout up to nMaxChannels (v2 has
- * trafficBytes before it), so each is written out. */
+/* v2 and v3 name their string-based coll/p2p fields identically but lay them out
+ * differently (v2 has trafficBytes before nMaxChannels), so one field-by-name macro serves
+ * both struct types. */
+#define FILL_STRING_COLL_P2P(o, d)                                                        \
+	do {                                                                              \
+		if ((d)->type == NB_PROF_COLL) {                                          \
+			(o)->comm_hash = (d)->coll.commHash;                              \
+			(o)->seq = (d)->coll.seqNumber;                                   \
+			(o)->func = (d)->coll.func;                                       \
+			(o)->coll_type = profiler_coll_type_from_name((d)->coll.func);    \
+			(o)->count = (d)->coll.count;                                     \
+			(o)->type_size = profiler_type_size_from_name((d)->coll.datatype);\
+			(o)->root = (d)->coll.root;                                       \
+			(o)->n_channels = (d)->coll.nMaxChannels;                         \
+			(o)->algo = profiler_algo_from_name((d)->coll.algo);              \
+			(o)->proto = profiler_proto_from_name((d)->coll.proto);           \
+		} else {                                                                  \
+			(o)->func = (d)->p2p.func;                                        \
+			(o)->count = (d)->p2p.count;                                      \
+			(o)->type_size = profiler_type_size_from_name((d)->p2p.datatype); \
+			(o)->peer = (d)->p2p.peer;                                        \
+		}                                                                         \
+	} while (0)
 static nb_nccl_result_t v2_start(void *context, void **handle, struct nb_prof_descr_v2 *d)
 {
 	if (!d) {
@@ -115,22 +136,8 @@ static nb_nccl_result_t v2_start(void *context, void **handle, struct nb_prof_de
 	base(&o, d->type, d->parentObj, d->rank);
 	switch (d->type) {
 	case NB_PROF_COLL:
-		o.comm_hash = d->coll.commHash;
-		o.seq = d->coll.seqNumber;
-		o.func = d->coll.func;
-		o.coll_type = profiler_coll_type_from_name(d->coll.func);
-		o.count = d->coll.count;
-		o.type_size = profiler_type_size_from_name(d->coll.datatype);
-		o.root = d->coll.root;
-		o.n_channels = d->coll.nMaxChannels;
-		o.algo = profiler_algo_from_name(d->coll.algo);
-		o.proto = profiler_proto_from_name(d->coll.proto);
-		break;
 	case NB_PROF_P2P:
-		o.func = d->p2p.func;
-		o.count = d->p2p.count;
-		o.type_size = profiler_type_size_from_name(d->p2p.datatype);
-		o.peer = d->p2p.peer;
+		FILL_STRING_COLL_P2P(&o, d);
 		break;
 	case NB_PROF_PROXY_OP:
 		proxy_op(&o, &d->proxyOp);
@@ -155,22 +162,8 @@ static nb_nccl_result_t v3_start(void *context, void **handle, struct nb_prof_de
 	base(&o, d->type, d->parentObj, d->rank);
 	switch (d->type) {
 	case NB_PROF_COLL:
-		o.comm_hash = d->coll.commHash;
-		o.seq = d->coll.seqNumber;
-		o.func = d->coll.func;
-		o.coll_type = profiler_coll_type_from_name(d->coll.func);
-		o.count = d->coll.count;
-		o.type_size = profiler_type_size_from_name(d->coll.datatype);
-		o.root = d->coll.root;
-		o.n_channels = d->coll.nMaxChannels;
-		o.algo = profiler_algo_from_name(d->coll.algo);
-		o.proto = profiler_proto_from_name(d->coll.proto);
-		break;
 	case NB_PROF_P2P:
-		o.func = d->p2p.func;
-		o.count = d->p2p.count;
-		o.type_size = profiler_type_size_from_name(d->p2p.datatype);
-		o.peer = d->p2p.peer;
+		FILL_STRING_COLL_P2P(&o, d);
 		break;
 	case NB_PROF_PROXY_OP:
 		proxy_op(&o, &d->proxyOp);
