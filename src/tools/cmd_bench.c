@@ -32,7 +32,7 @@
 #include "mock_nccl.h"
 #include "native_policies.h"
 #include "plugin/comm_channels.h"
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 int cmd_bench(int argc, char **argv);
 
@@ -140,7 +140,7 @@ static int native_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_no
 	return 0;
 }
 
-/* Mirrors tuner_get_coll_info (src/plugin/tuner_core.c) with the eBPF run replaced by a
+/* Mirrors tuner_get_coll_info (src/plugin/tuner/tuner_core.c) with the eBPF run replaced by a
  * direct call of the native policy. */
 static int native_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
 				float **cost_table, int num_algo, int num_proto, int reg_buff,

@@ -1,5 +1,5 @@
 /* ncclbpf trace DIR [-o trace.json]: merges the per-process JSON-lines logs that
- * NCCLBPF_TRACE=DIR writes (src/plugin/trace_writer.c) into one Chrome trace / Perfetto
+ * NCCLBPF_TRACE=DIR writes (src/plugin/profiler/trace_writer.c) into one Chrome trace / Perfetto
  * JSON file:
  *   - one process per rank (pid = the rank of the process in its largest communicator);
  *   - thread lanes: "API" (GroupApi, CollApi, P2pApi, KernelLaunch, CE events), "enqueue"

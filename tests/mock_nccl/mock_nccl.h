@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "plugin/nccl_tuner_abi.h"
+#include "plugin/tuner/nccl_tuner_abi.h"
 
 #define MOCK_NUM_ALGOS NB_NCCL_NUM_ALGORITHMS
 #define MOCK_NUM_PROTOS NB_NCCL_NUM_PROTOCOLS

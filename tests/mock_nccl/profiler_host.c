@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "ncclbpf/policy.h"
-#include "plugin/nccl_profiler_abi.h"
+#include "plugin/profiler/nccl_profiler_abi.h"
 
 uint64_t ph_now_ns(void)
 {

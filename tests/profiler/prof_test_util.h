@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/profiler.h"
-#include "plugin/profiler_versions.h"
+#include "plugin/profiler/profiler.h"
+#include "plugin/profiler/profiler_versions.h"
 #include "profiler_host.h"
 
 #define OBS_MAX 4096

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "plugin/nccl_profiler_abi.h"
+#include "plugin/profiler/nccl_profiler_abi.h"
 #include "profiler_host.h"
 #include "test_util.h"
 

@@ -1,10 +1,10 @@
-/* Unit tests of the translation rules (src/plugin/tuner_translate.c, rules in tuner.h):
+/* Unit tests of the translation rules (src/plugin/tuner/tuner_translate.c, rules in tuner.h):
  * every rule, the tie handling and the invariant that -1 entries are never raised. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 #include "test_util.h"
 
 #define NA 7

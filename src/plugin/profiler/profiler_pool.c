@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/profiler.h"
+#include "plugin/profiler/profiler.h"
 
 static _Atomic(struct profiler_pool *) pool_table[PROFILER_MAX_POOLS];
 

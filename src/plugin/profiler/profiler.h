@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #include "ncclbpf/policy.h"
-#include "plugin/nccl_profiler_abi.h"
+#include "plugin/profiler/nccl_profiler_abi.h"
 
 enum profiler_mode {
 	PROFILER_MODE_OFF = 0,

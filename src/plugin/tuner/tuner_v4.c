@@ -1,5 +1,5 @@
 /* ncclTunerPlugin_v4: NCCL 2.27's native tuner ABI (v3 plus regBuff). No commId: comm_id = 0. */
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 static int v4_init(size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log, void **ctx)
 {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "maps/map.h"
-#include "plugin/profiler.h"
+#include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
 static struct nb_map *_Atomic latency_map;

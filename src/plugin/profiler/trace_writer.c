@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "plugin/profiler.h"
+#include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
 #define TW_BUF 65536

@@ -1,6 +1,6 @@
 /* ncclTunerPlugin_v3 (NCCL 2.21+ bind it when no newer version is exported; 2.27-2.30 still
  * accept it through their shims). No commId and no regBuff: comm_id = 0, reg_buff = 0. */
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 static int v3_init(size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log, void **ctx)
 {

@@ -2,7 +2,7 @@
 #ifndef NCCLBPF_PLUGIN_PROFILER_VERSIONS_H
 #define NCCLBPF_PLUGIN_PROFILER_VERSIONS_H
 
-#include "plugin/profiler.h"
+#include "plugin/profiler/profiler.h"
 
 /* The v5 union is a prefix of the v6 union: both translate through this. */
 void profiler_desc_from_v5_union(struct profiler_desc *o, uint64_t type, void *parent, int rank,

@@ -1,6 +1,6 @@
 /* ncclTunerPlugin_v5: NCCL 2.28/2.29's native tuner ABI (ctx first in init, commId). The
  * NVLink-domain info and the tuning constants are accepted and left unmodified. */
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 static int v5_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		   nb_nccl_logger_t log, struct nb_nccl_nvl_domain_info_v5 *nvl,

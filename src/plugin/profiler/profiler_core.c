@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin/profiler.h"
+#include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
 static _Atomic(struct profiler_ctx *) ctx_table[PROFILER_MAX_POOLS];

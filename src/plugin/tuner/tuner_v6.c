@@ -1,6 +1,6 @@
 /* ncclTunerPlugin_v6: NCCL 2.30's native tuner ABI (v5 plus getChunkSize, which runs the
  * SEC("tuner/chunk") programs). */
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 static int v6_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		   nb_nccl_logger_t log, struct nb_nccl_nvl_domain_info_v5 *nvl,

@@ -3,7 +3,7 @@
 #include <float.h>
 #include <string.h>
 
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 static const char *const issue_names[TUNER_ISSUE_COUNT] = {
 	[TUNER_ISSUE_FAULT] = "policy fault",

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "plugin/comm_channels.h"
-#include "plugin/profiler.h"
+#include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
 _Atomic uint64_t profiler_cnt_completed, profiler_cnt_faults;

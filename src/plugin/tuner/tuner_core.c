@@ -10,7 +10,7 @@
 
 #include "ncclbpf/ncclbpf.h"
 #include "plugin/comm_channels.h"
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
 
 #define TUNER_LOG (NB_LOG_TUNING)

@@ -3,8 +3,8 @@
  * coll.parentGroup; init takes commId second. */
 #include <string.h>
 
-#include "plugin/profiler.h"
-#include "plugin/profiler_versions.h"
+#include "plugin/profiler/profiler.h"
+#include "plugin/profiler/profiler_versions.h"
 
 #define NB_EXPORT __attribute__((visibility("default")))
 

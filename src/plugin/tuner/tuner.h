@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "ncclbpf/policy.h"
-#include "plugin/nccl_tuner_abi.h"
+#include "plugin/tuner/nccl_tuner_abi.h"
 
 enum tuner_issue {
 	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */

@@ -2,7 +2,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "plugin/profiler.h"
+#include "plugin/profiler/profiler.h"
 
 /* NCCL passes the same static strings every time: a tiny direct-mapped cache of
  * (pointer -> result) avoids the strcmp loops. Pointer and result are packed into one
