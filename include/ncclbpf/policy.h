@@ -50,6 +50,9 @@ typedef int64_t __s64;
 #define NCCLBPF_ALGO_NVLS_TREE 5
 #define NCCLBPF_ALGO_PAT 6
 #define NCCLBPF_NUM_ALGOS 7
+/* Profiler only (what NCCL ran, never a tuner choice): NCCL 2.31's symmetric-memory kernels,
+ * which report their kernel variant instead of an algorithm and no protocol. */
+#define NCCLBPF_ALGO_SYMMETRIC 16
 
 #define NCCLBPF_PROTO_KEEP (-1) /* keep NCCL's choice */
 #define NCCLBPF_PROTO_LL 0
@@ -80,7 +83,12 @@ struct ncclbpf_tuner_ctx {
 	__s32 proto;         /* 144: NCCLBPF_PROTO_* or NCCLBPF_PROTO_KEEP */
 	__s32 n_channels;    /* 148: 1..64, or NCCLBPF_CHANNELS_KEEP */
 	__u32 _reserved[2];  /* 152 */
-};                           /* 160 bytes */
+	/* appended (issue 15): what tuner init passes, 0 = unknown (tuner ABI v3/v4) */
+	__u32 n_nvl_domains;            /* 160: NVLink domains (= nNodes, MNNVL: domains)  rank-invariant */
+	__u32 min_ranks_per_nvl_domain; /* 164                                             rank-invariant */
+	__u32 max_ranks_per_nvl_domain; /* 168                                             rank-invariant */
+	__u32 ranks_per_node;           /* 172: n_ranks / n_nodes if even, else 0          rank-invariant */
+};                           /* 176 bytes */
 
 /* Cost entries are floats; BPF has no FPU. Compare their bit patterns: for non-negative
  * IEEE-754 floats the order of the bits as unsigned integers is the order of the values. */
@@ -114,7 +122,13 @@ struct ncclbpf_profiler_ctx {
 	__u32 n_ranks;     /* 68 */
 	__u32 n_nodes;     /* 72 */
 	__u32 size_bucket; /* 76: ncclbpf_size_bucket(n_bytes) */
-};                         /* 80 bytes */
+	/* appended (issue 15) */
+	__u64 user_tag;    /* 80: ncclCollConfig_t.userProfilerTag (profiler v7, NCCL 2.31+), 0 = none */
+	__u32 flags;       /* 88: NCCLBPF_PROF_F_* */
+	__u32 _pad;        /* 92 */
+};                         /* 96 bytes */
+#define NCCLBPF_PROF_F_GPU_TIMED 0x1u /* gpu_ns comes from KernelCh timestamps (sampled) */
+#define NCCLBPF_PROF_F_SYMMETRIC 0x2u /* a symmetric kernel ran (algo = NCCLBPF_ALGO_SYMMETRIC) */
 
 /* ---- net hook: SEC("net"), net plugin data-path observation (read-only except verdict) */
 struct ncclbpf_net_ctx {

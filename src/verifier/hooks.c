@@ -13,10 +13,10 @@
 #define INV NB_RANK_INVARIANT
 #define LOC NB_RANK_LOCAL
 
-_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx layout");
+_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 176, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 140, "tuner ctx layout");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 40, "chunk ctx layout");
-_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 80, "profiler ctx layout");
+_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 96, "profiler ctx layout");
 _Static_assert(sizeof(struct ncclbpf_net_ctx) == 48, "net ctx layout");
 _Static_assert(sizeof(struct ncclbpf_env_ctx) == 80, "env ctx layout");
 
@@ -29,6 +29,9 @@ static const struct nb_ctx_field tuner_fields[] = {
 	/* outputs: the decision must be the same on every rank (hook_output_rank_invariant:
 	 * the verifier rejects one derived from rank-local data) */
 	RW(algo, TCTX, INV),        RW(proto, TCTX, INV),        RW(n_channels, TCTX, INV),
+	/* appended (issue 15): NVLink-domain info and shape from tuner init */
+	RO(n_nvl_domains, TCTX, INV), RO(min_ranks_per_nvl_domain, TCTX, INV),
+	RO(max_ranks_per_nvl_domain, TCTX, INV), RO(ranks_per_node, TCTX, INV),
 };
 
 #define CCTX struct ncclbpf_chunk_ctx
@@ -45,6 +48,7 @@ static const struct nb_ctx_field profiler_fields[] = {
 	RO(coll_type, PCTX, LOC), RO(algo, PCTX, LOC),       RO(proto, PCTX, LOC),
 	RO(n_channels, PCTX, LOC), RO(rank, PCTX, LOC),      RO(n_ranks, PCTX, LOC),
 	RO(n_nodes, PCTX, LOC),  RO(size_bucket, PCTX, LOC),
+	RO(user_tag, PCTX, LOC), RO(flags, PCTX, LOC), /* appended (issue 15) */
 };
 
 #define NCTX struct ncclbpf_net_ctx

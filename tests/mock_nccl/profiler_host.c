@@ -292,6 +292,14 @@ int ph_start_raw(struct ph_host *h, void *ctx, void **handle, const struct ph_ev
 	}
 }
 
+int ph_start_mask(struct ph_comm *c, void **handle, const struct ph_ev *ev, int mask)
+{
+	*handle = NULL;
+	if (!(mask & (int)ev->type))
+		return 0;
+	return ph_start_raw(c->host, c->ctx, handle, ev);
+}
+
 int ph_start(struct ph_comm *c, void **handle, const struct ph_ev *ev)
 {
 	*handle = NULL;
@@ -350,19 +358,26 @@ void ph_coll_app(struct ph_comm *c, struct ph_coll *k)
 	void *group_api = NULL, *coll_api = NULL, *group = NULL, *launch = NULL;
 	int t = k->coll_type >= 0 && k->coll_type < 5 ? k->coll_type : 4;
 	k->seq = c->seq[t]++;
+	/* NCCL reads its mask once at the API call (ncclProfilerStartGroupApiEvent) and every
+	 * event of this task follows that value, whatever the plugin writes afterwards */
+	int m = __atomic_load_n(&h->mask, __ATOMIC_RELAXED);
+	k->task_mask = m;
 	if (v >= 5) {
+		/* NCCL emits GroupApi when any of these is on, not only the GroupApi bit */
+		const int group_api_mask = 0xfdf; /* all but ProxyCtrl, up to KernelLaunch */
 		struct ph_ev e = {.type = NB_PROF_GROUP_API, .group_depth = 1};
-		ph_start(c, &group_api, &e);
+		if (m & group_api_mask)
+			ph_start_raw(h, c->ctx, &group_api, &e);
 		struct ph_ev a = {.type = NB_PROF_COLL_API, .parent = group_api,
 				  .func = ph_func_name(t), .count = k->count, .dtype = "ncclFloat32"};
-		ph_start(c, &coll_api, &a);
+		ph_start_mask(c, &coll_api, &a, m);
 		if (coll_api)
 			ph_stop(h, coll_api);
 		if (group_api)
 			ph_record(h, group_api, NB_PROF_ST_GROUP_END_API_START, 0);
 	}
 	struct ph_ev g = {.type = NB_PROF_GROUP};
-	ph_start(c, &group, &g);
+	ph_start_mask(c, &group, &g, m);
 	struct ph_ev ce = {.type = NB_PROF_COLL,
 			   .parent = v >= 5 ? coll_api : group,
 			   .rank = c->rank,
@@ -375,10 +390,10 @@ void ph_coll_app(struct ph_comm *c, struct ph_coll *k)
 			   .n_channels = k->n_channels,
 			   .parent_group = group,
 			   .comm_hash = v <= 3 ? c->comm_id : 0};
-	ph_start(c, &k->coll_handle, &ce);
+	ph_start_mask(c, &k->coll_handle, &ce, m);
 	if (v >= 5) {
 		struct ph_ev l = {.type = NB_PROF_KERNEL_LAUNCH, .parent = group_api};
-		ph_start(c, &launch, &l);
+		ph_start_mask(c, &launch, &l, m);
 	}
 	/* the kernel starts on the GPU about now */
 	k->gpu_start = ph_now_ns() + PH_GPU_SKEW_NS;
@@ -404,29 +419,30 @@ static pid_t my_pid(void)
 void ph_coll_proxy(struct ph_comm *c, struct ph_coll *k)
 {
 	struct ph_host *h = c->host;
+	int m = k->task_mask;
 	for (int ch = 0; ch < k->n_channels; ch++) {
 		void *kch = NULL;
 		struct ph_ev e = {.type = NB_PROF_KERNEL_CH, .parent = k->coll_handle,
 				  .channel = ch, .ptimer = k->gpu_start};
-		ph_start(c, &kch, &e);
+		ph_start_mask(c, &kch, &e, m);
 		if (k->network) {
 			void *op = NULL;
 			struct ph_ev o = {.type = NB_PROF_PROXY_OP, .parent = k->coll_handle,
 					  .rank = c->rank, .channel = ch,
 					  .peer = (c->rank + 1) % (c->n_ranks ? c->n_ranks : 1),
 					  .pid = k->proxy_pid ? k->proxy_pid : my_pid()};
-			ph_start(c, &op, &o);
+			ph_start_mask(c, &op, &o, m);
 			if (op)
 				ph_record(h, op, NB_PROF_ST_PROXY_OP_IN_PROGRESS_V4, 0);
 			for (int s = 0; s < (k->steps ? k->steps : 2); s++) {
 				void *st = NULL, *np = NULL;
 				struct ph_ev se = {.type = NB_PROF_PROXY_STEP, .parent = op,
 						   .rank = c->rank, .step = s};
-				ph_start(c, &st, &se);
+				ph_start_mask(c, &st, &se, m);
 				if (st)
 					ph_record(h, st, NB_PROF_ST_PROXY_STEP_SEND_WAIT, 65536);
 				struct ph_ev ne = {.type = NB_PROF_NET_PLUGIN, .parent = st};
-				ph_start(c, &np, &ne);
+				ph_start_mask(c, &np, &ne, m);
 				if (np)
 					ph_stop(h, np);
 				if (st)

@@ -49,6 +49,7 @@ struct ph_coll {
 	int steps;              /* proxy steps per op */
 	pid_t proxy_pid;        /* 0 = getpid(); another value = PXN op of another process */
 	/* filled by ph_coll_app for ph_coll_proxy */
+	int task_mask;          /* the mask NCCL read at this call's API entry (kept by the task) */
 	void *coll_handle;
 	uint64_t seq;
 	uint64_t gpu_start;     /* GPU clock */
@@ -81,6 +82,8 @@ struct ph_ev {
 	uint64_t comm_hash;
 };
 int ph_start(struct ph_comm *c, void **handle, const struct ph_ev *ev);
+/* As NCCL does for a task's events: enabled by the mask the task captured at its call. */
+int ph_start_mask(struct ph_comm *c, void **handle, const struct ph_ev *ev, int mask);
 int ph_start_raw(struct ph_host *h, void *ctx, void **handle, const struct ph_ev *ev);
 int ph_stop(struct ph_host *h, void *handle);
 int ph_record(struct ph_host *h, void *handle, int state, uint64_t arg);

@@ -39,8 +39,11 @@ static inline const void *prof_table(int v)
 	}
 }
 
+/* Tests of the per-collective path instrument every collective (NCCLBPF_PROFILE_SAMPLE=1);
+ * the sampling tests (test_profiler_sampling.c) set their own value. */
 static inline void prof_set_mode(const char *mode)
 {
+	setenv("NCCLBPF_PROFILE_SAMPLE", "1", 1);
 	if (mode)
 		setenv("NCCLBPF_PROFILE", mode, 1);
 	else

@@ -17,6 +17,7 @@ int main(int argc, char **argv)
 	const char *dir = argc > 1 ? argv[1] : "tests/progs";
 	char spec[1024];
 	unsetenv("NCCLBPF_TRACE");
+	setenv("NCCLBPF_PROFILE_SAMPLE", "1", 1); /* every collective GPU-timed */
 	unsetenv("NCCLBPF_POLICY");
 	/* the writer is rejected: nothing of it attaches */
 	snprintf(spec, sizeof(spec), "%s/prof_writer.bpf.o", dir);

@@ -245,7 +245,7 @@ static void test_ctx_fill(void)
 	/* Layout the policies rely on (policy.h offsets). */
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, cost) == 56);
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, algo) == 140);
-	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 160);
+	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 176);
 }
 
 static void test_issue_names(void)

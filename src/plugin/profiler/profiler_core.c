@@ -35,6 +35,10 @@ extern _Atomic uint64_t profiler_cnt_completed, profiler_cnt_faults;
 
 /* Disabled context: a context token that never decodes (index 0 is not a context). */
 #define PROFILER_DISABLED_CTX ((void *)(uintptr_t)3u)
+/* Handle for a GroupApi start outside the mask we asked for (NCCL calls startEvent for it
+ * whenever Coll is enabled): non-NULL so that NCCL calls its stop, which ends the thread's
+ * "mask read at this group" window; never decodes as an event or a context. */
+#define PROFILER_API_MARK ((uint64_t)0xbu)
 
 /* getpid() is a system call (hundreds of ns on VMs): cache it, reset in forked children. */
 static _Atomic pid_t cached_pid;
@@ -279,6 +283,12 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		c->n_ranks = a->n_ranks;
 		c->n_nodes = a->n_nodes;
 		c->mask = mask;
+		/* sampling: coll mode, API events present (v5+, where the mask in force per call
+		 * is read back exactly), no explicit NCCLBPF_PROFILE_MASK */
+		const char *pm = getenv("NCCLBPF_PROFILE_MASK");
+		profiler_sample_init(c, activation_mask,
+				     mode == PROFILER_MODE_COLL && version >= 5 && !(pm && *pm) &&
+					     (mask & NB_PROF_KERNEL_CH));
 		atomic_store(&c->gpu_offset, 0);
 		atomic_store(&c->have_offset, false);
 		atomic_store(&c->completed, 0);
@@ -307,9 +317,14 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 				  (unsigned long long)c->comm_id, c->comm_name, c->rank, c->n_ranks,
 				  c->n_nodes, version, mode);
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
-		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u",
+		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u, "
+		    "KernelCh %s",
 		    version, (unsigned long long)c->comm_id, c->rank, c->n_ranks,
-		    mode == PROFILER_MODE_FULL ? "full" : "coll", c->mask, c->pool.cap);
+		    mode == PROFILER_MODE_FULL ? "full" : "coll", c->mask, c->pool.cap,
+		    !(c->mask & NB_PROF_KERNEL_CH) ? "off"
+		    : c->sampler.on ? (c->sampler.fixed_n ? "sampled 1-in-N (fixed)"
+						       : "sampled 1-in-N (adaptive)")
+				    : "on every collective");
 	return NB_NCCL_SUCCESS;
 }
 
@@ -434,6 +449,14 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 		atomic_fetch_add_explicit(&cnt_detached, 1, memory_order_relaxed);
 	} else {
 		c = profiler_ctx_decode((uint64_t)(uintptr_t)context);
+		if (c && d->type == NB_PROF_GROUP_API) {
+			/* NCCL just read its mask for the calls of this group */
+			profiler_api_group_start(c);
+			if (!(c->mask & NB_PROF_GROUP_API)) {
+				*handle = (void *)(uintptr_t)PROFILER_API_MARK;
+				return NB_NCCL_SUCCESS;
+			}
+		}
 		if (!c || c->disabled || !(c->mask & d->type)) {
 			atomic_fetch_add_explicit(&cnt_dropped_ctx, 1, memory_order_relaxed);
 			return NB_NCCL_SUCCESS;
@@ -485,8 +508,15 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 			e->algo = d->algo;
 			e->proto = d->proto;
 			e->n_channels = d->n_channels;
-			e->expect_kch = (c->mask & NB_PROF_KERNEL_CH) && d->n_channels > 0
+			e->user_tag = d->user_tag;
+			e->is_sym = d->is_sym;
+			/* the mask NCCL used for this call, not the one we asked for: RAS, another
+			 * communicator or the sampler may have changed it since init */
+			e->expect_kch = (c->mask & NB_PROF_KERNEL_CH) &&
+							(profiler_task_mask(c) & NB_PROF_KERNEL_CH) &&
+							d->n_channels > 0
 						? (uint32_t)d->n_channels : 0;
+			profiler_sample_coll(c, ncclbpf_size_bucket(bytes), e->expect_kch > 0, now);
 			atomic_store_explicit(&e->kch_seen, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->pending, 1 + (int32_t)e->expect_kch,
 					      memory_order_relaxed);
@@ -540,11 +570,17 @@ int profiler_stop(void *handle)
 		return NB_NCCL_SUCCESS;
 	}
 	uint64_t tok = (uint64_t)(uintptr_t)handle;
+	if (tok == PROFILER_API_MARK) {
+		profiler_api_group_stop();
+		return NB_NCCL_SUCCESS;
+	}
 	struct profiler_event *e = profiler_event_decode(tok);
 	if (!e) {
 		atomic_fetch_add_explicit(&cnt_stale, 1, memory_order_relaxed);
 		return NB_NCCL_SUCCESS;
 	}
+	if (e->type == NB_PROF_GROUP_API)
+		profiler_api_group_stop();
 	struct profiler_ctx *c = e->ctx;
 	bool tracing = (c && c->trace) || (!c && trace_writer_enabled());
 	/* children of a collective need no clock: its completion reads it once */
@@ -581,6 +617,8 @@ int profiler_record(void *handle, int state, const struct profiler_state_args *a
 		return NB_NCCL_SUCCESS;
 	}
 	uint64_t tok = (uint64_t)(uintptr_t)handle;
+	if (tok == PROFILER_API_MARK)
+		return NB_NCCL_SUCCESS;
 	struct profiler_event *e = profiler_event_decode(tok);
 	if (!e) {
 		atomic_fetch_add_explicit(&cnt_stale, 1, memory_order_relaxed);
@@ -620,6 +658,7 @@ int profiler_finalize(void *context)
 	pthread_mutex_lock(&ctx_lock);
 	uint32_t g = atomic_load(&c->gen);
 	if (g & 1) {
+		profiler_sample_release(c);
 		atomic_store_explicit(&c->gen, (g + 1) & PROFILER_GEN_MASK, memory_order_release);
 		uint32_t swept = profiler_pool_sweep(&c->pool);
 		if (swept)

@@ -45,6 +45,9 @@ static void coll_complete(struct profiler_event *e)
 	pc.n_ranks = (uint32_t)c->n_ranks;
 	pc.n_nodes = (uint32_t)c->n_nodes;
 	pc.size_bucket = ncclbpf_size_bucket(e->n_bytes);
+	pc.user_tag = e->user_tag;
+	pc.flags = (pc.gpu_ns ? NCCLBPF_PROF_F_GPU_TIMED : 0) |
+		   (e->is_sym ? NCCLBPF_PROF_F_SYMMETRIC : 0);
 
 	if (e->coll_type >= 0 && e->coll_type < NCCLBPF_NUM_COLLS) {
 		const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_PROFILER);
@@ -56,7 +59,12 @@ static void coll_complete(struct profiler_event *e)
 				atomic_fetch_add_explicit(&profiler_cnt_faults, (uint64_t)faults,
 							  memory_order_relaxed);
 		}
-		profiler_latency_update(c, &pc);
+		/* Instrumented collectives (completed by their KernelCh events: GPU time, or
+		 * host time to the last KernelCh stop on v3), and every collective where this
+		 * context never gets KernelCh (v1/v2, Coll-only mask). A sampled-out collective's
+		 * host time is its enqueue time, not a latency: it stays out of the stats. */
+		if (e->expect_kch > 0 || !(c->mask & NB_PROF_KERNEL_CH))
+			profiler_latency_update(c, &pc);
 	}
 	if (pc.n_channels)
 		comm_channels_record(pc.comm_id, (int)pc.n_channels);
