@@ -2,18 +2,33 @@
  * version-specific init in tuner_v3.c..tuner_v6.c), the decision path (tuner_core.c) and
  * the translation of a policy's decision into NCCL's cost table (tuner_translate.c).
  *
- * Translation rules (architecture.md "Tuner decisions", ref/nccl-plugin-abi.md §2.3-2.4):
- *  - NCCL picks the strictly smallest entry >= 0, scanning algo 0..6 then proto 0..2, so
- *    ties go to the lowest index. Entries NCCL set to -1 (or any negative / NaN) are never
- *    raised.
+ * Translation rules (architecture.md "Tuner decisions", ref/nccl-plugin-abi.md §2.3-2.4,
+ * ref/nccl-2.31-and-ecosystem.md §1.4). Decided by behaviour, not by version: 2.30 and 2.31
+ * both bind ncclTunerPlugin_v6.
+ *  - <= 2.30 picks the strictly smallest entry >= 0, ties to the lowest index. 2.31 picks the
+ *    strictly smallest *time* among the candidates it filled in (a negative written into one
+ *    is a time that wins), ties to the highest index, then lets symmetric-kernel and CE
+ *    candidates (not shown to the plugin) compete. Entries NCCL set to -1 (or any negative /
+ *    NaN) are never raised, and no negative value is ever written: "exclude" would be a
+ *    large positive cost.
  *  - algo and proto both set: if the entry is available (>= 0) it is set to 0.0; every
- *    entry with a LOWER index that is also exactly 0 is nudged to FLT_MIN (still available,
- *    just no longer tied), so the chosen entry wins NCCL's scan. Nothing else changes.
+ *    other available entry that is also exactly 0 (any index) is nudged to FLT_MIN (still
+ *    available, just no longer tied), so the chosen entry is the unique minimum under both
+ *    tie rules. Nothing else changes.
+ *  - pinning (tuner_pin, NCCLBPF_TUNER_SYM=pin, the default while tuner programs are
+ *    attached): when the policy chain leaves algorithm and protocol to NCCL, NCCL's own
+ *    general choice is made explicit the same way. On 2.31 a symmetric kernel then can never
+ *    win (its time is > 0), so NCCL never calls the tuner a second time for one collective
+ *    (the sym-LL fallback) and the per-communicator sequence number counts collectives on
+ *    every rank alike. NCCLBPF_TUNER_SYM=compete leaves symmetric/CE kernels in the race,
+ *    and then seq counts calls (see tuner_seq_next).
  *  - only algo set: the cheapest available protocol of that algorithm is chosen, as above.
  *  - only proto set: the cheapest available algorithm with that protocol is chosen.
  *  - a request NCCL marked unavailable, or out of range, leaves the whole decision
  *    (algorithm, protocol and channels) to NCCL; it is counted and logged once per kind.
- *  - n_channels: 0 = keep; otherwise clamped to 1..64, the same bound on every rank. (Not to
+ *  - n_channels: 0 = keep; otherwise clamped to 1..64, the same bound on every rank. On
+ *    2.31 NCCL takes it as an upper cap of its own channel count (a larger value has no
+ *    effect); on <= 2.30 as the count. (Not to
  *    the channel count the profiler learned: that is learned per rank, at different times,
  *    and ranks running different channel counts deadlock.) Never applied when NCCL will run
  *    CollNet (Direct/Chain), which uses the value as its channel count without clamping it.
@@ -22,6 +37,7 @@
 #ifndef NCCLBPF_PLUGIN_TUNER_H
 #define NCCLBPF_PLUGIN_TUNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +81,10 @@ void tuner_translate(float *table, int num_algo, int num_proto, int algo, int pr
 /* NCCL's selection rule (topoGetAlgoInfo): strictly smallest entry >= 0, lowest index on
  * ties. Returns 0 and the pair, or -1 if nothing is available. */
 int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto);
+/* NCCL's own choice among the entries shown to the plugin (lowest index on exact ties). */
+int tuner_general_best(const float *table, int num_algo, int num_proto, int *algo, int *proto);
+/* Makes NCCL's general choice explicit (see "pinning"); false if nothing is available. */
+bool tuner_pin(float *table, int num_algo, int num_proto);
 
 /* ---- per-communicator shim state (tuner_core.c) ---- */
 struct tuner_comm {
@@ -72,6 +92,9 @@ struct tuner_comm {
 	uint32_t n_ranks;
 	uint32_t n_nodes;
 	uint32_t abi_version;
+	/* from init (v5+), 0 = unknown */
+	uint32_t n_nvl_domains, min_ranks_per_nvl_domain, max_ranks_per_nvl_domain;
+	bool pin; /* NCCLBPF_TUNER_SYM=pin (default) */
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
 	uint64_t calls;
@@ -82,6 +105,14 @@ struct tuner_comm {
  * runs pass-through. */
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out);
+/* v5+: what init passes beside the shape (NULL = unknown). */
+void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl);
+/* The sequence number of this call (one small function so that the agreement layer's
+ * counter can replace it): counts getCollInfo calls per collective type. Identical on every
+ * rank as long as every rank gets the same calls, which pinning guarantees on 2.31 too. */
+uint64_t tuner_seq_next(struct tuner_comm *tc, int coll_type);
+/* NCCLBPF_TUNER_SYM: 1 = pin (default), 0 = compete, -1 invalid. */
+int tuner_sym_mode_parse(const char *s);
 int tuner_comm_close(void *ctx);
 /* Always returns NB_NCCL_SUCCESS. */
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,

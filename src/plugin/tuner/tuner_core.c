@@ -69,12 +69,45 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->n_ranks = (uint32_t)n_ranks;
 	tc->n_nodes = (uint32_t)n_nodes;
 	tc->abi_version = abi_version;
+	const char *sym = getenv("NCCLBPF_TUNER_SYM");
+	int pin = tuner_sym_mode_parse(sym);
+	if (pin < 0)
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | TUNER_LOG,
+			    "NCCLBPF_TUNER_SYM=%s not understood (pin|compete): using pin", sym);
+	tc->pin = pin != 0;
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
 		    "tuner program(s)%s",
 		    abi_version, comm_id, n_ranks, n_nodes, attached,
 		    attached ? "" : ", pass-through");
 	*out = tc;
+}
+
+int tuner_sym_mode_parse(const char *s)
+{
+	if (!s || !*s || !strcmp(s, "pin"))
+		return 1;
+	if (!strcmp(s, "compete"))
+		return 0;
+	return -1;
+}
+
+void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl)
+{
+	struct tuner_comm *tc = ctx;
+	if (!tc || !nvl)
+		return;
+	/* negative = nonsense from a foreign NCCL build: unknown */
+	tc->n_nvl_domains = nvl->n_nvl_domains > 0 ? (uint32_t)nvl->n_nvl_domains : 0;
+	tc->min_ranks_per_nvl_domain =
+		nvl->min_ranks_per_nvl_domain > 0 ? (uint32_t)nvl->min_ranks_per_nvl_domain : 0;
+	tc->max_ranks_per_nvl_domain =
+		nvl->max_ranks_per_nvl_domain > 0 ? (uint32_t)nvl->max_ranks_per_nvl_domain : 0;
+}
+
+uint64_t tuner_seq_next(struct tuner_comm *tc, int coll_type)
+{
+	return tc->seq[coll_type]++;
 }
 
 int tuner_comm_close(void *ctx)
@@ -98,7 +131,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (!tc || !cost_table || !n_channels || coll_type < 0 ||
 	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
 		return NB_NCCL_SUCCESS;
-	uint64_t seq = tc->seq[coll_type]++;
+	uint64_t seq = tuner_seq_next(tc, coll_type);
 	tc->calls++;
 	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
 	if (!chain || chain->len == 0)
@@ -121,6 +154,11 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
 	c.abi_version = tc->abi_version;
 	tuner_ctx_fill(&c, table, num_algo, num_proto);
+	c.n_nvl_domains = tc->n_nvl_domains;
+	c.min_ranks_per_nvl_domain = tc->min_ranks_per_nvl_domain;
+	c.max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
+	c.ranks_per_node = tc->n_nodes && tc->n_ranks % tc->n_nodes == 0
+				   ? tc->n_ranks / tc->n_nodes : 0;
 
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's
@@ -138,13 +176,19 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	}
 
 	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
-	    c.n_channels == NCCLBPF_CHANNELS_KEEP)
+	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
+		if (tc->pin)
+			tuner_pin(table, num_algo, num_proto);
 		return NB_NCCL_SUCCESS;
+	}
 	struct tuner_applied applied;
 	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
 			&applied);
 	if (applied.algo >= 0 || applied.n_channels > 0)
 		tc->decided++;
+	/* the table was left to NCCL (KEEP or a discarded request): make its choice explicit */
+	if (applied.algo < 0 && tc->pin)
+		tuner_pin(table, num_algo, num_proto);
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
