@@ -35,7 +35,8 @@ static inline const void *prof_table(int v)
 	case 3: return &ncclProfiler_v3;
 	case 4: return &ncclProfiler_v4;
 	case 5: return &ncclProfiler_v5;
-	default: return &ncclProfiler_v6;
+	case 6: return &ncclProfiler_v6;
+	default: return &ncclProfiler_v7;
 	}
 }
 

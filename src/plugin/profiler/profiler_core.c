@@ -107,7 +107,8 @@ static uint32_t mask_for(int mode, int version)
 	if (mode == PROFILER_MODE_OFF)
 		return 0;
 	if (mode == PROFILER_MODE_FULL)
-		return version >= 6 ? NB_PROF_ALL_V6
+		return version >= 7 ? NB_PROF_ALL_V7
+		       : version == 6 ? NB_PROF_ALL_V6
 		       : version == 5 ? NB_PROF_ALL_V5
 		       : version >= 3 ? NB_PROF_ALL_V3
 				      : NB_PROF_ALL_V1;
@@ -377,11 +378,11 @@ static void trace_start(const struct profiler_ctx *c, const struct profiler_even
 	case NB_PROF_COLL:
 		trace_writer_line("{\"ev\":\"start\",\"t\":%llu,\"id\":\"0x%llx\",\"parent\":\"0x%llx\","
 				  "\"type\":\"Coll\",\"ctx\":%u,\"seq\":%llu,\"func\":\"%.32s\","
-				  "\"bytes\":%llu,\"algo\":%d,\"proto\":%d,\"nch\":%d}",
+				  "\"bytes\":%llu,\"algo\":%d,\"proto\":%d,\"nch\":%d,\"tag\":%llu}",
 				  (unsigned long long)now, (unsigned long long)e->token,
 				  (unsigned long long)parent, c->index, (unsigned long long)e->seq,
 				  d->func ? d->func : "?", (unsigned long long)e->n_bytes, e->algo,
-				  e->proto, e->n_channels);
+				  e->proto, e->n_channels, (unsigned long long)e->user_tag);
 		break;
 	case NB_PROF_KERNEL_CH:
 		trace_writer_line("{\"ev\":\"start\",\"t\":%llu,\"id\":\"0x%llx\",\"parent\":\"0x%llx\","

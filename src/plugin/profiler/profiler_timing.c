@@ -74,14 +74,15 @@ static void coll_complete(struct profiler_event *e)
 		trace_writer_line("{\"ev\":\"coll_done\",\"t\":%llu,\"id\":\"0x%llx\",\"ctx\":%u,"
 				  "\"comm\":\"0x%llx\",\"seq\":%llu,\"coll\":%d,\"bytes\":%llu,"
 				  "\"algo\":%d,\"proto\":%d,\"nch\":%u,\"rank\":%u,\"start\":%llu,"
-				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu}",
+				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu,\"tag\":%llu}",
 				  (unsigned long long)end, (unsigned long long)e->token, c->index,
 				  (unsigned long long)pc.comm_id, (unsigned long long)pc.seq,
 				  e->coll_type, (unsigned long long)pc.n_bytes, pc.algo, pc.proto,
 				  pc.n_channels, pc.rank, (unsigned long long)pc.start_ns,
 				  (unsigned long long)pc.host_ns, (unsigned long long)pc.gpu_ns,
 				  (unsigned long long)profiler_gpu_to_host(
-					  c, g0 != UINT64_MAX ? g0 : 0));
+					  c, g0 != UINT64_MAX ? g0 : 0),
+				  (unsigned long long)pc.user_tag);
 	if (c->trace)
 		trace_writer_flush_periodic(end);
 	profiler_observer_fn fn = atomic_load_explicit(&observer_fn, memory_order_acquire);

@@ -49,6 +49,14 @@ void profiler_desc_from_v5_union(struct profiler_desc *o, uint64_t type, void *p
 		o->n_channels = d->coll.nChannels;
 		o->algo = profiler_algo_from_name(d->coll.algo);
 		o->proto = profiler_proto_from_name(d->coll.proto);
+		/* NCCL 2.31 through the v5/v6 shims: a symmetric kernel reports its variant as
+		 * the algorithm and "" as the protocol */
+		if (o->algo < 0 && d->coll.proto && !d->coll.proto[0] && d->coll.algo &&
+		    d->coll.algo[0]) {
+			o->algo = NCCLBPF_ALGO_SYMMETRIC;
+			o->is_sym = true;
+			o->kernel_variant = d->coll.algo;
+		}
 		break;
 	case NB_PROF_P2P:
 		o->func = d->p2p.func;
@@ -89,6 +97,7 @@ void profiler_state_from_v4(struct profiler_state_args *o, int state,
 	o->has_args = true;
 	switch (state) {
 	case NB_PROF_ST_KERNEL_CH_STOP:
+	case NB_PROF_ST_KERNEL_PHASE_STOP: /* v7: the phase's stop reuses the kernelCh member */
 		o->gpu_ts = a->kernelCh.pTimer;
 		break;
 	case NB_PROF_ST_PROXY_STEP_SEND_GPU_WAIT:
