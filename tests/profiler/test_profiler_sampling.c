@@ -11,7 +11,9 @@
  *    KernelCh added back mid-flight -> the collective still waits for its KernelCh events;
  *  - several contexts share NCCL's one mask int: no context clears the bit under another,
  *    and finalize returns every request. */
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prof_test_util.h"
 #include "test_util.h"
@@ -218,6 +220,36 @@ static void test_parse(void)
 	CHECK(profiler_sample_parse("12x") == -1);
 }
 
+/* NCCLBPF_PROFILE_NULL (read once per process: a child): the mode's events are requested
+ * from NCCL, every callback returns at once, nothing is recorded, nothing is sampled. */
+static void test_null_mode(void)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("NCCLBPF_PROFILE_NULL", "1", 1);
+		set_sampling(NULL);
+		struct ph_host h;
+		ph_open_table(&h, 6, prof_table(6));
+		struct ph_comm c;
+		int bad = ph_comm_init(&h, &c, 0x5e000, "null", 1, 2, 0) != 0;
+		bad |= h.mask != (int)(NB_PROF_COLL | NB_PROF_KERNEL_CH);
+		atomic_store(&ob.n, 0);
+		profiler_set_observer(obs_fn, &ob);
+		for (int i = 0; i < 100; i++) {
+			struct ph_coll k = coll_of(1024);
+			ph_coll_run(&c, &k);
+			bad |= k.coll_handle != NULL || !(k.task_mask & NB_PROF_KERNEL_CH);
+		}
+		bad |= atomic_load(&ob.n) != 0;
+		bad |= ph_comm_finalize(&c) != 0;
+		_exit(bad);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	unsetenv("NCCLBPF_TRACE");
@@ -231,5 +263,6 @@ int main(void)
 	test_mask_removed(5);
 	test_mask_removed(6);
 	test_shared_mask();
+	test_null_mode();
 	TEST_DONE();
 }

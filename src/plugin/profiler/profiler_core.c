@@ -239,6 +239,8 @@ static void ctx_reset_stats(struct profiler_ctx *c)
 		}
 }
 
+static bool profiler_null_mode(void);
+
 int profiler_init(void **context, int *activation_mask, const struct profiler_init_args *a)
 {
 	if (!context)
@@ -289,7 +291,7 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		const char *pm = getenv("NCCLBPF_PROFILE_MASK");
 		profiler_sample_init(c, activation_mask,
 				     mode == PROFILER_MODE_COLL && version >= 5 && !(pm && *pm) &&
-					     (mask & NB_PROF_KERNEL_CH));
+					     !profiler_null_mode() && (mask & NB_PROF_KERNEL_CH));
 		atomic_store(&c->gpu_offset, 0);
 		atomic_store(&c->have_offset, false);
 		atomic_store(&c->completed, 0);
@@ -421,12 +423,31 @@ static void account_dropped_child(struct profiler_event *parent, uint32_t type)
 		profiler_coll_release(parent, 0);
 }
 
+/* NCCLBPF_PROFILE_NULL=1 (measurement only): ask NCCL for the mode's events but return
+ * from every callback at once, so a GPU run separates what NCCL's instrumentation costs from
+ * what ncclbpf's callbacks cost. Read once per process. */
+static _Atomic int null_mode = -1;
+static bool profiler_null_mode(void)
+{
+	int m = atomic_load_explicit(&null_mode, memory_order_relaxed);
+	if (m < 0) {
+		const char *e = getenv("NCCLBPF_PROFILE_NULL");
+		m = e && *e && strcmp(e, "0") ? 1 : 0;
+		atomic_store_explicit(&null_mode, m, memory_order_relaxed);
+		if (m)
+			runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+				    "profiler: NCCLBPF_PROFILE_NULL set: events are requested "
+				    "from NCCL and ignored (overhead measurement only)");
+	}
+	return m;
+}
+
 int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 {
 	if (!handle)
 		return NB_NCCL_SUCCESS;
 	*handle = NULL;
-	if (!d)
+	if (!d || profiler_null_mode())
 		return NB_NCCL_SUCCESS;
 	struct profiler_ctx *c = NULL;
 	struct profiler_event *parent = NULL;
