@@ -255,6 +255,7 @@ int main(void)
 	unsetenv("NCCLBPF_TRACE");
 	unsetenv("NCCLBPF_POLICY");
 	unsetenv("NCCLBPF_PROFILE_MASK");
+	test_null_mode(); /* first: the mode is read once per process (fork before any event) */
 	test_parse();
 	test_adaptive(5);
 	test_adaptive(6);
@@ -263,6 +264,5 @@ int main(void)
 	test_mask_removed(5);
 	test_mask_removed(6);
 	test_shared_mask();
-	test_null_mode();
 	TEST_DONE();
 }
