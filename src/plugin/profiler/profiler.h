@@ -26,6 +26,8 @@
 #include "ncclbpf/policy.h"
 #include "plugin/profiler/nccl_profiler_abi.h"
 
+struct chain_profiler;
+
 enum profiler_mode {
 	PROFILER_MODE_OFF = 0,
 	PROFILER_MODE_COLL = 1, /* only what per-collective timing needs */
@@ -67,6 +69,9 @@ struct profiler_desc {
 	bool is_sym;                /* Coll ran a symmetric kernel (algo = kernel variant) */
 	const char *kernel_variant; /* symmetric kernel variant name, or NULL */
 	int phase;                  /* KernelPhase: 0 initial sync, 1 compute, 2 final sync */
+	/* chaining (NCCLBPF_PROFILER_INNER): NCCL's own descriptor, and Coll/P2p parentGroup */
+	const void *raw;
+	void *parent_group;
 };
 
 /* Version-neutral state arguments. */
@@ -75,6 +80,7 @@ struct profiler_state_args {
 	uint64_t trans_size;   /* ProxyStep */
 	int appended_ops;      /* ProxyCtrl */
 	bool has_args;
+	const void *raw;       /* NCCL's state-args union (chaining) */
 };
 
 struct profiler_init_args {
@@ -132,9 +138,11 @@ struct profiler_event {
 	/* kernel channel */
 	int32_t channel;
 	uint64_t gpu_start, gpu_stop;
+	void *inner_handle;       /* the inner plugin's handle of this event (chaining) */
 };
 #define PROFILER_EV_DETACHED 0x1u   /* PXN: context/parent belong to another process */
 #define PROFILER_EV_COUNTED 0x2u    /* holds a reference on its parent collective */
+#define PROFILER_EV_CARRIER 0x4u    /* only carries an inner plugin's handle */
 
 struct profiler_pool {
 	struct profiler_event *slots;
@@ -231,6 +239,9 @@ struct profiler_ctx {
 	_Atomic int rank;
 	int n_ranks, n_nodes;
 	uint32_t mask;         /* activation mask we asked for (KernelCh: "may come") */
+	const struct chain_profiler *inner; /* NCCLBPF_PROFILER_INNER, NULL when none */
+	void *inner_ctx;
+	int inner_mask;        /* what the inner plugin asked for */
 	/* Written by the proxy/profiler thread on every collective: kept off the cache lines
 	 * the application thread reads on each event (false sharing measured as a cost when
 	 * both threads spin on one line). */

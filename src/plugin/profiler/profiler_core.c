@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plugin/chain/chain.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
@@ -253,7 +254,15 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 	uint32_t mask = mask_with_override(mode, version);
 	if (activation_mask)
 		*activation_mask = (int)mask;
-	if (!a || mode == PROFILER_MODE_OFF) {
+	const struct chain_profiler *inner = a ? chain_profiler_get() : NULL;
+	if (inner && !chain_profiler_compatible(inner, version)) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
+			    "profiler: inner plugin (ncclProfiler_v%d) cannot be driven from NCCL's "
+			    "v%d events (v1-v4 layouts differ): running without it",
+			    chain_profiler_version(inner), version);
+		inner = NULL;
+	}
+	if (!a || (mode == PROFILER_MODE_OFF && !inner)) {
 		runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
 			    "profiler v%d: mode off for comm 0x%llx (NCCLBPF_PROFILE)", version,
 			    a ? (unsigned long long)a->comm_id : 0ull);
@@ -286,12 +295,29 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		c->n_ranks = a->n_ranks;
 		c->n_nodes = a->n_nodes;
 		c->mask = mask;
+		c->inner = NULL;
+		c->inner_ctx = NULL;
+		c->inner_mask = 0;
+		if (inner) {
+			bool ok;
+			c->inner_ctx = chain_profiler_init(inner, &c->inner_mask, a->comm_id,
+							   a->comm_name, a->n_nodes, a->n_ranks,
+							   a->rank, a->logger, &ok);
+			if (ok) {
+				c->inner = inner;
+				/* NCCL delivers what either plugin asked for; ours filters by c->mask */
+				if (activation_mask)
+					*activation_mask = (int)(mask | (uint32_t)c->inner_mask);
+			}
+		}
 		/* sampling: coll mode, API events present (v5+, where the mask in force per call
-		 * is read back exactly), no explicit NCCLBPF_PROFILE_MASK */
+		 * is read back exactly), no explicit NCCLBPF_PROFILE_MASK, and no inner plugin
+		 * that wants KernelCh on every collective */
 		const char *pm = getenv("NCCLBPF_PROFILE_MASK");
 		profiler_sample_init(c, activation_mask,
 				     mode == PROFILER_MODE_COLL && version >= 5 && !(pm && *pm) &&
-					     !profiler_null_mode() && (mask & NB_PROF_KERNEL_CH));
+					     !profiler_null_mode() && (mask & NB_PROF_KERNEL_CH) &&
+					     !(c->inner_mask & (int)NB_PROF_KERNEL_CH));
 		atomic_store(&c->gpu_offset, 0);
 		atomic_store(&c->have_offset, false);
 		atomic_store(&c->completed, 0);
@@ -323,7 +349,8 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u, "
 		    "KernelCh %s",
 		    version, (unsigned long long)c->comm_id, c->rank, c->n_ranks,
-		    mode == PROFILER_MODE_FULL ? "full" : "coll", c->mask, c->pool.cap,
+		    mode == PROFILER_MODE_FULL ? "full" : mode == PROFILER_MODE_COLL ? "coll" : "off (inner plugin only)",
+		    c->mask, c->pool.cap,
 		    !(c->mask & NB_PROF_KERNEL_CH) ? "off"
 		    : c->sampler.on ? (c->sampler.fixed_n ? "sampled 1-in-N (fixed)"
 						       : "sampled 1-in-N (adaptive)")
@@ -442,6 +469,17 @@ static bool profiler_null_mode(void)
 	return m;
 }
 
+static int start_own(void *context, void **handle, const struct profiler_desc *d);
+
+/* The inner plugin's handle of a parent token of c (NULL if none). */
+static void *inner_of(const struct profiler_ctx *c, const void *parent_tok)
+{
+	if (!parent_tok)
+		return NULL;
+	struct profiler_event *p = profiler_event_decode((uint64_t)(uintptr_t)parent_tok);
+	return p && p->ctx == c ? p->inner_handle : NULL;
+}
+
 int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 {
 	if (!handle)
@@ -449,6 +487,43 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 	*handle = NULL;
 	if (!d || profiler_null_mode())
 		return NB_NCCL_SUCCESS;
+	/* chaining: the inner plugin first, with its own handles of the parents. Not for PXN
+	 * events of another process (their context is not ours to decode). */
+	void *ih = NULL;
+	struct profiler_ctx *c = NULL;
+	if (!(d->type == NB_PROF_PROXY_OP && d->pid != my_pid())) {
+		c = profiler_ctx_decode((uint64_t)(uintptr_t)context);
+		if (c && c->inner && !c->disabled)
+			ih = chain_profiler_start(c->inner, c->inner_ctx, d->raw, c->version, d->type,
+						  inner_of(c, d->parent), inner_of(c, d->parent_group));
+	}
+	int rc = start_own(context, handle, d);
+	if (!ih)
+		return rc;
+	struct profiler_event *e = profiler_event_decode((uint64_t)(uintptr_t)*handle);
+	if (e && e->ctx == c) {
+		e->inner_handle = ih;
+		return rc;
+	}
+	/* ncclbpf keeps no event of this type: a carrier slot holds the inner handle */
+	struct profiler_event *k = profiler_pool_alloc(&c->pool);
+	if (!k) {
+		atomic_fetch_add_explicit(&cnt_dropped_pool, 1, memory_order_relaxed);
+		chain_profiler_stop(c->inner, ih); /* a zero-length event rather than a leak */
+		return rc;
+	}
+	k->type = d->type;
+	k->flags = PROFILER_EV_CARRIER;
+	k->ctx = c;
+	k->token = profiler_event_token(&c->pool, k);
+	k->parent_tok = 0;
+	k->inner_handle = ih;
+	*handle = (void *)(uintptr_t)k->token;
+	return rc;
+}
+
+static int start_own(void *context, void **handle, const struct profiler_desc *d)
+{
 	struct profiler_ctx *c = NULL;
 	struct profiler_event *parent = NULL;
 	bool detached = false;
@@ -510,6 +585,7 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 	e->channel = d->channel;
 	e->gpu_start = 0;
 	e->gpu_stop = 0;
+	e->inner_handle = NULL;
 	if (!detached) {
 		switch (d->type) {
 		case NB_PROF_COLL: {
@@ -604,6 +680,17 @@ int profiler_stop(void *handle)
 	if (e->type == NB_PROF_GROUP_API)
 		profiler_api_group_stop();
 	struct profiler_ctx *c = e->ctx;
+	if (e->inner_handle && c && c->inner) {
+		void *ih = e->inner_handle;
+		e->inner_handle = NULL;
+		chain_profiler_stop(c->inner, ih);
+	}
+	if (e->flags & PROFILER_EV_CARRIER) {
+		struct profiler_pool *cp = profiler_pool_of(e);
+		if (!cp || !profiler_pool_free(cp, e, tok))
+			atomic_fetch_add_explicit(&cnt_stale, 1, memory_order_relaxed);
+		return NB_NCCL_SUCCESS;
+	}
 	bool tracing = (c && c->trace) || (!c && trace_writer_enabled());
 	/* children of a collective need no clock: its completion reads it once */
 	uint64_t now = tracing || e->type == NB_PROF_COLL ? profiler_now_ns() : 0;
@@ -647,6 +734,11 @@ int profiler_record(void *handle, int state, const struct profiler_state_args *a
 		return NB_NCCL_SUCCESS;
 	}
 	struct profiler_ctx *c = e->ctx;
+	if (e->inner_handle && c && c->inner)
+		chain_profiler_record(c->inner, e->inner_handle, state, args ? args->raw : NULL,
+				      c->version);
+	if (e->flags & PROFILER_EV_CARRIER)
+		return NB_NCCL_SUCCESS;
 	uint64_t gpu = 0;
 	if (state == NB_PROF_ST_KERNEL_CH_STOP && e->type == NB_PROF_KERNEL_CH && c && args &&
 	    args->has_args && args->gpu_ts) {
@@ -689,7 +781,13 @@ int profiler_finalize(void *context)
 				    (unsigned long long)c->comm_id, swept);
 		ctx_free[ctx_free_cnt++] = c->index;
 	}
+	const struct chain_profiler *inner = c->inner;
+	void *ictx = c->inner_ctx;
+	c->inner = NULL;
+	c->inner_ctx = NULL;
 	pthread_mutex_unlock(&ctx_lock);
+	if (inner)
+		chain_profiler_finalize(inner, ictx);
 	if (c->trace)
 		trace_writer_flush_all();
 	return NB_NCCL_SUCCESS;

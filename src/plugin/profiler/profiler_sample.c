@@ -25,8 +25,9 @@ static _Atomic int kch_requests;
 
 /* The mask NCCL loaded at this thread's last outermost GroupApi start, valid until its stop.
  * NCCL's ncclProfilerApiState is per thread too. */
-static __thread uint32_t tls_api_mask;
-static __thread bool tls_api_valid;
+/* initial-exec: no __tls_get_addr (the library may depend on libc/libpthread/libdl only) */
+static __thread uint32_t tls_api_mask __attribute__((tls_model("initial-exec")));
+static __thread bool tls_api_valid __attribute__((tls_model("initial-exec")));
 
 int profiler_sample_requests(void)
 {
@@ -107,7 +108,7 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	/* A context that wants KernelCh on every collective (full mode, v3/v4, N = 1) holds a
 	 * request for its whole life, so that a sampling context of the same process never
 	 * clears the bit under it. */
-	if (!s->on && nccl_mask && (c->mask & NB_PROF_KERNEL_CH)) {
+	if (!s->on && nccl_mask && ((c->mask | (uint32_t)c->inner_mask) & NB_PROF_KERNEL_CH)) {
 		s->requesting = true;
 		atomic_fetch_add(&kch_requests, 1);
 		set_kch_bit(nccl_mask, true);

@@ -43,6 +43,7 @@ static nb_nccl_result_t v6_start(void *context, void **handle, struct nb_prof_de
 					    (const struct nb_prof_descr_v5 *)(const void *)d);
 		break;
 	}
+	o.raw = d;
 	return profiler_start(context, handle, &o);
 }
 

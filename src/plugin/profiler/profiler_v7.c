@@ -85,6 +85,7 @@ static nb_nccl_result_t v7_start(void *context, void **handle, struct nb_prof_de
 		}
 		break;
 	}
+	o.raw = d;
 	return profiler_start(context, handle, &o);
 }
 

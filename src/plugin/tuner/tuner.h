@@ -44,6 +44,8 @@
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/nccl_tuner_abi.h"
 
+struct chain_tuner;
+
 enum tuner_issue {
 	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */
 	TUNER_ISSUE_BAD_ALGO,           /* algo outside KEEP..NUM_ALGOS-1 */
@@ -95,6 +97,8 @@ struct tuner_comm {
 	/* from init (v5+), 0 = unknown */
 	uint32_t n_nvl_domains, min_ranks_per_nvl_domain, max_ranks_per_nvl_domain;
 	bool pin; /* NCCLBPF_TUNER_SYM=pin (default) */
+	const struct chain_tuner *inner; /* NCCLBPF_TUNER_INNER, NULL when none */
+	void *inner_ctx;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
 	uint64_t calls;
@@ -107,6 +111,10 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 		     nb_nccl_logger_t log, void **out);
 /* v5+: what init passes beside the shape (NULL = unknown). */
 void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl);
+/* Every version's init, after open: NCCLBPF_TUNER_INNER's init (nvl/constants NULL on v3/v4). */
+void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
+			   struct nb_nccl_nvl_domain_info_v5 *nvl,
+			   struct nb_nccl_tuner_constants_v5 *constants);
 /* The sequence number of this call (one small function so that the agreement layer's
  * counter can replace it): counts getCollInfo calls per collective type. Identical on every
  * rank as long as every rank gets the same calls, which pinning guarantees on 2.31 too. */

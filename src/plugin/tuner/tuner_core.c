@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ncclbpf/ncclbpf.h"
+#include "plugin/chain/chain.h"
 #include "plugin/comm_channels.h"
 #include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
@@ -105,6 +106,25 @@ void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl)
 		nvl->max_ranks_per_nvl_domain > 0 ? (uint32_t)nvl->max_ranks_per_nvl_domain : 0;
 }
 
+void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
+			   struct nb_nccl_nvl_domain_info_v5 *nvl,
+			   struct nb_nccl_tuner_constants_v5 *constants)
+{
+	struct tuner_comm *tc = ctx;
+	if (!tc)
+		return;
+	const struct chain_tuner *inner = chain_tuner_get();
+	if (!inner)
+		return;
+	bool ok;
+	void *ictx = chain_tuner_init(inner, tc->comm_id, n_ranks, n_nodes, log, nvl, constants,
+				      &ok);
+	if (ok) {
+		tc->inner = inner;
+		tc->inner_ctx = ictx;
+	}
+}
+
 uint64_t tuner_seq_next(struct tuner_comm *tc, int coll_type)
 {
 	return tc->seq[coll_type]++;
@@ -119,6 +139,8 @@ int tuner_comm_close(void *ctx)
 		    "tuner: comm 0x%" PRIx64 " finalized: %" PRIu64 " decisions, %" PRIu64
 		    " changed by policy",
 		    tc->comm_id, tc->calls, tc->decided);
+	if (tc->inner)
+		chain_tuner_finalize(tc->inner, tc->inner_ctx);
 	free(tc);
 	return NB_NCCL_SUCCESS;
 }
@@ -133,12 +155,16 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 		return NB_NCCL_SUCCESS;
 	uint64_t seq = tuner_seq_next(tc, coll_type);
 	tc->calls++;
+	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
+	float *table = (float *)cost_table;
+	/* the inner plugin first: its edits are what the policies see as NCCL's choice */
+	if (tc->inner)
+		chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops,
+				      table, num_algo, num_proto, reg_buff, n_channels);
 	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
 	if (!chain || chain->len == 0)
 		return NB_NCCL_SUCCESS;
 
-	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
-	float *table = (float *)cost_table;
 	struct ncclbpf_tuner_ctx c;
 	c.comm_id = tc->comm_id;
 	c.n_bytes = n_bytes;
@@ -213,6 +239,9 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 	struct tuner_comm *tc = ctx;
 	if (!tc || !chunk_size)
 		return NB_NCCL_SUCCESS;
+	if (tc->inner)
+		chain_tuner_chunk_size(tc->inner, tc->inner_ctx, coll_type, n_bytes, algo, proto,
+				       n_channels, chunk_size);
 	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER_CHUNK);
 	if (!chain || chain->len == 0)
 		return NB_NCCL_SUCCESS;
