@@ -4,6 +4,7 @@
  * Expected decisions come from the native C policies (same logic as the .bpf.c files) and
  * an independent oracle of the translation rules (tuner_oracle.c). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -639,6 +640,119 @@ static void sc_nvl_fields(void)
 	}
 }
 
+/* ---- chaining: NCCLBPF_TUNER_INNER ---- */
+#define FAKE(n) NB_BUILD_DIR "/tests/fake_plugins/lib" n ".so"
+struct fake_tuner_state {
+	int inits, finalizes, calls, chunk_calls;
+	int last_nvl[3];
+	int had_constants;
+	uint64_t last_comm_id;
+};
+/* The inner plugin's counters, from the copy ncclbpf loaded (same path: same link map). */
+static struct fake_tuner_state *fake_state(const char *path)
+{
+	void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	return dl ? dlsym(dl, "fake_tuner_state") : NULL;
+}
+
+/* One AllReduce of 1 MiB on an 8-GPU NVLink node: what NCCL ends up with. */
+static void one_call(struct mock_comm *c, int *a, int *p, int *nch)
+{
+	float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
+	*a = *p = -1;
+	CHECK(call_checked(c, 4, MiB, before, after, nch) == 0);
+	if (c->nccl->release >= 231)
+		mock_select_231(before, after, a, p, NULL);
+	else
+		mock_select(c->nccl->release, after, a, p);
+}
+
+static void sc_inner_alone(void)
+{
+	/* no policy: ncclbpf is a transparent wrapper of the inner tuner, on every release and
+	 * with every pairing of host and inner ABI version */
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1a00 + r, 8, 1) == 0);
+		int a, p, nch;
+		one_call(&c, &a, &p, &nch);
+		CHECK(a == 0 && p == 1 && nch == 7); /* the inner's Tree/LL128, 7 channels */
+		if (m.tuner_version == 6) {
+			size_t chunk = 131072;
+			CHECK(mock_comm_get_chunk_size(&c, 4, MiB, 0, 1, 1, &chunk) == 0);
+			CHECK(chunk == 262144); /* the inner's getChunkSize ran */
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	struct fake_tuner_state *st = fake_state(getenv("NCCLBPF_TUNER_INNER"));
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	CHECK(st->inits == (int)N_RELEASES && st->finalizes == (int)N_RELEASES);
+	CHECK(st->calls == (int)N_RELEASES);
+	CHECK(st->had_constants); /* a v4 host gives a v6 inner scratch constants */
+	CHECK(st->last_nvl[0] == 1 && st->last_nvl[1] == 8 && st->last_nvl[2] == 8);
+	CHECK(mock_log_count("runs before the policies") == 1);
+}
+
+static void sc_inner_then_policy(void)
+{
+	/* seq_probe keeps algorithm/protocol (NCCL's = the inner's, pinned) and sets channels */
+	for (int rel = 230; rel <= 231; rel++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, rel) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1b00 + (uint64_t)rel, 8, 1) == 0);
+		for (int i = 0; i < 3; i++) {
+			int a, p, nch;
+			one_call(&c, &a, &p, &nch);
+			CHECK(a == 0 && p == 1);
+			CHECK(nch == i + 1); /* the policy's decision on top of the inner's */
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+}
+
+static void sc_inner_v4(void)
+{
+	struct mock_nccl m;
+	struct mock_comm c;
+	CHECK(load(&m, 231) == 0);
+	CHECK(mock_comm_init(&m, &c, 0x1c00, 8, 1) == 0);
+	int a, p, nch;
+	one_call(&c, &a, &p, &nch);
+	CHECK(a == 0 && p == 1 && nch == 7);
+	CHECK(mock_comm_finalize(&c) == 0);
+	CHECK(mock_log_count("ncclTunerPlugin_v4") >= 1);
+}
+
+/* Failing or misbehaving inner plugins never fail NCCL and never change its choice. */
+static void sc_inner_bad(void)
+{
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1d00 + r, 8, 1) == 0); /* NCCL's init succeeds */
+		float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		int nch;
+		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
+		CHECK(call_checked(&c, 4, MiB, before, after, &nch) == 0);
+		CHECK(memcmp(before, after, sizeof(before)) == 0 && nch == 0); /* untouched */
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	const char *inner = getenv("NCCLBPF_TUNER_INNER");
+	if (strstr(inner, "fail"))
+		CHECK(mock_log_count_level(2, "init failed") == (int)N_RELEASES);
+	else if (strstr(inner, "err"))
+		CHECK(mock_log_count_level(2, "its changes were undone") == 1); /* once */
+	else
+		CHECK(mock_log_count_level(2, "not loaded") == 1);
+}
+
 int main(int argc, char **argv)
 {
 	/* Optional budget: iterations per thread of the concurrency test; the random test runs
@@ -703,5 +817,20 @@ int main(int argc, char **argv)
 		     sc_231_seq_compete);
 	run_scenario("NVLink-domain info + shape in ctx", PROG("probes") ":nvl_probe", NULL,
 		     sc_nvl_fields);
+	static const char *const inner6[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v6"), NULL };
+	static const char *const inner4[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v4"), NULL };
+	static const char *const inner_fail[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_fail"),
+						  NULL };
+	static const char *const inner_err[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_err"),
+						 NULL };
+	static const char *const inner_missing[] = { "NCCLBPF_TUNER_INNER",
+						     "/nonexistent/libnccl-tuner-x.so", NULL };
+	run_scenario("inner tuner v6, no policy", NULL, inner6, sc_inner_alone);
+	run_scenario("inner tuner v6 + seq_probe", PROG("probes") ":seq_probe", inner6,
+		     sc_inner_then_policy);
+	run_scenario("inner tuner v4 on a v6 host", NULL, inner4, sc_inner_v4);
+	run_scenario("inner tuner: init fails", NULL, inner_fail, sc_inner_bad);
+	run_scenario("inner tuner: returns errors", NULL, inner_err, sc_inner_bad);
+	run_scenario("inner tuner: missing library", NULL, inner_missing, sc_inner_bad);
 	TEST_DONE();
 }
