@@ -27,6 +27,7 @@
 #include "plugin/profiler/nccl_profiler_abi.h"
 
 struct chain_profiler;
+struct metrics_comm;
 
 enum profiler_mode {
 	PROFILER_MODE_OFF = 0,
@@ -239,6 +240,7 @@ struct profiler_ctx {
 	_Atomic int rank;
 	int n_ranks, n_nodes;
 	uint32_t mask;         /* activation mask we asked for (KernelCh: "may come") */
+	struct metrics_comm *metrics;       /* NCCLBPF_METRICS_FILE, NULL when off */
 	const struct chain_profiler *inner; /* NCCLBPF_PROFILER_INNER, NULL when none */
 	void *inner_ctx;
 	int inner_mask;        /* what the inner plugin asked for */

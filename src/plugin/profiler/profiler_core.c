@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "plugin/chain/chain.h"
+#include "plugin/metrics/metrics.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
@@ -295,6 +296,9 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		c->n_ranks = a->n_ranks;
 		c->n_nodes = a->n_nodes;
 		c->mask = mask;
+		c->metrics = mode != PROFILER_MODE_OFF
+				     ? metrics_comm_open(a->comm_id, a->comm_name, a->rank, a->n_ranks)
+				     : NULL;
 		c->inner = NULL;
 		c->inner_ctx = NULL;
 		c->inner_mask = 0;
@@ -783,9 +787,12 @@ int profiler_finalize(void *context)
 	}
 	const struct chain_profiler *inner = c->inner;
 	void *ictx = c->inner_ctx;
+	struct metrics_comm *metrics = c->metrics;
 	c->inner = NULL;
 	c->inner_ctx = NULL;
+	c->metrics = NULL;
 	pthread_mutex_unlock(&ctx_lock);
+	metrics_comm_close(metrics); /* writes the file with this communicator's final numbers */
 	if (inner)
 		chain_profiler_finalize(inner, ictx);
 	if (c->trace)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plugin/comm_channels.h"
+#include "plugin/metrics/metrics.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
@@ -63,8 +64,11 @@ static void coll_complete(struct profiler_event *e)
 		 * host time to the last KernelCh stop on v3), and every collective where this
 		 * context never gets KernelCh (v1/v2, Coll-only mask). A sampled-out collective's
 		 * host time is its enqueue time, not a latency: it stays out of the stats. */
-		if (e->expect_kch > 0 || !(c->mask & NB_PROF_KERNEL_CH))
+		bool timed = e->expect_kch > 0 || !(c->mask & NB_PROF_KERNEL_CH);
+		if (timed)
 			profiler_latency_update(c, &pc);
+		if (c->metrics)
+			metrics_observe(c->metrics, &pc, timed, pc.gpu_ns ? pc.gpu_ns : pc.host_ns);
 	}
 	if (pc.n_channels)
 		comm_channels_record(pc.comm_id, (int)pc.n_channels);

@@ -45,6 +45,7 @@
 #include "plugin/tuner/nccl_tuner_abi.h"
 
 struct chain_tuner;
+struct metrics_tuner;
 
 enum tuner_issue {
 	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */
@@ -97,6 +98,7 @@ struct tuner_comm {
 	/* from init (v5+), 0 = unknown */
 	uint32_t n_nvl_domains, min_ranks_per_nvl_domain, max_ranks_per_nvl_domain;
 	bool pin; /* NCCLBPF_TUNER_SYM=pin (default) */
+	struct metrics_tuner *metrics;   /* NCCLBPF_METRICS_FILE, NULL when off */
 	const struct chain_tuner *inner; /* NCCLBPF_TUNER_INNER, NULL when none */
 	void *inner_ctx;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */

@@ -11,6 +11,7 @@
 #include "ncclbpf/ncclbpf.h"
 #include "plugin/chain/chain.h"
 #include "plugin/comm_channels.h"
+#include "plugin/metrics/metrics.h"
 #include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
 
@@ -76,6 +77,7 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT | TUNER_LOG,
 			    "NCCLBPF_TUNER_SYM=%s not understood (pin|compete): using pin", sym);
 	tc->pin = pin != 0;
+	tc->metrics = metrics_tuner_open(comm_id);
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
 		    "tuner program(s)%s",
@@ -145,6 +147,10 @@ int tuner_comm_close(void *ctx)
 	return NB_NCCL_SUCCESS;
 }
 
+static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
+			 int num_pipe_ops, float **cost_table, int num_algo, int num_proto,
+			 int reg_buff, int *n_channels);
+
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
 			float **cost_table, int num_algo, int num_proto, int reg_buff,
 			int *n_channels)
@@ -153,6 +159,18 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (!tc || !cost_table || !n_channels || coll_type < 0 ||
 	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
 		return NB_NCCL_SUCCESS;
+	bool changed = tuner_decide(tc, coll_type, n_bytes, num_pipe_ops, cost_table, num_algo,
+				    num_proto, reg_buff, n_channels);
+	if (tc->metrics)
+		metrics_tuner_note(tc->metrics, changed);
+	return NB_NCCL_SUCCESS;
+}
+
+/* Returns whether a policy changed the table or the channel count. */
+static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
+			 int num_pipe_ops, float **cost_table, int num_algo, int num_proto,
+			 int reg_buff, int *n_channels)
+{
 	uint64_t seq = tuner_seq_next(tc, coll_type);
 	tc->calls++;
 	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
@@ -163,7 +181,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 				      table, num_algo, num_proto, reg_buff, n_channels);
 	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
 	if (!chain || chain->len == 0)
-		return NB_NCCL_SUCCESS;
+		return false;
 
 	struct ncclbpf_tuner_ctx c;
 	c.comm_id = tc->comm_id;
@@ -205,12 +223,13 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
 		if (tc->pin)
 			tuner_pin(table, num_algo, num_proto);
-		return NB_NCCL_SUCCESS;
+		return false;
 	}
 	struct tuner_applied applied;
 	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
 			&applied);
-	if (applied.algo >= 0 || applied.n_channels > 0)
+	bool changed = applied.algo >= 0 || applied.n_channels > 0;
+	if (changed)
 		tc->decided++;
 	/* the table was left to NCCL (KEEP or a discarded request): make its choice explicit */
 	if (applied.algo < 0 && tc->pin)
@@ -218,7 +237,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
-	return NB_NCCL_SUCCESS;
+	return changed;
 }
 
 /* Protocol grain NCCL rounds chunk sizes down to (§2.7): below it the chunk becomes 0 and
