@@ -106,6 +106,34 @@ struct ncclbpf_chunk_ctx {
 	__u64 chunk_size; /* 32: in: NCCL's chunk size; out: the policy's (>= protocol grain) */
 };                        /* 40 bytes */
 
+/* ---- tuner init hook: SEC("tuner/init"), once per communicator when NCCL initializes the
+ * tuner (tuner ABI v5+, NCCL 2.28+), after an inner plugin (NCCLBPF_TUNER_INNER) ---- */
+#define NCCLBPF_NUM_COMPCAPS 4 /* compute-capability rows of NCCL's bandwidth tables */
+#define NCCLBPF_NUM_HW 3       /* hardware rows of the latency table: NVLink, PCI, network */
+/* NCCL's tuning constants (ncclTunerConstants_v5, doubles in µs and GB/s) as integers: BPF
+ * has no floating point. Writable, within bounds the plugin checks when converting back:
+ * latencies 0..NCCLBPF_MAX_LATENCY_NS, bandwidths 0..NCCLBPF_MAX_BW_MBPS; an entry outside
+ * keeps NCCL's value (counted, logged once). Entries left unchanged keep NCCL's exact double.
+ * Every rank must write the same values (all fields are rank-invariant). */
+#define NCCLBPF_MAX_LATENCY_NS 10000000u /* 10 ms */
+#define NCCLBPF_MAX_BW_MBPS 10000000u    /* 10 TB/s */
+struct ncclbpf_tuner_init_ctx {
+	__u64 comm_id;                  /*   0 */
+	__u32 n_ranks;                  /*   8 */
+	__u32 n_nodes;                  /*  12 */
+	__u32 n_nvl_domains;            /*  16 */
+	__u32 min_ranks_per_nvl_domain; /*  20 */
+	__u32 max_ranks_per_nvl_domain; /*  24 */
+	__u32 abi_version;              /*  28 */
+	__u32 base_latency_ns[NCCLBPF_NUM_ALGOS][NCCLBPF_NUM_PROTOS];                /*  32 */
+	__u32 hw_latency_ns[NCCLBPF_NUM_HW][NCCLBPF_NUM_ALGOS][NCCLBPF_NUM_PROTOS];  /* 116 */
+	__u32 ll_max_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                               /* 368 */
+	__u32 per_ch_max_ring_ll128_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                /* 416 */
+	__u32 per_ch_max_tree_ll128_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                /* 464 */
+	__u32 per_ch_max_tree_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                      /* 512 */
+	__u32 per_ch_max_nvls_tree_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                 /* 560 */
+};                                                                               /* 608 bytes */
+
 /* ---- profiler hook: SEC("profiler"), once per completed collective (read-only) ---- */
 struct ncclbpf_profiler_ctx {
 	__u64 comm_id;     /*  0 */

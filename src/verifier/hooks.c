@@ -34,6 +34,10 @@ static const struct nb_ctx_field tuner_fields[] = {
 	RO(max_ranks_per_nvl_domain, TCTX, INV), RO(ranks_per_node, TCTX, INV),
 };
 
+_Static_assert(sizeof(struct ncclbpf_tuner_init_ctx) == 608, "tuner init ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_init_ctx, per_ch_max_nvls_tree_bw_mbps) == 560,
+	       "tuner init ctx layout");
+
 #define CCTX struct ncclbpf_chunk_ctx
 static const struct nb_ctx_field chunk_fields[] = {
 	RO(comm_id, CCTX, INV),  RO(n_bytes, CCTX, INV), RO(coll_type, CCTX, INV),
@@ -111,6 +115,10 @@ static const struct nb_hook_desc hooks[NB_HOOK_COUNT] = {
 			  N(net_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
 	[NB_HOOK_ENV] = { NB_HOOK_ENV, "env", "env", sizeof(struct ncclbpf_env_ctx), env_fields,
 			  N(env_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
+	[NB_HOOK_TUNER_INIT] = { NB_HOOK_TUNER_INIT, "tuner/init", "tuner/init",
+				 sizeof(struct ncclbpf_tuner_init_ctx), hook_tuner_init_fields,
+				 NB_TUNER_INIT_FIELDS, policy_helpers, N(policy_helpers),
+				 POLICY_LIMITS, false },
 };
 
 const struct nb_hook_desc *hook_desc(enum nb_hook_type type)
@@ -169,7 +177,8 @@ bool hook_output_rank_invariant(const struct nb_hook_desc *hook, const struct nb
 {
 	if (!hook || !f || !f->writable || f->variance != NB_RANK_INVARIANT)
 		return false;
-	return hook->type == NB_HOOK_TUNER || hook->type == NB_HOOK_TUNER_CHUNK;
+	return hook->type == NB_HOOK_TUNER || hook->type == NB_HOOK_TUNER_CHUNK ||
+	       hook->type == NB_HOOK_TUNER_INIT;
 }
 
 const struct nb_ctx_field *hook_ctx_field(const struct nb_hook_desc *hook, uint32_t off,

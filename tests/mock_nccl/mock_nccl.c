@@ -151,9 +151,16 @@ int mock_comm_init(struct mock_nccl *m, struct mock_comm *c, uint64_t comm_id, i
 		const struct nb_nccl_tuner_v5 *t = m->tuner;
 		struct nb_nccl_nvl_domain_info_v5 nvl = { n_nodes, n_ranks / (n_nodes ? n_nodes : 1),
 							  n_ranks / (n_nodes ? n_nodes : 1) };
-		double constants[144] = { 0 }; /* ncclTunerConstants_v5_t: 144 doubles */
+		/* ncclTunerConstants_v5_t: 144 doubles, in/out; plausible values: latencies
+		 * (µs) 4.4..10.9 for [algo][proto], hw latencies 0.6..5, bandwidths (GB/s) 10..90 */
+		for (int i = 0; i < 21; i++)
+			c->constants[i] = 4.4 + 0.3 * i;
+		for (int i = 21; i < 84; i++)
+			c->constants[i] = 0.6 + 0.07 * (i - 21);
+		for (int i = 84; i < 144; i++)
+			c->constants[i] = 10.0 + (i - 84) * 1.3;
 		return t->init(&c->ctx, comm_id, (size_t)n_ranks, (size_t)n_nodes, mock_logger, &nvl,
-			       (struct nb_nccl_tuner_constants_v5 *)constants);
+			       (struct nb_nccl_tuner_constants_v5 *)(void *)c->constants);
 	}
 	default:
 		return NB_NCCL_INTERNAL_ERROR;

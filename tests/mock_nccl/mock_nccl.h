@@ -54,6 +54,7 @@ struct mock_comm {
 	int n_nodes;
 	int nccl_channels; /* "N coll channels" NCCL would log for this comm */
 	pthread_mutex_t lock; /* NCCL serializes getCollInfo per comm */
+	double constants[144]; /* ncclTunerConstants_v5 handed to v5/v6 init (plausible values) */
 };
 
 /* Calls the bound init as NCCL does; returns NCCL's result (0 = success). */

@@ -640,6 +640,26 @@ static void sc_nvl_fields(void)
 	}
 }
 
+/* tuner/init edits NCCL's tuning constants within bounds (v5/v6 hosts; v3/v4 pass none). */
+static void sc_init_constants(void)
+{
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1f00 + r, 8, 1) == 0);
+		if (m.tuner_version >= 5) {
+			CHECK(fabs(c.constants[3] - 2 * (4.4 + 0.3 * 3)) < 1e-9); /* Ring/LL latency */
+			CHECK(c.constants[84 + 3 * 12] == 12.345);    /* tree bw, compcap 0 */
+			CHECK(c.constants[21 + 5] == 0.6 + 0.07 * 5); /* out of bounds: kept */
+			CHECK(c.constants[0] == 4.4);                 /* untouched: exact */
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	CHECK(mock_log_count("tuner/init changed 2 of NCCL's tuning constants") == 4); /* v5+ */
+	CHECK(mock_log_count("tuning constant out of bounds") == 1);
+}
+
 /* ---- chaining: NCCLBPF_TUNER_INNER ---- */
 #define FAKE(n) NB_BUILD_DIR "/tests/fake_plugins/lib" n ".so"
 struct fake_tuner_state {
@@ -817,6 +837,9 @@ int main(int argc, char **argv)
 		     sc_231_seq_compete);
 	run_scenario("NVLink-domain info + shape in ctx", PROG("probes") ":nvl_probe", NULL,
 		     sc_nvl_fields);
+	static const char *const info[] = { "NCCL_DEBUG", "INFO", NULL };
+	run_scenario("tuner/init: NCCL's tuning constants", PROG("probes") ":init_probe", info,
+		     sc_init_constants);
 	static const char *const inner6[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v6"), NULL };
 	static const char *const inner4[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v4"), NULL };
 	static const char *const inner_fail[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_fail"),

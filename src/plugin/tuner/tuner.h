@@ -58,6 +58,7 @@ enum tuner_issue {
 	TUNER_ISSUE_CHANNELS_CLAMPED,   /* n_channels > 64 */
 	TUNER_ISSUE_BAD_CHUNK,          /* chunk size below the protocol grain (kept NCCL's) */
 	TUNER_ISSUE_CHANNELS_COLLNET,   /* n_channels not applied: NCCL will run CollNet */
+	TUNER_ISSUE_BAD_CONSTANT,       /* tuner/init wrote a constant out of bounds (ignored) */
 	TUNER_ISSUE_COUNT
 };
 
@@ -130,6 +131,18 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 			int *n_channels);
 int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int proto,
 			 int n_channels, size_t *chunk_size);
+
+/* ---- tuner/init (tuner_init_hook.c) ---- */
+#define TUNER_CONSTANTS_V5_DOUBLES 144
+/* Runs the SEC("tuner/init") chain on NCCL's constants (ncclTunerConstants_v5, doubles). */
+void tuner_run_init_hook(struct tuner_comm *tc, void *constants);
+/* Conversions (exposed for tests): doubles -> integers, and back for changed entries within
+ * bounds; returns how many changed, *rejected = how many were out of bounds. */
+int tuner_constants_to_ctx(const double *constants, struct ncclbpf_tuner_init_ctx *c);
+unsigned tuner_constants_from_ctx(double *constants, const struct ncclbpf_tuner_init_ctx *orig,
+				  const struct ncclbpf_tuner_init_ctx *c, unsigned *rejected);
+/* Counts an issue and logs its first occurrence (tuner_core.c). */
+void tuner_note_issue(enum tuner_issue issue, const char *label, const char *detail);
 
 /* Process-wide count of each issue since load (relaxed). */
 uint64_t tuner_issue_count(enum tuner_issue issue);

@@ -49,6 +49,12 @@ static void note_issues(unsigned issues, const char *label, const char *detail)
 	}
 }
 
+void tuner_note_issue(enum tuner_issue issue, const char *label, const char *detail)
+{
+	if ((unsigned)issue < TUNER_ISSUE_COUNT)
+		note_issues(1u << issue, label, detail);
+}
+
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out)
 {

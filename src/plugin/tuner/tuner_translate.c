@@ -17,6 +17,7 @@ static const char *const issue_names[TUNER_ISSUE_COUNT] = {
 	[TUNER_ISSUE_CHANNELS_CLAMPED] = "channel count clamped",
 	[TUNER_ISSUE_BAD_CHUNK] = "chunk size below the protocol grain",
 	[TUNER_ISSUE_CHANNELS_COLLNET] = "channel count not applied to CollNet (NCCL uses it unclamped)",
+	[TUNER_ISSUE_BAD_CONSTANT] = "tuning constant out of bounds (tuner/init)",
 };
 
 const char *tuner_issue_name(enum tuner_issue issue)

@@ -12,6 +12,8 @@ static int v5_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		tuner_comm_set_nvl(*ctx, nvl);
 		/* the inner plugin may edit NCCL's tuning constants, as it would without us */
 		tuner_comm_chain_init(*ctx, n_ranks, n_nodes, log, nvl, constants);
+		/* SEC("tuner/init") programs see the constants after the inner plugin */
+		tuner_run_init_hook(*ctx, constants);
 	}
 	return NB_NCCL_SUCCESS;
 }

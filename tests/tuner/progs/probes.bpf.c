@@ -22,3 +22,13 @@ SEC("tuner") int nvl_probe(struct ncclbpf_tuner_ctx *ctx)
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* tuner/init: Ring/LL base latency doubled, one tree bandwidth set, one latency out of
+ * bounds (ignored by the plugin, NCCL's value kept) */
+SEC("tuner/init") int init_probe(struct ncclbpf_tuner_init_ctx *ctx)
+{
+	ctx->base_latency_ns[NCCLBPF_ALGO_RING][NCCLBPF_PROTO_LL] *= 2;
+	ctx->per_ch_max_tree_bw_mbps[0][0] = 12345;
+	ctx->hw_latency_ns[0][1][2] = NCCLBPF_MAX_LATENCY_NS + 1;
+	return 0;
+}
