@@ -242,6 +242,8 @@ static void ctx_reset_stats(struct profiler_ctx *c)
 }
 
 static bool profiler_null_mode(void);
+/* set once some context got an inner plugin: the event path skips chaining before that */
+static _Atomic bool chain_active;
 
 int profiler_init(void **context, int *activation_mask, const struct profiler_init_args *a)
 {
@@ -309,6 +311,7 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 							   a->rank, a->logger, &ok);
 			if (ok) {
 				c->inner = inner;
+				atomic_store(&chain_active, true);
 				/* NCCL delivers what either plugin asked for; ours filters by c->mask */
 				if (activation_mask)
 					*activation_mask = (int)(mask | (uint32_t)c->inner_mask);
@@ -495,7 +498,8 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 	 * events of another process (their context is not ours to decode). */
 	void *ih = NULL;
 	struct profiler_ctx *c = NULL;
-	if (!(d->type == NB_PROF_PROXY_OP && d->pid != my_pid())) {
+	if (atomic_load_explicit(&chain_active, memory_order_relaxed) &&
+	    !(d->type == NB_PROF_PROXY_OP && d->pid != my_pid())) {
 		c = profiler_ctx_decode((uint64_t)(uintptr_t)context);
 		if (c && c->inner && !c->disabled)
 			ih = chain_profiler_start(c->inner, c->inner_ctx, d->raw, c->version, d->type,
