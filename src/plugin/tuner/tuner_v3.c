@@ -1,4 +1,4 @@
-/* ncclTunerPlugin_v3 (NCCL 2.21+ bind it when no newer version is exported; 2.27-2.30 still
+/* ncclTunerPlugin_v3 (NCCL 2.22+ bind it when no newer version is exported; 2.27-2.30 still
  * accept it through their shims). No commId and no regBuff: comm_id = 0, reg_buff = 0. */
 #include "plugin/tuner/tuner.h"
 
