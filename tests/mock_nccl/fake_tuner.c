@@ -3,7 +3,8 @@
  *   FAKE_TUNER_VERSION 4 or 6   which ncclTunerPlugin_vN it exports
  *   FAKE_TUNER_FAIL_INIT        init returns an error
  *   FAKE_TUNER_ERRORS           getCollInfo scribbles over the table, then returns an error
- * Its decision: Tree/LL128 when NCCL allows it (lowered to 0.0), and 7 channels. Counters
+ * Its decision: Tree/LL128 when NCCL allows it (lowered to 0.0), Ring/Simple excluded with
+ * -1 (the <= 2.30 idiom), and 7 channels. Counters
  * and what init received are exported for the tests (fake_tuner_state). */
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,10 @@ static int decide(void *ctx, float **cost_table, int num_algo, int num_proto, in
 #else
 	if (num_algo > 0 && num_proto > 1 && t[0 * num_proto + 1] >= 0.0f)
 		t[0 * num_proto + 1] = 0.0f;
+	/* and excludes Ring/Simple the <= 2.30 way: -1 (a winning time on 2.31 unless ncclbpf
+	 * turns it into a large cost) */
+	if (num_algo > 1 && num_proto > 2 && t[1 * num_proto + 2] >= 0.0f)
+		t[1 * num_proto + 2] = -1.0f;
 	*n_channels = 7;
 	return NB_NCCL_SUCCESS;
 #endif

@@ -15,6 +15,8 @@ extern const struct nb_nccl_tuner_v4 ncclTunerPlugin_v4;
 extern const struct nb_nccl_tuner_v5 ncclTunerPlugin_v5;
 extern const struct nb_nccl_tuner_v6 ncclTunerPlugin_v6;
 
+#define CHAIN_EXCLUDED_COST 1e30f /* "excluded": larger than any time NCCL computes */
+
 struct chain_tuner {
 	void *dl;
 	int version;
@@ -222,7 +224,14 @@ void chain_tuner_coll_info(const struct chain_tuner *t, void *ictx, int coll_typ
 		memcpy(table, saved, n * sizeof(float));
 		*n_channels = saved_ch;
 		note_error("getCollInfo", rc);
+		return;
 	}
+	/* An inner plugin written for <= 2.30 excludes an entry by writing -1 into it; NCCL 2.31
+	 * would take that -1 as a winning time. An entry NCCL had filled in and the inner plugin
+	 * made negative (or NaN) becomes a large positive cost instead: excluded under both. */
+	for (size_t i = 0; i < n; i++)
+		if (saved[i] >= 0.0f && !(table[i] >= 0.0f))
+			table[i] = CHAIN_EXCLUDED_COST;
 }
 
 void chain_tuner_chunk_size(const struct chain_tuner *t, void *ictx, int coll_type,

@@ -172,9 +172,10 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 	bool want = band_due(s, pred, now, 1) || band_due(s, band, now, 4);
 	if (want != s->requesting) {
 		s->requesting = want;
-		int before = want ? atomic_fetch_add(&kch_requests, 1)
-				  : atomic_fetch_sub(&kch_requests, 1);
-		(void)before;
+		if (want)
+			atomic_fetch_add(&kch_requests, 1);
+		else
+			atomic_fetch_sub(&kch_requests, 1);
 	}
 	set_kch_bit(s->nccl_mask, atomic_load_explicit(&kch_requests, memory_order_relaxed) > 0);
 }
