@@ -571,6 +571,9 @@ static int start_own(void *context, void **handle, const struct profiler_desc *d
 		pool = &c->pool;
 		if (!parent && d->parent)
 			parent = profiler_event_decode((uint64_t)(uintptr_t)d->parent);
+		/* a carrier only holds an inner plugin's handle: not a parent of ours */
+		if (parent && (parent->flags & PROFILER_EV_CARRIER))
+			parent = NULL;
 	}
 	struct profiler_event *e = profiler_pool_alloc(pool);
 	if (!e && c && profiler_reclaim_stale(c, profiler_now_ns()))
