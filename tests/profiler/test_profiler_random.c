@@ -43,6 +43,7 @@ static void streams(int v, const char *inner, int iters)
 	prof_set_mode("coll");
 	unsetenv("NCCLBPF_PROFILE_SAMPLE"); /* adaptive */
 	struct fake_state_prefix *fs = NULL, before;
+	memset(&before, 0, sizeof(before));
 	if (inner) {
 		void *dl = dlopen(inner, RTLD_NOW | RTLD_LOCAL);
 		fs = dl ? dlsym(dl, "fake_profiler_state") : NULL;
