@@ -110,6 +110,13 @@ static int btf_map_def(struct ld_ctx *c, const char *name, uint32_t struct_id,
 			ret = field_uint(c, name, &mb, &m->map_flags);
 		else if (strcmp(mb.name, "pinning") == 0)
 			ret = field_uint(c, name, &mb, &m->pinning);
+		else if (strcmp(mb.name, "numa_node") == 0)
+			ret = field_uint(c, name, &mb, &m->numa_node);
+		else if (strcmp(mb.name, "map_extra") == 0) {
+			uint32_t v = 0;
+			ret = field_uint(c, name, &mb, &v);
+			m->map_extra = v;
+		}
 		else if (strcmp(mb.name, "key_size") == 0 || strcmp(mb.name, "value_size") == 0) {
 			bool key = mb.name[0] == 'k';
 			ret = field_uint(c, name, &mb, &ksz);

@@ -117,7 +117,7 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 		*out = NULL;
 	if (!f) {
 		int e = errno;
-		return ld_err(&c, e, "%s: %s", path, strerror(e));
+		return ld_err(&c, e, "%s", strerror(e));
 	}
 	uint8_t *buf = NULL;
 	size_t len = 0, cap = 0;
@@ -126,7 +126,7 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 			if (cap >= LD_MAX_FILE_SIZE) {
 				free(buf);
 				fclose(f);
-				return ld_err(&c, EFBIG, "%s: larger than the %u-byte limit", path,
+				return ld_err(&c, EFBIG, "larger than the %u-byte limit",
 					      LD_MAX_FILE_SIZE);
 			}
 			cap = cap ? cap * 2 : 65536;
@@ -134,7 +134,7 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 			if (!n) {
 				free(buf);
 				fclose(f);
-				return ld_err(&c, ENOMEM, "%s: out of memory", path);
+				return ld_err(&c, ENOMEM, "out of memory");
 			}
 			buf = n;
 		}
@@ -145,7 +145,7 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 				int e = errno ? errno : EIO;
 				free(buf);
 				fclose(f);
-				return ld_err(&c, e, "%s: read error: %s", path, strerror(e));
+				return ld_err(&c, e, "read error: %s", strerror(e));
 			}
 			break;
 		}

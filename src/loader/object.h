@@ -35,7 +35,9 @@
 
 #include "isa/isa.h"
 
-#define NB_NAME_MAX 64
+/* Names (programs, maps, functions) up to the kernel's KSYM_NAME_LEN (512 with the NUL),
+ * the longest a BTF name can be in practice; section names up to twice that. */
+#define NB_NAME_MAX 512
 
 enum nb_map_origin {
 	NB_MAP_ORIGIN_BTF,    /* SEC(".maps") with BTF definition */
@@ -58,6 +60,10 @@ struct nb_map_def {
 	uint32_t btf_key_type;  /* BTF type ids, 0 if unknown */
 	uint32_t btf_value_type;
 	uint8_t *init_data;     /* global data initial contents (value_size bytes), or NULL */
+	/* libbpf fields that mean nothing here (no NUMA placement, no bloom filter or arena
+	 * maps): accepted, kept for inspection (`ncclbpf info` notes them), otherwise ignored */
+	uint32_t numa_node;
+	uint64_t map_extra;
 };
 
 /* Source position of an instruction, from .BTF.ext line info. */
@@ -106,6 +112,8 @@ struct nb_object {
  * relocation 3 symbol index 99 out of range (17 symbols)") in err. */
 int loader_open_mem(const void *buf, size_t size, const char *name, struct nb_object **out,
 		    char *err, size_t errlen);
+/* The message never repeats the path (callers print "PATH: message"): "No such file or
+ * directory", "not an ELF file (...)". A directory reads as an error. */
 int loader_open_file(const char *path, struct nb_object **out, char *err, size_t errlen);
 void loader_close(struct nb_object *obj);
 

@@ -40,10 +40,13 @@ static void walk(const struct nb_object *o)
 				if (t < 0 || (uint64_t)t >= p->insn_cnt)
 					fail();
 			}
-			if (isa_is_lddw(in) && (in->src_reg == BPF_PSEUDO_MAP_FD ||
-						in->src_reg == BPF_PSEUDO_MAP_VALUE)) {
-				if (k + 1 >= p->insn_cnt || in->imm < 0 || (size_t)in->imm >= o->map_cnt)
+			if (isa_is_lddw(in)) {
+				if ((in->src_reg == BPF_PSEUDO_MAP_FD ||
+				     in->src_reg == BPF_PSEUDO_MAP_VALUE) &&
+				    (k + 1 >= p->insn_cnt || in->imm < 0 || (size_t)in->imm >= o->map_cnt))
 					fail();
+				/* the second slot is data (the immediate's high half), whatever
+				 * its bytes look like: never an instruction of its own */
 				k++;
 			}
 		}
