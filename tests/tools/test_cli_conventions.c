@@ -410,6 +410,60 @@ static void test_bench_json(void)
 	CHECK_STR_CONTAINS(out, "native P50/P99 ns");
 }
 
+/* mock_nccl_host: help per command, valid values in its errors, range checks, and a
+ * rejected policy impossible to miss (one stderr line with NCCL_DEBUG unset, the simulate
+ * table saying which entries were skipped). */
+static void test_mock_host(void)
+{
+	const char *env = "LD_LIBRARY_PATH=. env -u NCCL_DEBUG -u NCCLBPF_POLICY";
+	CHECK(run("./mock_nccl_host --help") == 0);
+	CHECK_STR_CONTAINS(out, "commands:");
+	const char *cmds[] = { "simulate", "stress", "versions" };
+	for (int i = 0; i < 3; i++) {
+		char usage[64];
+		snprintf(usage, sizeof(usage), "usage: mock_nccl_host %s", cmds[i]);
+		CHECK(run("./mock_nccl_host help %s", cmds[i]) == 0);
+		CHECK(!strncmp(out, usage, strlen(usage)));
+		char *h = strdup(out);
+		CHECK(run("./mock_nccl_host %s --help", cmds[i]) == 0);
+		CHECK(!strcmp(h, out));
+		free(h);
+		CHECK(run("./mock_nccl_host %s --frobnicate 1 2>&1", cmds[i]) == 2);
+		CHECK(count_lines(out) == 1);
+	}
+	CHECK(run("./mock_nccl_host 2>&1") == 2);
+	CHECK(run("./mock_nccl_host frobnicate 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "unknown command 'frobnicate'");
+	CHECK(run("./mock_nccl_host simulate --topo bogus 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "valid: nvlink-node, multi-node");
+	CHECK(run("./mock_nccl_host simulate --nccl 1.0 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "supported: 2.27, 2.28");
+	CHECK(run("./mock_nccl_host simulate --ranks 0 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "out of range");
+	CHECK(run("./mock_nccl_host simulate --ranks 4 --nodes 8 2>&1") == 2);
+	CHECK(run("./mock_nccl_host stress --iters x 2>&1") == 2);
+	CHECK(run("./mock_nccl_host stress --topo nvlink-node 2>&1") == 2); /* not a stress option */
+
+	/* NCCL_DEBUG unset: the skipped entry is one line on stderr, and the table says so */
+	CHECK(run("%s NCCLBPF_POLICY=/nonexistent/x.bpf.o,policies/size_aware.bpf.o "
+		  "./mock_nccl_host simulate --nccl 2.29 2>cli_stderr.txt", env) == 0);
+	CHECK_STR_CONTAINS(out, "  SKIPPED   /nonexistent/x.bpf.o: No such file or directory");
+	CHECK_STR_CONTAINS(out, "  attached  policies/size_aware.bpf.o:size_aware to hook tuner");
+	CHECK(run("cat cli_stderr.txt") == 0);
+	CHECK(count_substr(out, "ncclbpf: policy /nonexistent/x.bpf.o skipped: No such file") == 1);
+	CHECK(count_lines(out) == 1);
+	/* a verifier rejection: the diagnostic's code in the one line */
+	CHECK(run("%s NCCLBPF_POLICY=policies/unsafe/div_by_input.bpf.o ./mock_nccl_host "
+		  "simulate 2>&1 >/dev/null", env) == 0);
+	CHECK(count_substr(out, "[E-DIV-ZERO]") == 1 && count_substr(out, "skipped") == 1);
+	/* NCCL_DEBUG=WARN: NCCL's WARN line, and no second copy */
+	CHECK(run("%s NCCL_DEBUG=WARN NCCLBPF_POLICY=/nonexistent/x.bpf.o ./mock_nccl_host "
+		  "simulate 2>&1 >/dev/null", env) == 0);
+	CHECK(count_substr(out, "skipped") == 1);
+	CHECK_STR_CONTAINS(out, "NCCL WARN ncclbpf: policy /nonexistent/x.bpf.o skipped");
+	unlink("cli_stderr.txt");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -424,6 +478,7 @@ int main(int argc, char **argv)
 	test_verify();
 	test_info_and_kernel_objects();
 	test_bench_json();
+	test_mock_host();
 	free(out);
 	TEST_DONE();
 }
