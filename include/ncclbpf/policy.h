@@ -197,7 +197,8 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static long (*bpf_trace_printk)(const char *fmt, __u32 fmt_size, ...) = (void *)6;
 static __u32 (*bpf_get_prandom_u32)(void) = (void *)7;
 
-/* bpf_printk("x=%d", x): logged through NCCL's logger (NCCL_DEBUG=INFO). */
+/* bpf_printk("x=%d", x): logged through NCCL's logger at INFO in the TUNING subsystem
+ * (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), at most 50 lines a second. */
 #define bpf_printk(fmt, ...)                                                   \
 	({                                                                     \
 		static const char ____fmt[] = fmt;                             \
