@@ -2,7 +2,8 @@
  * NCCL_DEBUG=INFO shows it), prefixed "ncclbpf: ". Without a logger, only WARN lines are
  * printed, to stderr. A WARN about configuration (INIT subsystem: a policy skipped, a bad
  * setting) must be impossible to miss, so when NCCL would hide it (NCCL_DEBUG unset or
- * VERSION) it also goes to stderr: exactly one visible line either way. Also the rate limiter used for per-call messages (faults, printk). */
+ * VERSION) it also goes to stderr: exactly one visible line either way.
+ * Also the rate limiter used for per-call messages (faults, printk). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

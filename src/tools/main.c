@@ -82,6 +82,11 @@ const struct cli_command *cli_find_command(const char *name)
 
 /* ---- help ---- */
 
+static bool is_help_flag(const char *a)
+{
+	return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
 static const char global_help[] =
 	"Inspects, disassembles, verifies and runs eBPF policies for NCCL (libncclbpf.so).\n"
 	"\n"
@@ -152,6 +157,10 @@ static int cmd_help(int argc, char **argv)
 	}
 	if (argc != 2)
 		return cli_usage_error("help", "takes one command name");
+	if (is_help_flag(argv[1])) {
+		print_command_help(stdout, cli_find_command("help"));
+		return CLI_EXIT_OK;
+	}
 	const struct cli_command *c = cli_find_command(argv[1]);
 	if (!c) {
 		fprintf(stderr, "ncclbpf help: unknown command '%s' (commands: see `ncclbpf help`)\n",
@@ -306,11 +315,6 @@ NCCLBPF_CLI_COMMAND(version, .name = "version", .run = cmd_version,
 			    "arrays of version numbers}}\n");
 
 /* ---- dispatch ---- */
-
-static bool is_help_flag(const char *a)
-{
-	return !strcmp(a, "-h") || !strcmp(a, "--help");
-}
 
 int main(int argc, char **argv)
 {

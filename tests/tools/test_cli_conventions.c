@@ -174,6 +174,8 @@ static void test_help(void)
 	}
 	CHECK(run("./ncclbpf --help") == 0);
 	CHECK_STR_CONTAINS(out, "exit status");
+	CHECK(run("./ncclbpf help --help") == 0);
+	CHECK_STR_CONTAINS(out, "usage: ncclbpf help");
 	CHECK(run("./ncclbpf help nosuch 2>&1") == 2);
 	CHECK_STR_CONTAINS(out, "unknown command 'nosuch'");
 	CHECK(run("./ncclbpf nosuch 2>&1") == 2);
