@@ -94,6 +94,13 @@ struct nb_program {
 	size_t func_cnt;
 };
 
+/* A reference to a symbol the object does not define (.kconfig / .ksyms variables, kfunc
+ * calls), kept only when opened with NB_LOADER_INSPECT. */
+struct nb_extern {
+	char name[NB_NAME_MAX];
+	bool is_func; /* a call (kfunc), else a variable */
+};
+
 struct nb_object {
 	char name[256]; /* file name or caller-given name */
 	struct nb_program *progs;
@@ -103,6 +110,8 @@ struct nb_object {
 	char license[128];
 	bool has_btf;
 	bool has_btf_ext;
+	struct nb_extern *externs; /* NB_LOADER_INSPECT only; otherwise an error */
+	size_t extern_cnt;
 	/* private storage owned by the object (strings, BTF copy) */
 	void *priv;
 };
@@ -112,6 +121,17 @@ struct nb_object {
  * relocation 3 symbol index 99 out of range (17 symbols)") in err. */
 int loader_open_mem(const void *buf, size_t size, const char *name, struct nb_object **out,
 		    char *err, size_t errlen);
+/* Inspection (`ncclbpf info`, `disasm`): also parse objects only the kernel's loader can
+ * resolve. References to extern symbols are listed in obj->externs instead of failing: an
+ * extern LDDW stays a plain 64-bit constant 0 and a kfunc call stays "call -1" (a pseudo call
+ * to itself), exactly as the compiler emitted them. Such an object must never be run: the
+ * runtime opens objects without this flag. */
+#define NB_LOADER_INSPECT 0x1u
+int loader_open_mem_flags(const void *buf, size_t size, const char *name, unsigned flags,
+			  struct nb_object **out, char *err, size_t errlen);
+int loader_open_file_flags(const char *path, unsigned flags, struct nb_object **out, char *err,
+			   size_t errlen);
+
 /* The message never repeats the path (callers print "PATH: message"): "No such file or
  * directory", "not an ELF file (...)". A directory reads as an error. */
 int loader_open_file(const char *path, struct nb_object **out, char *err, size_t errlen);

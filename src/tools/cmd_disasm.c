@@ -42,7 +42,7 @@ static int cmd_disasm(int argc, char **argv)
 		return cli_usage_error("disasm", "no object given");
 	char err[1024];
 	struct nb_object *o = NULL;
-	if (loader_open_file(path, &o, err, sizeof(err)) < 0) {
+	if (loader_open_file_flags(path, NB_LOADER_INSPECT, &o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: error: %s\n", path, err);
 		return CLI_EXIT_REFUSED;
 	}

@@ -98,6 +98,14 @@ static void print_json(const char *path, const struct nb_object *o)
 		cli_json_end(&j);
 	}
 	cli_json_end(&j);
+	cli_json_array(&j, "externs");
+	for (size_t i = 0; i < o->extern_cnt; i++) {
+		cli_json_object(&j, NULL);
+		cli_json_str(&j, "name", o->externs[i].name);
+		cli_json_str(&j, "kind", o->externs[i].is_func ? "function" : "variable");
+		cli_json_end(&j);
+	}
+	cli_json_end(&j);
 	cli_json_end(&j);
 	cli_json_finish(&j);
 }
@@ -131,6 +139,14 @@ static void print_text(const struct nb_object *o)
 		       m->max_entries, m->map_flags, m->pinning == 1 ? " pinned" : "",
 		       ok ? "" : " (kernel-only)", m->numa_node || m->map_extra ? " (*)" : "");
 	}
+	if (o->extern_cnt) {
+		printf("\nexterns (%zu):\n", o->extern_cnt);
+		for (size_t i = 0; i < o->extern_cnt; i++)
+			printf("  %-24s %s\n", o->externs[i].name,
+			       o->externs[i].is_func ? "function (kfunc)" : "variable (.kconfig/.ksyms)");
+		printf("\nExtern symbols are resolved by the kernel's loader: ncclbpf can inspect "
+		       "this object but refuses to load it.\n");
+	}
 	if (kernel_only)
 		printf("\n(kernel-only) map types exist only in the kernel: ncclbpf can inspect this "
 		       "object but refuses to load it.\n");
@@ -158,7 +174,7 @@ static int cmd_info(int argc, char **argv)
 		return cli_usage_error("info", "no object given");
 	char err[1024];
 	struct nb_object *o = NULL;
-	if (loader_open_file(path, &o, err, sizeof(err)) < 0) {
+	if (loader_open_file_flags(path, NB_LOADER_INSPECT, &o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: error: %s\n", path, err);
 		return CLI_EXIT_REFUSED;
 	}
@@ -177,7 +193,7 @@ NCCLBPF_CLI_COMMAND(info, .name = "info", .run = cmd_info, .synopsis = "[--json]
 			    "section names; every map with its\nkernel type, key/value size, "
 			    "max_entries and flags; BTF and license. Creates\nnothing, so objects "
 			    "built for the kernel (perf event arrays, ring buffers, ...)\ncan be "
-			    "inspected too: such maps are marked (kernel-only).\n"
+			    "inspected too: such maps are marked (kernel-only), extern symbols are\nlisted.\n"
 			    "\n"
 			    "options:\n"
 			    "  --json   one JSON document (below) instead of the table\n"
@@ -194,4 +210,7 @@ NCCLBPF_CLI_COMMAND(info, .name = "info", .run = cmd_info, .synopsis = "[--json]
 			    "\"value_size\",\n"
 			    "             \"max_entries\", \"flags\", \"numa_node\", \"map_extra\": "
 			    "numbers,\n"
-			    "             \"supported\", \"pinned\": bools}]}\n");
+			    "             \"supported\", \"pinned\": bools}],\n"
+			    "   \"externs\": [{\"name\", \"kind\" (function, variable): strings}] "
+			    "(symbols only\n   the kernel's loader resolves: .kconfig, .ksyms, "
+			    "kfuncs)}\n");

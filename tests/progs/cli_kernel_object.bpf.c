@@ -1,7 +1,8 @@
 /* An object written for the kernel, not for ncclbpf (tests/tools: `ncclbpf info` and
  * `disasm` must inspect it all the same): kernel-only map types (perf event array, ring
  * buffer, bloom filter), libbpf's numa_node and map_extra fields, names far longer than
- * 64 characters, and legacy packet loads (LD_ABS / LD_IND) in a socket filter. */
+ * 64 characters, legacy packet loads (LD_ABS / LD_IND) in a socket filter, and extern
+ * symbols the kernel's loader resolves (a .kconfig variable, a kfunc). */
 #include <ncclbpf/policy.h>
 
 struct {
@@ -32,6 +33,9 @@ struct {
 	__type(value, __u64);
 } counters_placed_on_the_second_numa_node_of_a_large_machine_for_locality_reasons SEC(".maps");
 
+extern unsigned int LINUX_KERNEL_VERSION __attribute__((section(".kconfig"), weak));
+extern void bpf_rcu_read_lock(void) __attribute__((section(".ksyms")));
+
 /* 300 characters: longer than the 64 the loader once allowed, well within KSYM_NAME_LEN */
 #define LONG_NAME                                                                              \
 	a_function_name_of_three_hundred_characters_0123456789_0123456789_0123456789_0123456789_\
@@ -54,7 +58,8 @@ int LONG_NAME(void *skb)
 		     "r0 = *(u8 *)skb[r3]\n\t"
 		     "r0 = *(u32 *)skb[-4]\n\t" ::[skb] "r"(skb)
 		     : "r0", "r1", "r2", "r3", "r4", "r5", "r6");
-	return v ? 1 : 0;
+	bpf_rcu_read_lock();
+	return v ? (int)LINUX_KERNEL_VERSION : 0;
 }
 
 char LICENSE[] SEC("license") = "GPL";

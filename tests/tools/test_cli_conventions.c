@@ -372,9 +372,27 @@ static void test_info_and_kernel_objects(void)
 	CHECK_STR_CONTAINS(out, "r0 = *(u8 *)skb[r3]");
 	CHECK_STR_CONTAINS(out, "r0 = *(u32 *)skb[-4]");
 	CHECK_STR_CONTAINS(out, "# map events");
-	/* loading it for real is refused, with one clear reason */
+	CHECK(run("./ncclbpf info tests/progs/cli_kernel_object.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "externs (2):");
+	CHECK_STR_CONTAINS(out, "bpf_rcu_read_lock        function (kfunc)");
+	CHECK_STR_CONTAINS(out, "LINUX_KERNEL_VERSION     variable");
+	CHECK(run("./ncclbpf info --json tests/progs/cli_kernel_object.bpf.o") == 0);
+	j = parse_json(out);
+	const struct jm *x0 = jarr(j, "externs", 0), *x1 = jarr(j, "externs", 1);
+	CHECK(jstr(x0, "name") && jstr(x1, "name") && jstr(x0, "kind") && jstr(x1, "kind"));
+	CHECK(x0 && x1 && !strcmp(jstr(x0, "kind"), "function") &&
+	      !strcmp(jstr(x1, "kind"), "variable"));
+	jm_free(j);
+	CHECK(run("./ncclbpf disasm tests/progs/cli_kernel_object.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "call -1");
+	/* loading it for real (verify, the runtime) is refused, with one clear reason */
 	CHECK(run("./ncclbpf verify tests/progs/cli_kernel_object.bpf.o 2>&1") == 1);
-	CHECK_STR_CONTAINS(out, "names no hook");
+	CHECK_STR_CONTAINS(out, "extern");
+	CHECK(count_lines(out) == 1);
+	CHECK(run("LD_LIBRARY_PATH=. env -u NCCL_DEBUG NCCLBPF_POLICY=tests/progs/"
+		  "cli_kernel_object.bpf.o ./mock_nccl_host simulate 2>/dev/null") == 0);
+	CHECK_STR_CONTAINS(out, "SKIPPED   tests/progs/cli_kernel_object.bpf.o: ");
+	CHECK_STR_CONTAINS(out, "extern");
 
 	/* e_machine 0 (old LLVM) is accepted, as libbpf does */
 	CHECK(run("cp tests/progs/runtime_maps.bpf.o cli_em0.o && printf '\\000\\000' | "
