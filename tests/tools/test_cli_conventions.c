@@ -394,6 +394,15 @@ static void test_info_and_kernel_objects(void)
 	CHECK_STR_CONTAINS(out, "SKIPPED   tests/progs/cli_kernel_object.bpf.o: ");
 	CHECK_STR_CONTAINS(out, "extern");
 
+	/* map-in-map and program arrays with initial values: inspected, refused for loading */
+	CHECK(run("./ncclbpf info tests/progs/cli_map_in_map.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "array_of_maps");
+	CHECK_STR_CONTAINS(out, "prog_array");
+	CHECK(run("./ncclbpf disasm tests/progs/cli_map_in_map.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "<on_open>:");
+	CHECK(run("./ncclbpf verify tests/progs/cli_map_in_map.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "'values' is not supported");
+
 	/* e_machine 0 (old LLVM) is accepted, as libbpf does */
 	CHECK(run("cp tests/progs/runtime_maps.bpf.o cli_em0.o && printf '\\000\\000' | "
 		  "dd of=cli_em0.o bs=1 seek=18 conv=notrunc 2>/dev/null && "
