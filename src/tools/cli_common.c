@@ -78,6 +78,25 @@ void cli_json_init(struct cli_json *j, FILE *f)
 	j->first[0] = true;
 }
 
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one (stray
+ * continuation byte, truncated sequence, overlong form, surrogate, > U+10FFFF). */
+static int utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0];
+	int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+	if (n == 0 || c > 0xf4)
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0) ||
+	    (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+/* Names come from untrusted files: control characters are escaped and bytes that are not
+ * UTF-8 become U+FFFD, so the document is always valid JSON. */
 static void json_string(FILE *f, const char *s)
 {
 	fputc('"', f);
@@ -89,10 +108,19 @@ static void json_string(FILE *f, const char *s)
 		case '\t': fputs("\\t", f); break;
 		case '\r': fputs("\\r", f); break;
 		default:
-			if (*p < 0x20 || *p == 0x7f)
+			if (*p < 0x20 || *p == 0x7f) {
 				fprintf(f, "\\u%04x", *p);
-			else
+			} else if (*p < 0x80) {
 				fputc(*p, f);
+			} else {
+				int n = utf8_len(p);
+				if (n) {
+					fwrite(p, 1, (size_t)n, f);
+					p += n - 1;
+				} else {
+					fputs("\\ufffd", f);
+				}
+			}
 		}
 	}
 	fputc('"', f);
