@@ -1,5 +1,5 @@
 /* mock_nccl_host: the command-line face of the mock NCCL host (no GPU needed). The
- * commands, options and exit codes are in host_help below (`mock_nccl_host --help`);
+ * commands, options and exit codes are in host_usage and host_cmds below (`mock_nccl_host --help`);
  * README.md lists them too. Exit status: 0 every invariant held, 1 a violation or the
  * plugin could not be loaded, 2 usage error (same convention as the ncclbpf CLI). */
 #include <errno.h>
@@ -13,7 +13,6 @@
 #define KiB (1024ull)
 #define MiB (1024ull * 1024ull)
 
-#define EXIT_VIOLATION 1
 #define EXIT_USAGE 2
 
 static const char host_usage[] =
@@ -84,8 +83,12 @@ static void print_cmd_help(FILE *f, const struct host_cmd *c)
 	char rels[256], topos[256];
 	releases_list(rels, sizeof(rels));
 	topo_list(topos, sizeof(topos));
-	fprintf(f, "usage: mock_nccl_host %s %s\n\noptions:\n%s\nREL: %s. TOPO: %s.\n", c->name,
-		c->synopsis, c->options, rels, topos);
+	fprintf(f, "usage: mock_nccl_host %s %s\n\noptions:\n%s", c->name, c->synopsis,
+		c->options);
+	if (strstr(c->options, "--nccl "))
+		fprintf(f, "\nREL (NCCL releases): %s\n", rels);
+	if (strstr(c->options, "--topo "))
+		fprintf(f, "TOPO: %s\n", topos);
 }
 
 static const struct host_cmd *find_cmd(const char *name)
@@ -433,6 +436,15 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
+	if (!strcmp(name, "--markdown")) { /* the mock_nccl_host part of docs/cli.md */
+		printf("\n## mock_nccl_host\n\n```\n%s```\n", host_usage);
+		for (size_t i = 0; i < N_HOST_CMDS; i++) {
+			printf("\n### mock_nccl_host %s\n\n```\n", host_cmds[i].name);
+			print_cmd_help(stdout, &host_cmds[i]);
+			printf("```\n");
+		}
+		return 0;
+	}
 	if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
 		if (argc > 2 && strcmp(name, "help") == 0) {
 			const struct host_cmd *c = find_cmd(argv[2]);
