@@ -1,0 +1,1113 @@
+/* The own TCP transport: connection setup (nonblocking connect / accept state machines),
+ * the control-socket progress engine and the data-socket worker threads. Protocol and
+ * design: net_tcp.h. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/net/nccl_net_abi.h"
+#include "plugin/net/net_log.h"
+#include "plugin/net/net_tcp.h"
+
+#define LOGN (NET_SUBSYS_NET)
+#define TCP_MAX_PENDING 64
+#define TCP_PENDING_TIMEOUT_NS (30ull * 1000000000ull)
+#define TCP_RING_CAP (NB_NET_MAX_REQUESTS * TCP_MAX_RECVS * TCP_MAX_DATA_SOCKS)
+
+/* ---------------------------------------------------------------- configuration */
+
+static struct tcp_config config;
+static struct tcp_iface ifaces[TCP_MAX_DEVS];
+static char pci_paths[TCP_MAX_DEVS][256];
+static int speeds[TCP_MAX_DEVS];
+static int n_ifaces = -1;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+	const char *v = net_getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end = NULL;
+	errno = 0;
+	long x = strtol(v, &end, 0);
+	if (errno || !end || *end || x < lo || x > hi) {
+		net_log(NET_WARN, LOGN, "%s=%s: not an integer in %ld..%ld, using %ld", name, v, lo,
+			hi, def);
+		return def;
+	}
+	return x;
+}
+
+static void read_config(void)
+{
+	config.n_data = (int)env_long("NCCLBPF_NET_NSOCKS", 2, 0, TCP_MAX_DATA_SOCKS);
+	config.n_threads = (int)env_long("NCCLBPF_NET_NTHREADS", config.n_data ? config.n_data : 1,
+					 1, TCP_MAX_THREADS);
+	config.inline_max = (uint32_t)env_long("NCCLBPF_NET_INLINE", 64 * 1024, 0, 16 << 20);
+}
+
+const struct tcp_config *tcp_config(void)
+{
+	return &config;
+}
+
+static void read_sysfs(int i)
+{
+	char path[128], buf[64];
+	snprintf(path, sizeof(path), "/sys/class/net/%.63s/device", ifaces[i].name);
+	if (!realpath(path, pci_paths[i]))
+		pci_paths[i][0] = '\0';
+	speeds[i] = 10000;
+	snprintf(path, sizeof(path), "/sys/class/net/%.63s/speed", ifaces[i].name);
+	FILE *f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f)) {
+			long s = strtol(buf, NULL, 10);
+			if (s > 0 && s < 100000000)
+				speeds[i] = (int)s;
+		}
+		fclose(f);
+	}
+}
+
+int tcp_init(void)
+{
+	pthread_mutex_lock(&init_lock);
+	if (n_ifaces < 0) {
+		read_config();
+		const char *spec = net_getenv("NCCLBPF_NET_IFNAME");
+		if (!spec || !*spec)
+			spec = net_getenv("NCCL_SOCKET_IFNAME");
+		const char *fam = net_getenv("NCCL_SOCKET_FAMILY");
+		int family = 0;
+		if (fam && !strcmp(fam, "AF_INET"))
+			family = AF_INET;
+		else if (fam && !strcmp(fam, "AF_INET6"))
+			family = AF_INET6;
+		n_ifaces = tcp_find_ifaces(spec, family, ifaces, TCP_MAX_DEVS);
+		for (int i = 0; i < n_ifaces; i++)
+			read_sysfs(i);
+		char list[512] = "";
+		for (int i = 0, off = 0; i < n_ifaces && off < (int)sizeof(list); i++) {
+			char a[INET6_ADDRSTRLEN] = "?";
+			inet_ntop(ifaces[i].family, ifaces[i].addr, a, sizeof(a));
+			off += snprintf(list + off, sizeof(list) - (size_t)off, " [%d]%s:%s", i,
+					ifaces[i].name, a);
+		}
+		if (n_ifaces == 0)
+			net_log(NET_WARN, LOGN | NET_SUBSYS_INIT,
+				"net: no usable interface (NCCL_SOCKET_IFNAME=%s)", spec ? spec : "");
+		else
+			net_log(NET_INFO, LOGN | NET_SUBSYS_INIT,
+				"net: tcp transport, %d device(s):%s; %d data socket(s), %d thread(s), "
+				"inline <= %u B",
+				n_ifaces, list, config.n_data, config.n_threads, config.inline_max);
+	}
+	int n = n_ifaces;
+	pthread_mutex_unlock(&init_lock);
+	return n > 0 ? NB_NET_SUCCESS : NB_NET_SYSTEM_ERROR;
+}
+
+int tcp_devices(int *ndev)
+{
+	if (!ndev)
+		return NB_NET_INVALID_ARGUMENT;
+	*ndev = n_ifaces > 0 ? n_ifaces : 0;
+	return NB_NET_SUCCESS;
+}
+
+int tcp_get_properties(int dev, struct nb_net_props_v12 *p)
+{
+	if (!p || dev < 0 || dev >= n_ifaces)
+		return NB_NET_INVALID_ARGUMENT;
+	memset(p, 0, sizeof(*p));
+	p->name = ifaces[dev].name;
+	p->pci_path = pci_paths[dev][0] ? pci_paths[dev] : NULL;
+	p->guid = (uint64_t)dev;
+	p->ptr_support = NB_NET_PTR_HOST;
+	p->speed = speeds[dev];
+	p->latency = 0;
+	p->port = 0;
+	p->max_comms = 65536;
+	p->max_recvs = TCP_MAX_RECVS;
+	p->net_device_type = NB_NET_DEVICE_HOST;
+	p->net_device_version = 0;
+	p->vprops.ndevs = 1;
+	p->vprops.devs[0] = dev;
+	p->max_p2p_bytes = NB_NET_MAX_SIZE_BYTES;
+	p->max_coll_bytes = NB_NET_MAX_SIZE_BYTES;
+	p->max_multi_request_size = 1;
+	p->rail_id = -1;
+	p->plane_id = -1;
+	return NB_NET_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- pure checks */
+
+int tcp_hello_check(const struct tcp_hello *h, uint64_t listen_nonce, const char **why)
+{
+	const char *w = NULL;
+	if (h->magic != TCP_HELLO_MAGIC)
+		w = "not an ncclbpf connection (bad magic)";
+	else if (h->version != TCP_PROTO_VERSION)
+		w = "protocol version mismatch";
+	else if (h->listen_nonce != listen_nonce)
+		w = "hello for another listener";
+	else if (h->n_data > TCP_MAX_DATA_SOCKS)
+		w = "too many data sockets";
+	else if (h->index > h->n_data)
+		w = "socket index out of range";
+	else if (h->n_threads < 1 || h->n_threads > TCP_MAX_THREADS)
+		w = "bad thread count";
+	else if (h->inline_max > (16u << 20))
+		w = "bad inline size";
+	if (why)
+		*why = w;
+	return w ? -EPROTO : 0;
+}
+
+int tcp_msg_match(const struct tcp_msg_header *h, int n, const int *tags, const size_t *sizes,
+		  const bool *filled)
+{
+	if (h->magic != TCP_MSG_MAGIC)
+		return -EPROTO;
+	for (int i = 0; i < n; i++) {
+		if (filled[i] || tags[i] != h->tag)
+			continue;
+		return h->size > sizes[i] ? -EMSGSIZE : i;
+	}
+	return -EPROTO;
+}
+
+/* ---------------------------------------------------------------- comm structures */
+
+struct tcp_comm;
+
+struct tcp_req {
+	struct tcp_comm *comm;
+	struct tcp_req *next; /* posted-order queue */
+	bool used, is_send;
+	int n;
+	char *data[TCP_MAX_RECVS];
+	size_t size[TCP_MAX_RECVS]; /* send: message size; recv: slot capacity */
+	size_t got[TCP_MAX_RECVS];  /* recv: message size received */
+	int tag[TCP_MAX_RECVS];
+	bool filled[TCP_MAX_RECVS]; /* recv: header matched */
+	int n_filled;
+	bool ctrl_done;             /* send: header (+inline payload) written; recv: all inline read */
+	size_t ctrl_off;
+	struct tcp_msg_header hdr;
+	_Atomic int pending;        /* data-socket parts outstanding */
+	_Atomic int error;          /* a part of this request failed (NB_NET_*) */
+};
+
+struct tcp_task {
+	int fd;
+	bool is_send;
+	char *ptr;
+	size_t len;
+	struct tcp_req *req;
+};
+
+struct tcp_worker {
+	struct tcp_comm *comm;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct tcp_task *ring;
+	unsigned head, tail;
+	bool stop, started;
+};
+
+struct tcp_comm {
+	uint32_t magic;
+	bool is_send;
+	int dev;
+	int ctrl_fd;
+	int data_fd[TCP_MAX_DATA_SOCKS];
+	int n_data, n_threads;
+	uint32_t inline_max;
+	_Atomic int error; /* first error (NB_NET_*), sticky */
+	uint64_t large_count;
+	struct tcp_req reqs[NB_NET_MAX_REQUESTS];
+	struct tcp_req *q_head, *q_tail;
+	/* recv control state */
+	struct tcp_msg_header rhdr;
+	size_t rhdr_off;
+	struct tcp_req *rcur; /* inline payload being read */
+	int rslot;
+	size_t rpay_off;
+	bool workers_started;
+	struct tcp_worker workers[TCP_MAX_THREADS];
+	/* connect stage */
+	int n_socks_open;
+	bool connecting[1 + TCP_MAX_DATA_SOCKS];
+	size_t hello_off[1 + TCP_MAX_DATA_SOCKS];
+	struct tcp_hello hello;
+};
+#define TCP_COMM_MAGIC 0x54435043u
+
+static int set_blocking(int fd, bool blocking)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	fl = blocking ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK);
+	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+}
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t random_u64(void)
+{
+	uint64_t x = 0;
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+		x = mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&x;
+	return x | 1; /* never 0 */
+}
+
+static void comm_fail(struct tcp_comm *c, int code, const char *what, int err)
+{
+	int expected = 0;
+	if (atomic_compare_exchange_strong(&c->error, &expected, code))
+		net_log(NET_WARN, LOGN, "net: %s connection on dev %d: %s%s%s", c->is_send ? "send" : "receive",
+			c->dev, what, err ? ": " : "", err ? strerror(err) : "");
+}
+
+static int io_error_code(int err)
+{
+	return (err == 0 || err == ECONNRESET || err == EPIPE || err == ETIMEDOUT ||
+		err == ECONNREFUSED || err == EHOSTUNREACH)
+		       ? NB_NET_REMOTE_ERROR
+		       : NB_NET_SYSTEM_ERROR;
+}
+
+static struct tcp_comm *comm_new(bool is_send, int dev)
+{
+	struct tcp_comm *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->magic = TCP_COMM_MAGIC;
+	c->is_send = is_send;
+	c->dev = dev;
+	c->ctrl_fd = -1;
+	for (int i = 0; i < TCP_MAX_DATA_SOCKS; i++)
+		c->data_fd[i] = -1;
+	for (int i = 0; i < NB_NET_MAX_REQUESTS; i++)
+		c->reqs[i].comm = c;
+	return c;
+}
+
+/* ---------------------------------------------------------------- worker threads */
+
+static void task_run(struct tcp_comm *c, struct tcp_task *t)
+{
+	size_t off = 0;
+	while (off < t->len) {
+		int failed = atomic_load_explicit(&c->error, memory_order_relaxed);
+		if (failed) {
+			atomic_store_explicit(&t->req->error, failed, memory_order_relaxed);
+			break;
+		}
+		ssize_t r = t->is_send ? send(t->fd, t->ptr + off, t->len - off, MSG_NOSIGNAL)
+				       : recv(t->fd, t->ptr + off, t->len - off, 0);
+		if (r > 0) {
+			off += (size_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		int err = r == 0 ? 0 : errno;
+		comm_fail(c, io_error_code(err), r == 0 ? "peer closed a data socket" : "data socket",
+			  err);
+		atomic_store_explicit(&t->req->error, io_error_code(err), memory_order_relaxed);
+		break;
+	}
+	atomic_fetch_sub_explicit(&t->req->pending, 1, memory_order_release);
+}
+
+static void *worker_main(void *arg)
+{
+	struct tcp_worker *w = arg;
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		while (w->head == w->tail && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->head == w->tail) {
+			pthread_mutex_unlock(&w->lock);
+			break;
+		}
+		struct tcp_task t = w->ring[w->head % TCP_RING_CAP];
+		w->head++;
+		pthread_mutex_unlock(&w->lock);
+		task_run(w->comm, &t);
+	}
+	return NULL;
+}
+
+static int workers_start(struct tcp_comm *c)
+{
+	if (c->workers_started)
+		return 0;
+	for (int i = 0; i < c->n_threads; i++) {
+		struct tcp_worker *w = &c->workers[i];
+		w->comm = c;
+		w->ring = malloc(sizeof(struct tcp_task) * TCP_RING_CAP);
+		if (!w->ring)
+			return -ENOMEM;
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->cond, NULL);
+		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+			pthread_mutex_destroy(&w->lock);
+			pthread_cond_destroy(&w->cond);
+			free(w->ring);
+			w->ring = NULL;
+			return -EAGAIN;
+		}
+		w->started = true;
+	}
+	c->workers_started = true;
+	return 0;
+}
+
+static void workers_stop(struct tcp_comm *c)
+{
+	for (int i = 0; i < c->n_threads; i++) {
+		struct tcp_worker *w = &c->workers[i];
+		if (!w->started)
+			continue;
+		pthread_mutex_lock(&w->lock);
+		w->stop = true;
+		w->head = w->tail; /* drop queued work: the comm is going away */
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+	/* a worker blocked in send/recv on a dead or stalled peer wakes up here */
+	for (int i = 0; i < c->n_data; i++)
+		if (c->data_fd[i] >= 0)
+			shutdown(c->data_fd[i], SHUT_RDWR);
+	for (int i = 0; i < c->n_threads; i++) {
+		struct tcp_worker *w = &c->workers[i];
+		if (!w->started)
+			continue;
+		pthread_join(w->thread, NULL);
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->cond);
+		free(w->ring);
+		w->started = false;
+	}
+}
+
+/* Splits a large message over the data sockets and queues the parts (same arithmetic on
+ * both ends). */
+static int queue_parts(struct tcp_comm *c, struct tcp_req *r, char *ptr, size_t size)
+{
+	if (workers_start(c) < 0) {
+		comm_fail(c, NB_NET_SYSTEM_ERROR, "cannot start worker threads", errno);
+		return -1;
+	}
+	size_t nparts = (size + TCP_MIN_PART - 1) / TCP_MIN_PART;
+	if (nparts > (size_t)c->n_data)
+		nparts = (size_t)c->n_data;
+	size_t part = (size + nparts - 1) / nparts;
+	int first = (int)(c->large_count++ % (uint64_t)c->n_data);
+	atomic_fetch_add_explicit(&r->pending, (int)nparts, memory_order_relaxed);
+	for (size_t i = 0; i < nparts; i++) {
+		size_t off = i * part;
+		size_t len = off + part > size ? size - off : part;
+		int s = (first + (int)i) % c->n_data;
+		struct tcp_worker *w = &c->workers[s % c->n_threads];
+		pthread_mutex_lock(&w->lock);
+		w->ring[w->tail % TCP_RING_CAP] =
+			(struct tcp_task){ c->data_fd[s], c->is_send, ptr + off, len, r };
+		w->tail++;
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- requests */
+
+static struct tcp_req *req_get(struct tcp_comm *c)
+{
+	for (int i = 0; i < NB_NET_MAX_REQUESTS; i++) {
+		struct tcp_req *r = &c->reqs[i];
+		if (r->used)
+			continue;
+		memset(r, 0, sizeof(*r));
+		r->comm = c;
+		r->used = true;
+		return r;
+	}
+	return NULL;
+}
+
+static void req_enqueue(struct tcp_comm *c, struct tcp_req *r)
+{
+	r->next = NULL;
+	if (c->q_tail)
+		c->q_tail->next = r;
+	else
+		c->q_head = r;
+	c->q_tail = r;
+}
+
+static void req_dequeue(struct tcp_comm *c, struct tcp_req *r)
+{
+	struct tcp_req **pp = &c->q_head, *prev = NULL;
+	while (*pp && *pp != r) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp)
+		return;
+	*pp = r->next;
+	if (c->q_tail == r)
+		c->q_tail = prev;
+}
+
+static bool is_inline(const struct tcp_comm *c, size_t size)
+{
+	return c->n_data == 0 || size <= c->inline_max;
+}
+
+/* Writes queued headers and inline payloads, oldest first, until the socket would block. */
+static void send_progress(struct tcp_comm *c)
+{
+	for (struct tcp_req *r = c->q_head; r; r = r->next) {
+		if (r->ctrl_done)
+			continue;
+		size_t pay = is_inline(c, r->size[0]) ? r->size[0] : 0;
+		size_t total = sizeof(r->hdr) + pay;
+		while (r->ctrl_off < total) {
+			struct iovec iov[2];
+			int n = 0;
+			if (r->ctrl_off < sizeof(r->hdr))
+				iov[n++] = (struct iovec){ (char *)&r->hdr + r->ctrl_off,
+							   sizeof(r->hdr) - r->ctrl_off };
+			size_t poff = r->ctrl_off > sizeof(r->hdr) ? r->ctrl_off - sizeof(r->hdr) : 0;
+			if (pay > poff)
+				iov[n++] = (struct iovec){ r->data[0] + poff, pay - poff };
+			struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+			ssize_t w = sendmsg(c->ctrl_fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w > 0) {
+				r->ctrl_off += (size_t)w;
+				continue;
+			}
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return;
+			comm_fail(c, io_error_code(w < 0 ? errno : 0), "control socket", w < 0 ? errno : 0);
+			return;
+		}
+		r->ctrl_done = true;
+	}
+}
+
+static bool recv_waiting(const struct tcp_comm *c)
+{
+	for (const struct tcp_req *r = c->q_head; r; r = r->next)
+		if (r->n_filled < r->n)
+			return true;
+	return false;
+}
+
+/* Reads headers and inline payloads and matches them to posted receives. */
+static void recv_progress(struct tcp_comm *c)
+{
+	for (;;) {
+		if (atomic_load_explicit(&c->error, memory_order_relaxed))
+			return;
+		if (c->rcur) { /* inline payload */
+			struct tcp_req *r = c->rcur;
+			size_t want = r->got[c->rslot] - c->rpay_off;
+			if (want) {
+				ssize_t n = recv(c->ctrl_fd, r->data[c->rslot] + c->rpay_off, want,
+						 MSG_DONTWAIT);
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+					return;
+				if (n <= 0) {
+					comm_fail(c, io_error_code(n < 0 ? errno : 0),
+						  n == 0 ? "peer closed the connection" : "control socket",
+						  n < 0 ? errno : 0);
+					return;
+				}
+				c->rpay_off += (size_t)n;
+				if ((size_t)n < want)
+					continue;
+			}
+			r->n_filled++;
+			c->rcur = NULL;
+			c->rhdr_off = 0;
+			continue;
+		}
+		if (c->rhdr_off < sizeof(c->rhdr)) {
+			ssize_t n = recv(c->ctrl_fd, (char *)&c->rhdr + c->rhdr_off,
+					 sizeof(c->rhdr) - c->rhdr_off, MSG_DONTWAIT);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return;
+			if (n <= 0) {
+				/* EOF between messages is only an error for receives still waiting */
+				if (n == 0 && !recv_waiting(c))
+					return;
+				comm_fail(c, io_error_code(n < 0 ? errno : 0),
+					  n == 0 ? "peer closed the connection" : "control socket",
+					  n < 0 ? errno : 0);
+				return;
+			}
+			c->rhdr_off += (size_t)n;
+			continue;
+		}
+		/* a complete header: the oldest posted receive with an open slot of that tag */
+		struct tcp_req *r = c->q_head;
+		int slot = -EPROTO;
+		for (; r; r = r->next) {
+			slot = tcp_msg_match(&c->rhdr, r->n, r->tag, r->size, r->filled);
+			if (slot != -EPROTO)
+				break;
+		}
+		if (slot == -EMSGSIZE) {
+			char what[128];
+			snprintf(what, sizeof(what), "message of %llu bytes (tag %d) larger than the receive buffer",
+				 (unsigned long long)c->rhdr.size, c->rhdr.tag);
+			comm_fail(c, NB_NET_INVALID_USAGE, what, 0);
+			return;
+		}
+		if (c->rhdr.magic != TCP_MSG_MAGIC) {
+			comm_fail(c, NB_NET_REMOTE_ERROR, "corrupt message header", 0);
+			return;
+		}
+		if (!r)
+			return; /* its receive is not posted yet */
+		r->filled[slot] = true;
+		r->got[slot] = c->rhdr.size;
+		if (is_inline(c, c->rhdr.size)) {
+			c->rcur = r;
+			c->rslot = slot;
+			c->rpay_off = 0;
+			continue;
+		}
+		if (queue_parts(c, r, r->data[slot], c->rhdr.size) < 0)
+			return;
+		r->n_filled++;
+		c->rhdr_off = 0;
+	}
+}
+
+int tcp_isend(void *send_comm, void *data, size_t size, int tag, void **req)
+{
+	struct tcp_comm *c = send_comm;
+	if (!c || c->magic != TCP_COMM_MAGIC || !c->is_send || !req || (!data && size))
+		return NB_NET_INVALID_ARGUMENT;
+	*req = NULL;
+	int err = atomic_load(&c->error);
+	if (err)
+		return err;
+	struct tcp_req *r = req_get(c);
+	if (!r)
+		return NB_NET_SUCCESS; /* all NCCL_NET_MAX_REQUESTS in flight: NCCL retries */
+	r->is_send = true;
+	r->n = 1;
+	r->data[0] = data;
+	r->size[0] = size;
+	r->tag[0] = tag;
+	r->hdr = (struct tcp_msg_header){ TCP_MSG_MAGIC, tag, size };
+	req_enqueue(c, r);
+	if (!is_inline(c, size) && queue_parts(c, r, data, size) < 0)
+		return atomic_load(&c->error);
+	send_progress(c);
+	*req = r;
+	return NB_NET_SUCCESS;
+}
+
+int tcp_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, void **req)
+{
+	struct tcp_comm *c = recv_comm;
+	if (!c || c->magic != TCP_COMM_MAGIC || c->is_send || !req || n < 1 || n > TCP_MAX_RECVS ||
+	    !data || !sizes || !tags)
+		return NB_NET_INVALID_ARGUMENT;
+	*req = NULL;
+	for (int i = 0; i < n; i++)
+		if (!data[i] && sizes[i])
+			return NB_NET_INVALID_ARGUMENT;
+	int err = atomic_load(&c->error);
+	if (err)
+		return err;
+	struct tcp_req *r = req_get(c);
+	if (!r)
+		return NB_NET_SUCCESS;
+	r->n = n;
+	for (int i = 0; i < n; i++) {
+		r->data[i] = data[i];
+		r->size[i] = sizes[i];
+		r->tag[i] = tags[i];
+	}
+	req_enqueue(c, r);
+	recv_progress(c);
+	*req = r;
+	return NB_NET_SUCCESS;
+}
+
+int tcp_test(void *request, int *done, int *sizes)
+{
+	struct tcp_req *r = request;
+	if (!r || !done || !r->used)
+		return NB_NET_INVALID_ARGUMENT;
+	struct tcp_comm *c = r->comm;
+	*done = 0;
+	if (c->is_send)
+		send_progress(c);
+	else
+		recv_progress(c);
+	bool ctrl = r->is_send ? r->ctrl_done : (r->n_filled == r->n);
+	if (ctrl && atomic_load_explicit(&r->pending, memory_order_acquire) == 0) {
+		int err = atomic_load(&r->error);
+		if (err)
+			return err;
+		*done = 1;
+		if (sizes)
+			for (int i = 0; i < r->n; i++) {
+				size_t s = r->is_send ? r->size[i] : r->got[i];
+				sizes[i] = s > (size_t)INT32_MAX ? INT32_MAX : (int)s;
+			}
+		req_dequeue(c, r);
+		r->used = false;
+		return NB_NET_SUCCESS;
+	}
+	int err = atomic_load(&c->error);
+	return err ? err : NB_NET_SUCCESS;
+}
+
+int tcp_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
+{
+	static int token;
+	(void)data;
+	(void)size;
+	if (!comm || !mh)
+		return NB_NET_INVALID_ARGUMENT;
+	if (type != NB_NET_PTR_HOST) {
+		net_log(NET_WARN, LOGN, "net: tcp transport registers host memory only (type %d)", type);
+		return NB_NET_INTERNAL_ERROR;
+	}
+	*mh = &token;
+	return NB_NET_SUCCESS;
+}
+
+int tcp_dereg_mr(void *comm, void *mh)
+{
+	(void)mh;
+	return comm ? NB_NET_SUCCESS : NB_NET_INVALID_ARGUMENT;
+}
+
+static void comm_free(struct tcp_comm *c)
+{
+	workers_stop(c);
+	if (c->ctrl_fd >= 0)
+		close(c->ctrl_fd);
+	for (int i = 0; i < TCP_MAX_DATA_SOCKS; i++)
+		if (c->data_fd[i] >= 0)
+			close(c->data_fd[i]);
+	c->magic = 0;
+	free(c);
+}
+
+int tcp_close_send(void *send_comm)
+{
+	struct tcp_comm *c = send_comm;
+	if (!c || c->magic != TCP_COMM_MAGIC)
+		return NB_NET_INVALID_ARGUMENT;
+	comm_free(c);
+	return NB_NET_SUCCESS;
+}
+
+int tcp_close_recv(void *recv_comm)
+{
+	return tcp_close_send(recv_comm);
+}
+
+void tcp_comm_opts(void *comm, struct tcp_conn_opts *out)
+{
+	const struct tcp_comm *c = comm;
+	out->n_data = c ? c->n_data : 0;
+	out->n_threads = c ? c->n_threads : 0;
+}
+
+/* ---------------------------------------------------------------- listen / connect */
+
+struct tcp_pending {
+	int fd;
+	size_t off;
+	uint64_t since;
+	struct tcp_hello hello;
+};
+
+struct tcp_group {
+	bool used;
+	uint64_t conn_nonce, since;
+	struct tcp_hello first;
+	int fds[1 + TCP_MAX_DATA_SOCKS];
+	int got;
+};
+
+struct tcp_listen {
+	uint32_t magic;
+	int dev;
+	int fd;
+	uint64_t nonce;
+	struct tcp_pending pending[TCP_MAX_PENDING];
+	int n_pending;
+	struct tcp_group groups[TCP_MAX_PENDING];
+	uint64_t dropped;
+};
+#define TCP_LISTEN_MAGIC 0x5443504cu
+
+static socklen_t make_addr(int family, const uint8_t *addr, uint16_t port_be, uint32_t scope,
+			   struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *s = (struct sockaddr_in *)ss;
+		s->sin_family = AF_INET;
+		s->sin_port = port_be;
+		memcpy(&s->sin_addr, addr, 4);
+		return sizeof(*s);
+	}
+	struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
+	s->sin6_family = AF_INET6;
+	s->sin6_port = port_be;
+	s->sin6_scope_id = scope;
+	memcpy(&s->sin6_addr, addr, 16);
+	return sizeof(*s);
+}
+
+int tcp_listen(int dev, void *handle, void **listen_comm)
+{
+	if (!handle || !listen_comm || dev < 0 || dev >= n_ifaces)
+		return NB_NET_INVALID_ARGUMENT;
+	*listen_comm = NULL;
+	const struct tcp_iface *f = &ifaces[dev];
+	struct sockaddr_storage ss;
+	socklen_t len = make_addr(f->family, f->addr, 0, f->scope_id, &ss);
+	int fd = socket(f->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		goto fail;
+	struct tcp_listen *l = calloc(1, sizeof(*l));
+	if (!l) {
+		close(fd);
+		return NB_NET_SYSTEM_ERROR;
+	}
+	l->magic = TCP_LISTEN_MAGIC;
+	l->dev = dev;
+	l->fd = fd;
+	l->nonce = random_u64();
+	struct tcp_handle h = { TCP_HANDLE_MAGIC, (uint16_t)f->family, 0, { 0 }, l->nonce };
+	memcpy(h.addr, f->addr, 16);
+	h.port = f->family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+				      : ((struct sockaddr_in6 *)&ss)->sin6_port;
+	memset(handle, 0, NB_NET_HANDLE_MAXSIZE);
+	memcpy(handle, &h, sizeof(h));
+	*listen_comm = l;
+	return NB_NET_SUCCESS;
+fail:
+	net_log(NET_WARN, LOGN, "net: listen on %s: %s", f->name, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return NB_NET_SYSTEM_ERROR;
+}
+
+/* NCCL keeps the handle between connect calls: the pending comm lives in its stage area. */
+struct tcp_stage {
+	uint64_t cookie;
+	struct tcp_comm *comm;
+};
+#define TCP_STAGE_COOKIE 0x5354414745ull
+
+static void close_fds(struct tcp_comm *c)
+{
+	if (c->ctrl_fd >= 0)
+		close(c->ctrl_fd);
+	for (int i = 0; i < c->n_data; i++)
+		if (c->data_fd[i] >= 0)
+			close(c->data_fd[i]);
+}
+
+int tcp_connect(int dev, void *handle, const struct tcp_conn_opts *opts, void **send_comm)
+{
+	if (!handle || !send_comm)
+		return NB_NET_INVALID_ARGUMENT;
+	*send_comm = NULL;
+	struct tcp_handle h;
+	struct tcp_stage st;
+	memcpy(&h, handle, sizeof(h));
+	memcpy(&st, (char *)handle + TCP_STAGE_OFFSET, sizeof(st));
+	struct tcp_comm *c = st.cookie == TCP_STAGE_COOKIE ? st.comm : NULL;
+	if (!c) {
+		if (h.magic != TCP_HANDLE_MAGIC || (h.family != AF_INET && h.family != AF_INET6)) {
+			net_log(NET_WARN, LOGN, "net: connect: the handle is not from an ncclbpf tcp listener");
+			return NB_NET_INVALID_ARGUMENT;
+		}
+		c = comm_new(true, dev);
+		if (!c)
+			return NB_NET_SYSTEM_ERROR;
+		int nd = opts ? opts->n_data : config.n_data;
+		int nt = opts ? opts->n_threads : config.n_threads;
+		c->n_data = nd < 0 ? 0 : nd > TCP_MAX_DATA_SOCKS ? TCP_MAX_DATA_SOCKS : nd;
+		c->n_threads = nt < 1 ? 1 : nt > TCP_MAX_THREADS ? TCP_MAX_THREADS : nt;
+		if (c->n_threads > c->n_data && c->n_data > 0)
+			c->n_threads = c->n_data;
+		c->inline_max = config.inline_max;
+		c->hello = (struct tcp_hello){ TCP_HELLO_MAGIC, TCP_PROTO_VERSION, 0,
+					       (uint16_t)c->n_data, (uint16_t)c->n_threads,
+					       c->inline_max, h.listen_nonce, random_u64() };
+		struct sockaddr_storage ss;
+		uint32_t scope = dev >= 0 && dev < n_ifaces ? ifaces[dev].scope_id : 0;
+		socklen_t len = make_addr(h.family, h.addr, h.port, scope, &ss);
+		for (int i = 0; i <= c->n_data; i++) {
+			int fd = socket(h.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (fd < 0) {
+				net_log(NET_WARN, LOGN, "net: connect: socket: %s", strerror(errno));
+				close_fds(c);
+				free(c);
+				return NB_NET_SYSTEM_ERROR;
+			}
+			if (i == 0)
+				c->ctrl_fd = fd;
+			else
+				c->data_fd[i - 1] = fd;
+			set_nodelay(fd);
+			if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+				net_log(NET_WARN, LOGN, "net: connect: %s", strerror(errno));
+				close_fds(c);
+				free(c);
+				return NB_NET_REMOTE_ERROR;
+			}
+			c->connecting[i] = true;
+		}
+		st = (struct tcp_stage){ TCP_STAGE_COOKIE, c };
+		memcpy((char *)handle + TCP_STAGE_OFFSET, &st, sizeof(st));
+	}
+	/* progress every socket without blocking */
+	bool all = true;
+	for (int i = 0; i <= c->n_data; i++) {
+		int fd = i == 0 ? c->ctrl_fd : c->data_fd[i - 1];
+		if (c->connecting[i]) {
+			struct pollfd p = { fd, POLLOUT, 0 };
+			if (poll(&p, 1, 0) <= 0) {
+				all = false;
+				continue;
+			}
+			int err = 0;
+			socklen_t el = sizeof(err);
+			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			if (err) {
+				net_log(NET_WARN, LOGN, "net: connect: %s", strerror(err));
+				goto fail;
+			}
+			c->connecting[i] = false;
+		}
+		struct tcp_hello hello = c->hello;
+		hello.index = (uint16_t)i;
+		while (c->hello_off[i] < sizeof(hello)) {
+			ssize_t w = send(fd, (char *)&hello + c->hello_off[i],
+					 sizeof(hello) - c->hello_off[i], MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w > 0) {
+				c->hello_off[i] += (size_t)w;
+				continue;
+			}
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			net_log(NET_WARN, LOGN, "net: connect: hello: %s", w < 0 ? strerror(errno) : "closed");
+			goto fail;
+		}
+		if (c->hello_off[i] < sizeof(hello))
+			all = false;
+	}
+	if (!all)
+		return NB_NET_SUCCESS;
+	for (int i = 0; i < c->n_data; i++)
+		set_blocking(c->data_fd[i], true);
+	memset((char *)handle + TCP_STAGE_OFFSET, 0, sizeof(st));
+	*send_comm = c;
+	return NB_NET_SUCCESS;
+fail:
+	memset((char *)handle + TCP_STAGE_OFFSET, 0, sizeof(st));
+	close_fds(c);
+	free(c);
+	return NB_NET_REMOTE_ERROR;
+}
+
+static void pending_drop(struct tcp_listen *l, int i, const char *why)
+{
+	l->dropped++;
+	if (l->dropped <= 10)
+		net_log(NET_WARN, LOGN, "net: dropped an incoming connection on dev %d: %s", l->dev, why);
+	close(l->pending[i].fd);
+	l->pending[i] = l->pending[--l->n_pending];
+}
+
+static void group_drop(struct tcp_group *g)
+{
+	for (int i = 0; i <= g->first.n_data; i++)
+		if (g->fds[i] >= 0)
+			close(g->fds[i]);
+	g->used = false;
+}
+
+/* Files a socket with a valid hello into its connection group; returns the complete group
+ * or NULL. */
+static struct tcp_group *group_add(struct tcp_listen *l, const struct tcp_hello *h, int fd,
+				   uint64_t now)
+{
+	struct tcp_group *g = NULL, *free_g = NULL;
+	for (int i = 0; i < TCP_MAX_PENDING; i++) {
+		if (l->groups[i].used && l->groups[i].conn_nonce == h->conn_nonce)
+			g = &l->groups[i];
+		else if (!l->groups[i].used && !free_g)
+			free_g = &l->groups[i];
+	}
+	if (!g) {
+		if (!free_g) {
+			close(fd);
+			return NULL;
+		}
+		g = free_g;
+		memset(g, 0, sizeof(*g));
+		g->used = true;
+		g->conn_nonce = h->conn_nonce;
+		g->since = now;
+		g->first = *h;
+		for (int i = 0; i < 1 + TCP_MAX_DATA_SOCKS; i++)
+			g->fds[i] = -1;
+	}
+	if (h->n_data != g->first.n_data || h->inline_max != g->first.inline_max ||
+	    g->fds[h->index] >= 0) {
+		net_log(NET_WARN, LOGN, "net: inconsistent or duplicate socket for a connection, dropped");
+		close(fd);
+		return NULL;
+	}
+	g->fds[h->index] = fd;
+	return ++g->got == 1 + g->first.n_data ? g : NULL;
+}
+
+int tcp_accept(void *listen_comm, void **recv_comm)
+{
+	struct tcp_listen *l = listen_comm;
+	if (!l || l->magic != TCP_LISTEN_MAGIC || !recv_comm)
+		return NB_NET_INVALID_ARGUMENT;
+	*recv_comm = NULL;
+	uint64_t now = mono_ns();
+	for (int k = 0; k < TCP_MAX_PENDING; k++) {
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		if (l->n_pending == TCP_MAX_PENDING) {
+			/* the oldest pending socket makes room: a flood cannot block real peers */
+			pending_drop(l, 0, "too many connections without a hello");
+		}
+		l->pending[l->n_pending++] = (struct tcp_pending){ fd, 0, now, { 0 } };
+	}
+	for (int i = 0; i < l->n_pending;) {
+		struct tcp_pending *p = &l->pending[i];
+		ssize_t n = recv(p->fd, (char *)&p->hello + p->off, sizeof(p->hello) - p->off,
+				 MSG_DONTWAIT);
+		if (n > 0)
+			p->off += (size_t)n;
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+			pending_drop(l, i, "closed before its hello");
+			continue;
+		}
+		if (p->off < sizeof(p->hello)) {
+			if (now - p->since > TCP_PENDING_TIMEOUT_NS)
+				pending_drop(l, i, "no hello within 30 s");
+			else
+				i++;
+			continue;
+		}
+		const char *why = NULL;
+		if (tcp_hello_check(&p->hello, l->nonce, &why) < 0) {
+			pending_drop(l, i, why);
+			continue;
+		}
+		struct tcp_hello h = p->hello;
+		int fd = p->fd;
+		l->pending[i] = l->pending[--l->n_pending];
+		struct tcp_group *g = group_add(l, &h, fd, now);
+		if (!g)
+			continue;
+		struct tcp_comm *c = comm_new(false, l->dev);
+		if (!c) {
+			group_drop(g);
+			return NB_NET_SYSTEM_ERROR;
+		}
+		c->n_data = g->first.n_data;
+		c->n_threads = g->first.n_threads > c->n_data && c->n_data ? c->n_data : g->first.n_threads;
+		c->inline_max = g->first.inline_max;
+		c->ctrl_fd = g->fds[0];
+		set_nodelay(c->ctrl_fd);
+		for (int s = 0; s < c->n_data; s++) {
+			c->data_fd[s] = g->fds[s + 1];
+			set_blocking(c->data_fd[s], true);
+			set_nodelay(c->data_fd[s]);
+		}
+		g->used = false;
+		*recv_comm = c;
+		return NB_NET_SUCCESS;
+	}
+	for (int i = 0; i < TCP_MAX_PENDING; i++)
+		if (l->groups[i].used && now - l->groups[i].since > 2 * TCP_PENDING_TIMEOUT_NS)
+			group_drop(&l->groups[i]);
+	return NB_NET_SUCCESS;
+}
+
+int tcp_close_listen(void *listen_comm)
+{
+	struct tcp_listen *l = listen_comm;
+	if (!l || l->magic != TCP_LISTEN_MAGIC)
+		return NB_NET_INVALID_ARGUMENT;
+	for (int i = 0; i < l->n_pending; i++)
+		close(l->pending[i].fd);
+	for (int i = 0; i < TCP_MAX_PENDING; i++)
+		if (l->groups[i].used)
+			group_drop(&l->groups[i]);
+	close(l->fd);
+	l->magic = 0;
+	free(l);
+	return NB_NET_SUCCESS;
+}
