@@ -508,6 +508,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	bool big = getenv("NCCLBPF_NET_TEST_1G") != NULL;
+	const struct net_backend *b = net_backend();
+	const char *inner = getenv("NCCLBPF_NET_INNER");
+	CHECK(b && b->is_tcp == !(inner && *inner));
+	printf("backend: %s (ncclNetPlugin_v%d table)\n", b ? b->path : "none", version);
 	t_props();
 	t_integrity_threads(64u << 20);
 	t_multirecv();
