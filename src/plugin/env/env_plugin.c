@@ -28,6 +28,7 @@
 #define LOGE (NET_SUBSYS_ENV)
 
 static _Atomic(struct env_file *) active_file;
+static struct env_file *retired_files; /* never freed (string lifetime guarantee) */
 static _Atomic int initialised;
 static bool file_wins;
 static uint32_t nccl_version;
@@ -177,7 +178,10 @@ void env_plugin_reset(void)
 {
 	atomic_store(&initialised, 0);
 	struct env_file *f = atomic_exchange(&active_file, NULL);
-	env_file_free(f, 1); /* values may still be referenced by callers */
+	if (f) { /* values may still be referenced by callers: keep the whole file */
+		f->retired_next = retired_files;
+		retired_files = f;
+	}
 	if (audit_fd >= 0)
 		close(audit_fd);
 	audit_fd = -1;

@@ -26,6 +26,7 @@ struct env_file {
 	size_t n_vars, cap;
 	size_t *index; /* open-addressing table of var indices + 1 */
 	size_t index_cap;
+	struct env_file *retired_next; /* replaced files stay reachable: NCCL may hold values */
 };
 
 /* Parses `text` (len bytes) as an env file for host `host`. On a syntax error returns

@@ -50,7 +50,7 @@ int net_hooks_run(struct net_hook_args *a)
 		.dev = a->dev,
 		.peer = -1,
 		.tag = a->tag,
-		.now_ns = net_now_ns(),
+		.now_ns = a->now_ns ? a->now_ns : net_now_ns(),
 		.conn_id = a->conn_id,
 		.duration_ns = a->duration_ns,
 		.n_sockets = a->n_sockets,

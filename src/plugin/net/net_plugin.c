@@ -560,14 +560,14 @@ static void req_put(struct net_req *r)
 }
 
 static void hook_data(struct net_comm *w, uint32_t op, uint64_t bytes, int tag, int n,
-		      uint64_t duration)
+		      uint64_t duration, uint64_t now)
 {
 	struct net_hook_args a = { .comm_id = w->comm_id, .conn_id = w->conn_id, .bytes = bytes,
 				   .duration_ns = duration, .op = op, .dev = (uint32_t)w->dev,
 				   .n_recv = (uint32_t)n, .abi_version = (uint32_t)w->abi_version,
 				   .mode = backend.is_tcp ? 0 : 1, .tag = tag,
 				   .n_sockets = (uint32_t)w->opts.n_data,
-				   .n_threads = (uint32_t)w->opts.n_threads };
+				   .n_threads = (uint32_t)w->opts.n_threads, .now_ns = now };
 	net_hooks_run(&a);
 }
 
@@ -595,7 +595,7 @@ int netp_isend(void *send_comm, void *data, size_t size, int tag, void *mh, void
 	r->t0 = 0;
 	if (net_hooks_active()) {
 		r->t0 = net_now_ns();
-		hook_data(w, NET_OP_ISEND, size, tag, 1, 0);
+		hook_data(w, NET_OP_ISEND, size, tag, 1, 0, r->t0);
 	}
 	*req = r;
 	return NB_NET_SUCCESS;
@@ -634,7 +634,7 @@ int netp_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, vo
 		for (int i = 0; i < n; i++)
 			cap += sizes[i];
 		r->t0 = net_now_ns();
-		hook_data(w, NET_OP_IRECV, cap, tags[0], n, 0);
+		hook_data(w, NET_OP_IRECV, cap, tags[0], n, 0, r->t0);
 	}
 	*req = r;
 	return NB_NET_SUCCESS;
@@ -680,9 +680,11 @@ int netp_test(void *request, int *done, int *sizes)
 		for (int i = 0; i < r->n; i++)
 			bytes += sz[i] > 0 ? (uint64_t)sz[i] : 0;
 		w->total_bytes += bytes;
-		if (r->t0 && net_hooks_active())
+		if (r->t0 && net_hooks_active()) {
+			uint64_t now = net_now_ns();
 			hook_data(w, r->is_send ? NET_OP_SEND_DONE : NET_OP_RECV_DONE, bytes, r->tag,
-				  r->n, net_now_ns() - r->t0);
+				  r->n, now - r->t0, now);
+		}
 	}
 	req_put(r);
 	return NB_NET_SUCCESS;
@@ -705,7 +707,7 @@ static int close_comm(void *comm, bool is_send)
 	if (!w || w->is_send != is_send)
 		return NB_NET_INVALID_ARGUMENT;
 	if (net_hooks_active())
-		hook_data(w, NET_OP_CLOSE, w->total_bytes, -1, 0, net_now_ns() - w->opened_ns);
+		hook_data(w, NET_OP_CLOSE, w->total_bytes, -1, 0, net_now_ns() - w->opened_ns, 0);
 	/* registrations still open: release them in the backend now, while its comm exists; a
 	 * later deregMr only frees the wrapper */
 	pthread_mutex_lock(&mr_lock);

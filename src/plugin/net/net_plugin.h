@@ -80,6 +80,7 @@ struct net_hook_args {
 	uint32_t op, dev, n_recv, abi_version, mode;
 	int32_t tag;
 	uint32_t n_sockets, n_threads; /* in/out at NET_OP_CONNECT */
+	uint64_t now_ns;               /* 0: read the clock */
 };
 /* True when SEC("net") programs are attached (then callers take timestamps). */
 bool net_hooks_active(void);

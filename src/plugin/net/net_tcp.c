@@ -687,11 +687,16 @@ int tcp_test(void *request, int *done, int *sizes)
 		return NB_NET_INVALID_ARGUMENT;
 	struct tcp_comm *c = r->comm;
 	*done = 0;
-	if (c->is_send)
-		send_progress(c);
-	else
-		recv_progress(c);
+	/* control-socket work only while this request still needs it: a request waiting for
+	 * its data-socket parts costs one atomic load, not a syscall */
 	bool ctrl = r->is_send ? r->ctrl_done : (r->n_filled == r->n);
+	if (!ctrl) {
+		if (c->is_send)
+			send_progress(c);
+		else
+			recv_progress(c);
+		ctrl = r->is_send ? r->ctrl_done : (r->n_filled == r->n);
+	}
 	if (ctrl && atomic_load_explicit(&r->pending, memory_order_acquire) == 0) {
 		int err = atomic_load(&r->error);
 		if (err)
