@@ -442,6 +442,14 @@ static void t_peer_killed(void)
 	int r = hnet_recv_msg(&H, rc, buf, n, 5, &got, TMO);
 	CHECK(r == NB_NET_REMOTE_ERROR);
 	CHECK(hnet_ms() - t0 < TMO);
+	/* once the request failed, no worker may still write into its buffer (regression: a
+	 * part on another data socket kept receiving after the error was reported) */
+	memset(buf, 0x5a, n);
+	usleep(50000);
+	size_t changed = 0;
+	for (size_t i = 0; i < n; i += 4096)
+		changed += buf[i] != 0x5a;
+	CHECK(changed == 0);
 	/* later calls keep failing cleanly */
 	void *req = NULL;
 	int tag = 6;

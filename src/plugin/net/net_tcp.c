@@ -295,9 +295,15 @@ static uint64_t random_u64(void)
 static void comm_fail(struct tcp_comm *c, int code, const char *what, int err)
 {
 	int expected = 0;
-	if (atomic_compare_exchange_strong(&c->error, &expected, code))
-		net_log(NET_WARN, LOGN, "net: %s connection on dev %d: %s%s%s", c->is_send ? "send" : "receive",
-			c->dev, what, err ? ": " : "", err ? strerror(err) : "");
+	if (!atomic_compare_exchange_strong(&c->error, &expected, code))
+		return;
+	net_log(NET_WARN, LOGN, "net: %s connection on dev %d: %s%s%s", c->is_send ? "send" : "receive",
+		c->dev, what, err ? ": " : "", err ? strerror(err) : "");
+	/* wake every worker blocked on this connection: a failed request is reported only once
+	 * no worker can still write into its buffer (tcp_test waits for its parts to drain) */
+	for (int i = 0; i < c->n_data; i++)
+		if (c->data_fd[i] >= 0)
+			shutdown(c->data_fd[i], SHUT_RDWR);
 }
 
 static int io_error_code(int err)
@@ -377,6 +383,8 @@ static int workers_start(struct tcp_comm *c)
 		return 0;
 	for (int i = 0; i < c->n_threads; i++) {
 		struct tcp_worker *w = &c->workers[i];
+		if (w->started)
+			continue; /* an earlier attempt got this far */
 		w->comm = c;
 		w->ring = malloc(sizeof(struct tcp_task) * TCP_RING_CAP);
 		if (!w->ring)
@@ -697,7 +705,8 @@ int tcp_test(void *request, int *done, int *sizes)
 			recv_progress(c);
 		ctrl = r->is_send ? r->ctrl_done : (r->n_filled == r->n);
 	}
-	if (ctrl && atomic_load_explicit(&r->pending, memory_order_acquire) == 0) {
+	int pending = atomic_load_explicit(&r->pending, memory_order_acquire);
+	if (ctrl && pending == 0) {
 		int err = atomic_load(&r->error);
 		if (err)
 			return err;
@@ -711,8 +720,10 @@ int tcp_test(void *request, int *done, int *sizes)
 		r->used = false;
 		return NB_NET_SUCCESS;
 	}
+	/* after a failure, parts still queued or running drain quickly (their sockets are shut
+	 * down); the request fails once none of them can touch its buffer any more */
 	int err = atomic_load(&c->error);
-	return err ? err : NB_NET_SUCCESS;
+	return err && pending == 0 ? err : NB_NET_SUCCESS;
 }
 
 int tcp_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
