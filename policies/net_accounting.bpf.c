@@ -1,8 +1,12 @@
 /* net_accounting: per-connection traffic accounting for the ncclbpf net plugin.
- *   net_conn     conn_id -> bytes / operations / busy time per direction, socket count
- *   net_latency  {conn_id, op, log2(duration in us)} -> completions
- * Read the maps with the CLI or the runtime API; the program never changes a decision. */
+ *   net_conn  conn_id -> bytes / operations / busy time per direction, socket count,
+ *             and a latency histogram per direction: bucket b counts completions that took
+ *             [2^b, 2^(b+1)) us (b = 0 also holds < 1 us; the last bucket everything above)
+ * One map lookup per completion (the histogram lives in the connection's value).
+ * Read the map with the CLI or the runtime API; the program never changes a decision. */
 #include <ncclbpf/policy.h>
+
+#define NET_HIST_BUCKETS 24
 
 struct net_conn_stats {
 	__u64 send_bytes, recv_bytes;
@@ -10,12 +14,8 @@ struct net_conn_stats {
 	__u64 send_ns, recv_ns; /* sum of post-to-completion times */
 	__u32 dev, n_sockets;
 	__u64 lifetime_ns;      /* set at close */
-};
-
-struct net_latency_key {
-	__u64 conn_id;
-	__u32 op;     /* NCCLBPF_NET_OP_SEND_DONE or _RECV_DONE */
-	__u32 bucket; /* floor(log2(duration_us)), 0 for < 2 us */
+	__u64 send_hist[NET_HIST_BUCKETS];
+	__u64 recv_hist[NET_HIST_BUCKETS];
 };
 
 struct {
@@ -25,12 +25,6 @@ struct {
 	__type(value, struct net_conn_stats);
 } net_conn SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct net_latency_key);
-	__type(value, __u64);
-} net_latency SEC(".maps");
 
 SEC("net")
 int net_accounting(struct ncclbpf_net_ctx *ctx)
@@ -62,25 +56,19 @@ int net_accounting(struct ncclbpf_net_ctx *ctx)
 		s->lifetime_ns = ctx->duration_ns;
 		return 0;
 	}
+	__u32 b = ncclbpf_size_bucket(ctx->duration_ns >> 10); /* ~us */
+	if (b >= NET_HIST_BUCKETS)
+		b = NET_HIST_BUCKETS - 1;
 	if (op == NCCLBPF_NET_OP_SEND_DONE) {
 		__sync_fetch_and_add(&s->send_bytes, ctx->bytes);
 		__sync_fetch_and_add(&s->send_ops, 1);
 		__sync_fetch_and_add(&s->send_ns, ctx->duration_ns);
+		__sync_fetch_and_add(&s->send_hist[b], 1);
 	} else {
 		__sync_fetch_and_add(&s->recv_bytes, ctx->bytes);
 		__sync_fetch_and_add(&s->recv_ops, 1);
 		__sync_fetch_and_add(&s->recv_ns, ctx->duration_ns);
-	}
-	struct net_latency_key k = {};
-	k.conn_id = id;
-	k.op = op;
-	k.bucket = ncclbpf_size_bucket(ctx->duration_ns >> 10);
-	__u64 *cnt = bpf_map_lookup_elem(&net_latency, &k);
-	if (cnt) {
-		__sync_fetch_and_add(cnt, 1);
-	} else {
-		__u64 one = 1;
-		bpf_map_update_elem(&net_latency, &k, &one, BPF_NOEXIST);
+		__sync_fetch_and_add(&s->recv_hist[b], 1);
 	}
 	return 0;
 }
