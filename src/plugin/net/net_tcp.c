@@ -1,6 +1,6 @@
-/* The own TCP transport: connection setup (nonblocking connect / accept state machines),
- * the control-socket progress engine and the data-socket worker threads. Protocol and
- * design: net_tcp.h. */
+/* The own TCP transport: devices and configuration, the control-socket progress engine and
+ * the data-socket worker threads. Connection setup: net_tcp_setup.c. Protocol and design:
+ * net_tcp.h. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,11 +22,9 @@
 #include "plugin/net/nccl_net_abi.h"
 #include "plugin/net/net_log.h"
 #include "plugin/net/net_tcp.h"
+#include "plugin/net/net_tcp_internal.h"
 
 #define LOGN (NET_SUBSYS_NET)
-#define TCP_MAX_PENDING 64
-#define TCP_PENDING_TIMEOUT_NS (30ull * 1000000000ull)
-#define TCP_RING_CAP (NB_NET_MAX_REQUESTS * TCP_MAX_RECVS * TCP_MAX_DATA_SOCKS)
 
 /* ---------------------------------------------------------------- configuration */
 
@@ -64,6 +62,11 @@ static void read_config(void)
 const struct tcp_config *tcp_config(void)
 {
 	return &config;
+}
+
+const struct tcp_iface *tcp_iface_get(int dev)
+{
+	return dev >= 0 && dev < n_ifaces ? &ifaces[dev] : NULL;
 }
 
 static void read_sysfs(int i)
@@ -194,75 +197,7 @@ int tcp_msg_match(const struct tcp_msg_header *h, int n, const int *tags, const 
 	return -EPROTO;
 }
 
-/* ---------------------------------------------------------------- comm structures */
-
-struct tcp_comm;
-
-struct tcp_req {
-	struct tcp_comm *comm;
-	struct tcp_req *next; /* posted-order queue */
-	bool used, is_send;
-	int n;
-	char *data[TCP_MAX_RECVS];
-	size_t size[TCP_MAX_RECVS]; /* send: message size; recv: slot capacity */
-	size_t got[TCP_MAX_RECVS];  /* recv: message size received */
-	int tag[TCP_MAX_RECVS];
-	bool filled[TCP_MAX_RECVS]; /* recv: header matched */
-	int n_filled;
-	bool ctrl_done;             /* send: header (+inline payload) written; recv: all inline read */
-	size_t ctrl_off;
-	struct tcp_msg_header hdr;
-	_Atomic int pending;        /* data-socket parts outstanding */
-	_Atomic int error;          /* a part of this request failed (NB_NET_*) */
-};
-
-struct tcp_task {
-	int fd;
-	bool is_send;
-	char *ptr;
-	size_t len;
-	struct tcp_req *req;
-};
-
-struct tcp_worker {
-	struct tcp_comm *comm;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct tcp_task *ring;
-	unsigned head, tail;
-	bool stop, started;
-};
-
-struct tcp_comm {
-	uint32_t magic;
-	bool is_send;
-	int dev;
-	int ctrl_fd;
-	int data_fd[TCP_MAX_DATA_SOCKS];
-	int n_data, n_threads;
-	uint32_t inline_max;
-	_Atomic int error; /* first error (NB_NET_*), sticky */
-	uint64_t large_count;
-	struct tcp_req reqs[NB_NET_MAX_REQUESTS];
-	struct tcp_req *q_head, *q_tail;
-	/* recv control state */
-	struct tcp_msg_header rhdr;
-	size_t rhdr_off;
-	struct tcp_req *rcur; /* inline payload being read */
-	int rslot;
-	size_t rpay_off;
-	bool workers_started;
-	struct tcp_worker workers[TCP_MAX_THREADS];
-	/* connect stage */
-	int n_socks_open;
-	bool connecting[1 + TCP_MAX_DATA_SOCKS];
-	size_t hello_off[1 + TCP_MAX_DATA_SOCKS];
-	struct tcp_hello hello;
-};
-#define TCP_COMM_MAGIC 0x54435043u
-
-static int set_blocking(int fd, bool blocking)
+int tcp_set_blocking(int fd, bool blocking)
 {
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0)
@@ -271,24 +206,24 @@ static int set_blocking(int fd, bool blocking)
 	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
 }
 
-static void set_nodelay(int fd)
+void tcp_set_nodelay(int fd)
 {
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static uint64_t mono_ns(void)
+uint64_t tcp_mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t random_u64(void)
+uint64_t tcp_random_u64(void)
 {
 	uint64_t x = 0;
 	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
-		x = mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&x;
+		x = tcp_mono_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&x;
 	return x | 1; /* never 0 */
 }
 
@@ -314,7 +249,7 @@ static int io_error_code(int err)
 		       : NB_NET_SYSTEM_ERROR;
 }
 
-static struct tcp_comm *comm_new(bool is_send, int dev)
+struct tcp_comm *tcp_comm_new(bool is_send, int dev)
 {
 	struct tcp_comm *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -778,352 +713,4 @@ void tcp_comm_opts(void *comm, struct tcp_conn_opts *out)
 	const struct tcp_comm *c = comm;
 	out->n_data = c ? c->n_data : 0;
 	out->n_threads = c ? c->n_threads : 0;
-}
-
-/* ---------------------------------------------------------------- listen / connect */
-
-struct tcp_pending {
-	int fd;
-	size_t off;
-	uint64_t since;
-	struct tcp_hello hello;
-};
-
-struct tcp_group {
-	bool used;
-	uint64_t conn_nonce, since;
-	struct tcp_hello first;
-	int fds[1 + TCP_MAX_DATA_SOCKS];
-	int got;
-};
-
-struct tcp_listen {
-	uint32_t magic;
-	int dev;
-	int fd;
-	uint64_t nonce;
-	struct tcp_pending pending[TCP_MAX_PENDING];
-	int n_pending;
-	struct tcp_group groups[TCP_MAX_PENDING];
-	uint64_t dropped;
-};
-#define TCP_LISTEN_MAGIC 0x5443504cu
-
-static socklen_t make_addr(int family, const uint8_t *addr, uint16_t port_be, uint32_t scope,
-			   struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET) {
-		struct sockaddr_in *s = (struct sockaddr_in *)ss;
-		s->sin_family = AF_INET;
-		s->sin_port = port_be;
-		memcpy(&s->sin_addr, addr, 4);
-		return sizeof(*s);
-	}
-	struct sockaddr_in6 *s = (struct sockaddr_in6 *)ss;
-	s->sin6_family = AF_INET6;
-	s->sin6_port = port_be;
-	s->sin6_scope_id = scope;
-	memcpy(&s->sin6_addr, addr, 16);
-	return sizeof(*s);
-}
-
-int tcp_listen(int dev, void *handle, void **listen_comm)
-{
-	if (!handle || !listen_comm || dev < 0 || dev >= n_ifaces)
-		return NB_NET_INVALID_ARGUMENT;
-	*listen_comm = NULL;
-	const struct tcp_iface *f = &ifaces[dev];
-	struct sockaddr_storage ss;
-	socklen_t len = make_addr(f->family, f->addr, 0, f->scope_id, &ss);
-	int fd = socket(f->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		goto fail;
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		goto fail;
-	struct tcp_listen *l = calloc(1, sizeof(*l));
-	if (!l) {
-		close(fd);
-		return NB_NET_SYSTEM_ERROR;
-	}
-	l->magic = TCP_LISTEN_MAGIC;
-	l->dev = dev;
-	l->fd = fd;
-	l->nonce = random_u64();
-	struct tcp_handle h = { TCP_HANDLE_MAGIC, (uint16_t)f->family, 0, { 0 }, l->nonce };
-	memcpy(h.addr, f->addr, 16);
-	h.port = f->family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-				      : ((struct sockaddr_in6 *)&ss)->sin6_port;
-	memset(handle, 0, NB_NET_HANDLE_MAXSIZE);
-	memcpy(handle, &h, sizeof(h));
-	*listen_comm = l;
-	return NB_NET_SUCCESS;
-fail:
-	net_log(NET_WARN, LOGN, "net: listen on %s: %s", f->name, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	return NB_NET_SYSTEM_ERROR;
-}
-
-/* NCCL keeps the handle between connect calls: the pending comm lives in its stage area. */
-struct tcp_stage {
-	uint64_t cookie;
-	struct tcp_comm *comm;
-};
-#define TCP_STAGE_COOKIE 0x5354414745ull
-
-static void close_fds(struct tcp_comm *c)
-{
-	if (c->ctrl_fd >= 0)
-		close(c->ctrl_fd);
-	for (int i = 0; i < c->n_data; i++)
-		if (c->data_fd[i] >= 0)
-			close(c->data_fd[i]);
-}
-
-int tcp_connect(int dev, void *handle, const struct tcp_conn_opts *opts, void **send_comm)
-{
-	if (!handle || !send_comm)
-		return NB_NET_INVALID_ARGUMENT;
-	*send_comm = NULL;
-	struct tcp_handle h;
-	struct tcp_stage st;
-	memcpy(&h, handle, sizeof(h));
-	memcpy(&st, (char *)handle + TCP_STAGE_OFFSET, sizeof(st));
-	struct tcp_comm *c = st.cookie == TCP_STAGE_COOKIE ? st.comm : NULL;
-	if (!c) {
-		if (h.magic != TCP_HANDLE_MAGIC || (h.family != AF_INET && h.family != AF_INET6)) {
-			net_log(NET_WARN, LOGN, "net: connect: the handle is not from an ncclbpf tcp listener");
-			return NB_NET_INVALID_ARGUMENT;
-		}
-		c = comm_new(true, dev);
-		if (!c)
-			return NB_NET_SYSTEM_ERROR;
-		int nd = opts ? opts->n_data : config.n_data;
-		int nt = opts ? opts->n_threads : config.n_threads;
-		c->n_data = nd < 0 ? 0 : nd > TCP_MAX_DATA_SOCKS ? TCP_MAX_DATA_SOCKS : nd;
-		c->n_threads = nt < 1 ? 1 : nt > TCP_MAX_THREADS ? TCP_MAX_THREADS : nt;
-		if (c->n_threads > c->n_data && c->n_data > 0)
-			c->n_threads = c->n_data;
-		c->inline_max = config.inline_max;
-		c->hello = (struct tcp_hello){ TCP_HELLO_MAGIC, TCP_PROTO_VERSION, 0,
-					       (uint16_t)c->n_data, (uint16_t)c->n_threads,
-					       c->inline_max, h.listen_nonce, random_u64() };
-		struct sockaddr_storage ss;
-		uint32_t scope = dev >= 0 && dev < n_ifaces ? ifaces[dev].scope_id : 0;
-		socklen_t len = make_addr(h.family, h.addr, h.port, scope, &ss);
-		for (int i = 0; i <= c->n_data; i++) {
-			int fd = socket(h.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-			if (fd < 0) {
-				net_log(NET_WARN, LOGN, "net: connect: socket: %s", strerror(errno));
-				close_fds(c);
-				free(c);
-				return NB_NET_SYSTEM_ERROR;
-			}
-			if (i == 0)
-				c->ctrl_fd = fd;
-			else
-				c->data_fd[i - 1] = fd;
-			set_nodelay(fd);
-			if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
-				net_log(NET_WARN, LOGN, "net: connect: %s", strerror(errno));
-				close_fds(c);
-				free(c);
-				return NB_NET_REMOTE_ERROR;
-			}
-			c->connecting[i] = true;
-		}
-		st = (struct tcp_stage){ TCP_STAGE_COOKIE, c };
-		memcpy((char *)handle + TCP_STAGE_OFFSET, &st, sizeof(st));
-	}
-	/* progress every socket without blocking */
-	bool all = true;
-	for (int i = 0; i <= c->n_data; i++) {
-		int fd = i == 0 ? c->ctrl_fd : c->data_fd[i - 1];
-		if (c->connecting[i]) {
-			struct pollfd p = { fd, POLLOUT, 0 };
-			if (poll(&p, 1, 0) <= 0) {
-				all = false;
-				continue;
-			}
-			int err = 0;
-			socklen_t el = sizeof(err);
-			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
-			if (err) {
-				net_log(NET_WARN, LOGN, "net: connect: %s", strerror(err));
-				goto fail;
-			}
-			c->connecting[i] = false;
-		}
-		struct tcp_hello hello = c->hello;
-		hello.index = (uint16_t)i;
-		while (c->hello_off[i] < sizeof(hello)) {
-			ssize_t w = send(fd, (char *)&hello + c->hello_off[i],
-					 sizeof(hello) - c->hello_off[i], MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (w > 0) {
-				c->hello_off[i] += (size_t)w;
-				continue;
-			}
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-				break;
-			net_log(NET_WARN, LOGN, "net: connect: hello: %s", w < 0 ? strerror(errno) : "closed");
-			goto fail;
-		}
-		if (c->hello_off[i] < sizeof(hello))
-			all = false;
-	}
-	if (!all)
-		return NB_NET_SUCCESS;
-	for (int i = 0; i < c->n_data; i++)
-		set_blocking(c->data_fd[i], true);
-	memset((char *)handle + TCP_STAGE_OFFSET, 0, sizeof(st));
-	*send_comm = c;
-	return NB_NET_SUCCESS;
-fail:
-	memset((char *)handle + TCP_STAGE_OFFSET, 0, sizeof(st));
-	close_fds(c);
-	free(c);
-	return NB_NET_REMOTE_ERROR;
-}
-
-static void pending_drop(struct tcp_listen *l, int i, const char *why)
-{
-	l->dropped++;
-	if (l->dropped <= 10)
-		net_log(NET_WARN, LOGN, "net: dropped an incoming connection on dev %d: %s", l->dev, why);
-	close(l->pending[i].fd);
-	l->pending[i] = l->pending[--l->n_pending];
-}
-
-static void group_drop(struct tcp_group *g)
-{
-	for (int i = 0; i <= g->first.n_data; i++)
-		if (g->fds[i] >= 0)
-			close(g->fds[i]);
-	g->used = false;
-}
-
-/* Files a socket with a valid hello into its connection group; returns the complete group
- * or NULL. */
-static struct tcp_group *group_add(struct tcp_listen *l, const struct tcp_hello *h, int fd,
-				   uint64_t now)
-{
-	struct tcp_group *g = NULL, *free_g = NULL;
-	for (int i = 0; i < TCP_MAX_PENDING; i++) {
-		if (l->groups[i].used && l->groups[i].conn_nonce == h->conn_nonce)
-			g = &l->groups[i];
-		else if (!l->groups[i].used && !free_g)
-			free_g = &l->groups[i];
-	}
-	if (!g) {
-		if (!free_g) {
-			close(fd);
-			return NULL;
-		}
-		g = free_g;
-		memset(g, 0, sizeof(*g));
-		g->used = true;
-		g->conn_nonce = h->conn_nonce;
-		g->since = now;
-		g->first = *h;
-		for (int i = 0; i < 1 + TCP_MAX_DATA_SOCKS; i++)
-			g->fds[i] = -1;
-	}
-	if (h->n_data != g->first.n_data || h->inline_max != g->first.inline_max ||
-	    g->fds[h->index] >= 0) {
-		net_log(NET_WARN, LOGN, "net: inconsistent or duplicate socket for a connection, dropped");
-		close(fd);
-		return NULL;
-	}
-	g->fds[h->index] = fd;
-	return ++g->got == 1 + g->first.n_data ? g : NULL;
-}
-
-int tcp_accept(void *listen_comm, void **recv_comm)
-{
-	struct tcp_listen *l = listen_comm;
-	if (!l || l->magic != TCP_LISTEN_MAGIC || !recv_comm)
-		return NB_NET_INVALID_ARGUMENT;
-	*recv_comm = NULL;
-	uint64_t now = mono_ns();
-	for (int k = 0; k < TCP_MAX_PENDING; k++) {
-		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			break;
-		if (l->n_pending == TCP_MAX_PENDING) {
-			/* the oldest pending socket makes room: a flood cannot block real peers */
-			pending_drop(l, 0, "too many connections without a hello");
-		}
-		l->pending[l->n_pending++] = (struct tcp_pending){ fd, 0, now, { 0 } };
-	}
-	for (int i = 0; i < l->n_pending;) {
-		struct tcp_pending *p = &l->pending[i];
-		ssize_t n = recv(p->fd, (char *)&p->hello + p->off, sizeof(p->hello) - p->off,
-				 MSG_DONTWAIT);
-		if (n > 0)
-			p->off += (size_t)n;
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-			pending_drop(l, i, "closed before its hello");
-			continue;
-		}
-		if (p->off < sizeof(p->hello)) {
-			if (now - p->since > TCP_PENDING_TIMEOUT_NS)
-				pending_drop(l, i, "no hello within 30 s");
-			else
-				i++;
-			continue;
-		}
-		const char *why = NULL;
-		if (tcp_hello_check(&p->hello, l->nonce, &why) < 0) {
-			pending_drop(l, i, why);
-			continue;
-		}
-		struct tcp_hello h = p->hello;
-		int fd = p->fd;
-		l->pending[i] = l->pending[--l->n_pending];
-		struct tcp_group *g = group_add(l, &h, fd, now);
-		if (!g)
-			continue;
-		struct tcp_comm *c = comm_new(false, l->dev);
-		if (!c) {
-			group_drop(g);
-			return NB_NET_SYSTEM_ERROR;
-		}
-		c->n_data = g->first.n_data;
-		c->n_threads = g->first.n_threads > c->n_data && c->n_data ? c->n_data : g->first.n_threads;
-		c->inline_max = g->first.inline_max;
-		c->ctrl_fd = g->fds[0];
-		set_nodelay(c->ctrl_fd);
-		for (int s = 0; s < c->n_data; s++) {
-			c->data_fd[s] = g->fds[s + 1];
-			set_blocking(c->data_fd[s], true);
-			set_nodelay(c->data_fd[s]);
-		}
-		g->used = false;
-		*recv_comm = c;
-		return NB_NET_SUCCESS;
-	}
-	for (int i = 0; i < TCP_MAX_PENDING; i++)
-		if (l->groups[i].used && now - l->groups[i].since > 2 * TCP_PENDING_TIMEOUT_NS)
-			group_drop(&l->groups[i]);
-	return NB_NET_SUCCESS;
-}
-
-int tcp_close_listen(void *listen_comm)
-{
-	struct tcp_listen *l = listen_comm;
-	if (!l || l->magic != TCP_LISTEN_MAGIC)
-		return NB_NET_INVALID_ARGUMENT;
-	for (int i = 0; i < l->n_pending; i++)
-		close(l->pending[i].fd);
-	for (int i = 0; i < TCP_MAX_PENDING; i++)
-		if (l->groups[i].used)
-			group_drop(&l->groups[i]);
-	close(l->fd);
-	l->magic = 0;
-	free(l);
-	return NB_NET_SUCCESS;
 }
