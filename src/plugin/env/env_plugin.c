@@ -82,6 +82,10 @@ static void audit_write(const char *name, const char *value, const char *source)
 	uint64_t vh = value ? env_fnv1a(value) ^ 0x9e3779b97f4a7c15ull : 1;
 	uint64_t nh = env_fnv1a(name);
 	pthread_mutex_lock(&audit_lock);
+	if (audit_fd < 0) { /* finalize closed it meanwhile */
+		pthread_mutex_unlock(&audit_lock);
+		return;
+	}
 	bool write_it = true;
 	for (size_t i = nh % AUDIT_SLOTS, k = 0; k < AUDIT_SLOTS; i = (i + 1) % AUDIT_SLOTS, k++) {
 		if (!audit_seen[i].name) {

@@ -73,6 +73,7 @@ struct net_listen {
 
 static struct net_backend backend;
 static int backend_state; /* 0 undecided, 1 ready, -1 unusable */
+static bool backend_probed;
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 static nb_net_logger_t saved_log;
 static _Atomic uint64_t next_conn_id = 1;
@@ -182,15 +183,6 @@ static int backend_choose(nb_net_logger_t log, nb_net_prof_cb_t prof)
 			snprintf(backend.path, sizeof(backend.path), "tcp");
 			backend_state = 1;
 		}
-		if (backend_state == 1 && backend.ops->get_properties) {
-			struct nb_net_props_v12 p;
-			int nd = 0;
-			if (backend.is_tcp)
-				tcp_init();
-			if (backend.ops->devices(&nd) == 0 && nd > 0 &&
-			    backend.ops->get_properties(0, &p) == 0)
-				backend.reg_is_global = p.reg_is_global;
-		}
 	}
 	int st = backend_state;
 	pthread_mutex_unlock(&backend_lock);
@@ -225,6 +217,17 @@ int netp_init(void **ctx, uint64_t comm_id, const struct nb_net_comm_config *cfg
 		free(c);
 		return rc;
 	}
+	/* regIsGlobal decides whether deregMr may name another comm; ask once the backend is
+	 * initialised (an inner plugin knows its devices only after init) */
+	pthread_mutex_lock(&backend_lock);
+	if (!backend_probed) {
+		struct nb_net_props_v12 p;
+		int nd = 0;
+		backend_probed = true;
+		if (backend.ops->devices(&nd) == 0 && nd > 0 && backend.ops->get_properties(0, &p) == 0)
+			backend.reg_is_global = p.reg_is_global;
+	}
+	pthread_mutex_unlock(&backend_lock);
 	*ctx = c;
 	return NB_NET_SUCCESS;
 }
