@@ -10,6 +10,7 @@
 
 #define HNET_STATIC
 #include "net_harness.h"
+#include "runtime/runtime.h"
 #include "test_util.h"
 
 #define STEPS 8
@@ -166,6 +167,10 @@ int main(int argc, char **argv)
 			bad += ranks[r].data[i] != want;
 	}
 	CHECK_EQ_U64(bad, 0);
+	if (getenv("NCCLBPF_POLICY")) { /* hooks ran concurrently on every rank's thread */
+		CHECK(runtime_hook_chain(NB_HOOK_NET) != NULL);
+		CHECK(runtime_fault_count(NB_HOOK_NET) == 0);
+	}
 	printf("ring allreduce: %d ranks x %zu uint32, %zu wrong\n", R, N, bad);
 	for (int r = 0; r < R; r++) {
 		hnet_close_send(&H, ranks[r].sc);
