@@ -549,6 +549,7 @@ static struct net_req *req_get(struct net_comm *w)
 	struct net_req *r = &w->reqs[w->free_idx[--w->free_top]];
 	r->magic = REQ_MAGIC;
 	r->used = true;
+	r->inner = NULL;
 	atomic_fetch_add_explicit(&stat_reqs, 1, memory_order_relaxed);
 	return r;
 }
@@ -610,10 +611,14 @@ int netp_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, vo
 	struct net_comm *w = as_comm(recv_comm);
 	if (!w || w->is_send || !req || n < 1 || n > TCP_MAX_RECVS || !sizes || !tags)
 		return NB_NET_INVALID_ARGUMENT;
+	/* NCCL may pass NCCL_NET_OPTIONAL_RECV_COMPLETION in *req as a hint (LL/LL128): the
+	 * inner plugin gets it as NCCL gave it; the tcp transport always completes */
+	void *hint = *req;
 	*req = NULL;
 	struct net_req *r = req_get(w);
 	if (!r)
 		return NB_NET_SUCCESS;
+	r->inner = hint;
 	int rc;
 	if (backend.is_tcp) {
 		rc = tcp_irecv(w->inner, n, data, sizes, tags, &r->inner);
