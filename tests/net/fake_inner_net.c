@@ -19,6 +19,7 @@ struct fake_counters {
 	int mrs_at_close;    /* registrations still live when their comm was closed */
 	int calls_reg, calls_dereg, calls_dmabuf, calls_devmr, calls_consumed, calls_attr,
 	    calls_vdev, calls_iflush, calls_init;
+	int irecv_hints;     /* irecv calls that arrived with NCCL_NET_OPTIONAL_RECV_COMPLETION */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -326,8 +327,10 @@ static int f_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void 
 	FAILPOINT("irecv");
 	(void)ph;
 	struct comm *c = rc;
+	int hint = *req == (void *)1;
 	*req = NULL;
 	pthread_mutex_lock(&lock);
+	cnt.irecv_hints += hint;
 	if (!obj_has(c, OBJ_COMM) || c->is_send || n < 1 || n > 8)
 		return misuse();
 	for (int i = 0; mhs && i < n; i++)

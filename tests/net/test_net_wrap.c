@@ -18,6 +18,7 @@ struct fake_counters {
 	int misuse, mrs_at_close;
 	int calls_reg, calls_dereg, calls_dmabuf, calls_devmr, calls_consumed, calls_attr,
 	    calls_vdev, calls_iflush, calls_init;
+	int irecv_hints;
 };
 static void (*fake_fail)(const char *, int);
 static void (*fake_counters)(struct fake_counters *);
@@ -117,7 +118,9 @@ static void t_forwarding(void)
 	size_t rs[2] = { sizeof(r2), sizeof(r1) };
 	int rt[2] = { 3, 4 };
 	void *rmhs[2] = { rmh, NULL };
-	CHECK(hnet_irecv(&H, pr.rc, 2, rd, rs, rt, rmhs, &rreq) == 0 && rreq);
+	rreq = (void *)1; /* NCCL_NET_OPTIONAL_RECV_COMPLETION: forwarded as a hint */
+	CHECK(hnet_irecv(&H, pr.rc, 2, rd, rs, rt, rmhs, &rreq) == 0 && rreq && rreq != (void *)1);
+	CHECK(fc().irecv_hints == 1);
 	int got[2] = { 0, 0 }, sz;
 	CHECK(hnet_wait(&H, rreq, got, 5000) == 0 && got[0] == 5000 && got[1] == 100);
 	CHECK(hnet_verify(r1, 100, 1) && hnet_verify(r2, 5000, 2));
