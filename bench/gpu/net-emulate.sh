@@ -83,7 +83,7 @@ for rep in $(seq 0 $((REPS - 1))); do
   n=${#cfgs[@]}
   for k in $(seq 0 $((n - 1))); do
     cfg=${cfgs[$(((k + rep) % n))]}
-    envs=(NCCL_DEBUG=WARN)
+    envs=(NCCL_DEBUG="${NCCL_DEBUG:-WARN}")
     case $cfg in
       socket) envs+=(NCCL_NET=Socket) ;;
       ncclbpf) envs+=(NCCL_NET_PLUGIN="$BUILD/libnccl-net-ncclbpf.so" NCCL_NET=ncclbpf) ;;
