@@ -235,6 +235,26 @@ void agree_comm_tuner_close(struct agree_comm *ac)
 {
 	if (!ac)
 		return;
+	/* its decisions reach the file before NCCL (and maybe the process) goes on */
+	agree_decision_log_drain(true);
+	if (ac->grouped) {
+		struct agree_stats st;
+		agree_get_stats(&st);
+		uint64_t f = atomic_load(&ac->fallback_seq);
+		/* a fallback point after the last collective (the group ended because ranks
+		 * destroyed the communicator) changed no decision */
+		char fb[32] = "none";
+		if (f != AGREE_NO_FALLBACK && f <= atomic_load(&ac->tuner_seq))
+			snprintf(fb, sizeof(fb), "%" PRIu64, f);
+		runtime_log(NB_LOG_INFO, NB_LOG_TUNING,
+			    "agree: comm 0x%" PRIx64 " rank %d closed at collective %" PRIu64
+			    ": %" PRIu64 " versions activated, %" PRIu64 " waits (longest %" PRIu64
+			    " us), fallback at %s; %" PRIu64 " bytes sent, %" PRIu64 " received, %"
+			    PRIu64 " messages refused",
+			    ac->comm_id, atomic_load(&ac->rank), atomic_load(&ac->tuner_seq),
+			    st.versions_active, st.waits, st.wait_ns_max / 1000, fb, st.bytes_sent,
+			    st.bytes_received, st.msgs_refused);
+	}
 	pthread_mutex_lock(&registry_lock);
 	ac->tuner_open = false;
 	atomic_store(&ac->closing, true);
@@ -328,20 +348,17 @@ uint64_t agree_first_uncommitted_seq(struct agree_comm *ac)
 
 uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why)
 {
+	/* versions activating at or after F are never committed any more (commit checks it);
+	 * earlier ones still are */
 	uint64_t cur = atomic_load(&ac->fallback_seq);
 	while (f < cur && !atomic_compare_exchange_weak(&ac->fallback_seq, &cur, f))
 		;
-	/* close every gate: no version activating at or after F may be committed any more */
-	for (uint32_t i = 0; i < ac->n_streams; i++) {
-		uint64_t g = atomic_load(&ac->streams[i].gate);
-		while (!(g & AGREE_GATE_FALLBACK) &&
-		       !atomic_compare_exchange_weak(&ac->streams[i].gate, &g, g | AGREE_GATE_FALLBACK))
-			;
-	}
 	uint64_t eff = atomic_load(&ac->fallback_seq);
 	if (!atomic_exchange(&ac->fallback_logged, true)) {
 		AGREE_STAT(fallbacks, 1);
-		runtime_log(NB_LOG_WARN, NB_LOG_TUNING,
+		/* a communicator being destroyed everywhere is not a failure: INFO */
+		bool orderly = why && strstr(why, "destroyed");
+		runtime_log(orderly ? NB_LOG_INFO : NB_LOG_WARN, NB_LOG_TUNING,
 			    "agree: comm 0x%" PRIx64 " rank %d: agreement impossible (%s); NCCL's "
 			    "default decisions from collective %" PRIu64 " on, on every rank",
 			    ac->comm_id, atomic_load(&ac->rank), why, eff);
@@ -364,6 +381,8 @@ static struct agree_version *wait_version(struct agree_comm *ac, struct agree_st
 			g = atomic_load_explicit(&s->gate, memory_order_acquire);
 			if ((g & ~AGREE_GATE_FALLBACK) >= need || (g & AGREE_GATE_FALLBACK))
 				break;
+			if (seq >= atomic_load_explicit(&ac->fallback_seq, memory_order_acquire))
+				break; /* the group fell back at or before this collective */
 			uint64_t el = agree_now_ns() - t0;
 			if (el >= agree_config()->wait_ns) {
 				/* the gate CAS decides between this timeout and a commit racing it */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "agree/agree_internal.h"
@@ -25,8 +26,9 @@
 #define PRODUCE_AHEAD 16 /* produced-but-uncommitted versions the leader keeps */
 
 struct agree_peer {
-	int fd;
+	int fd;        /* -1 once gone */
 	uint32_t rank;
+	bool gone;     /* left after joining: its acks are frozen */
 };
 
 static uint64_t thread_cpu_ns(void)
@@ -75,10 +77,12 @@ static struct agree_version *version_new(const struct agree_stream *s, uint64_t 
 
 /* Makes committed version v visible to the tuner. false when the gate is closed (the
  * tuner or a FALLBACK got there first): v is then discarded. */
-static bool commit_version(struct agree_stream *s, struct agree_version *v)
+static bool commit_version(struct agree_comm *ac, struct agree_stream *s,
+			   struct agree_version *v)
 {
 	uint64_t expect = v->number - 1;
-	if (!atomic_compare_exchange_strong(&s->gate, &expect, v->number)) {
+	if (v->activation >= atomic_load(&ac->fallback_seq) ||
+	    !atomic_compare_exchange_strong(&s->gate, &expect, v->number)) {
 		free(v);
 		return false;
 	}
@@ -113,12 +117,42 @@ static void snapshot(const struct agree_stream *s, uint8_t *dst)
 		d[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
+/* No further agreement: fall back from F on (versions before F still activate). */
+static void end_group_at(struct agree_comm *ac, uint64_t f, const char *why)
+{
+	ac->group_dead = true;
+	agree_comm_fallback(ac, f, why); /* the smallest F wins */
+}
+
 static void end_group(struct agree_comm *ac, const char *why)
 {
-	if (ac->group_dead)
-		return;
-	ac->group_dead = true;
-	agree_comm_fallback(ac, agree_first_uncommitted_seq(ac), why);
+	end_group_at(ac, agree_first_uncommitted_seq(ac), why);
+}
+
+/* A follower that lost its leader after joining: every version it received and acked may
+ * have been committed (the leader commits what all ranks acked, and still does after
+ * losing this rank), so it activates all of them and falls back after the last one. The
+ * leader computes the same F from this rank's last ACKs (leader_on_close). */
+static void follower_lost_leader(struct agree_comm *ac, const char *why)
+{
+	uint64_t f = UINT64_MAX;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t g = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
+		for (uint64_t v = g + 1; v <= s->latest_number; v++) {
+			uint32_t slot = (uint32_t)(v % s->pending_cap);
+			struct agree_version *ver = s->pending[slot];
+			if (!ver || ver->number != v)
+				break;
+			s->pending[slot] = NULL;
+			if (!commit_version(ac, s, ver))
+				break;
+		}
+		uint64_t fs = (s->latest_number + 2) * s->k; /* S of the first version not acked */
+		if (fs < f)
+			f = fs;
+	}
+	end_group_at(ac, f, why);
 }
 
 /* ---------------------------------------------------------------- follower ---- */
@@ -198,10 +232,12 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		follower_ship(ac, &ac->streams[i], i);
 		reclaim(&ac->streams[i]);
 		if (drop && ac->streams[i].shipped_epochs >= drop && ac->fd >= 0) {
-			/* test-only: the connection drops (docs/agreement.md "Testing") */
+			/* test-only: the connection drops (docs/agreement.md "Testing"); FIN after
+			 * everything sent, like a process that closes its socket */
+			shutdown(ac->fd, SHUT_WR);
 			agree_conn_close(ac->fd);
 			ac->fd = -1;
-			end_group(ac, "lost the connection to the leader (injected)");
+			follower_lost_leader(ac, "lost the connection to the leader (injected)");
 			return;
 		}
 	}
@@ -221,8 +257,11 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		end_group(ac, why);
 		return false;
 	}
+	case AGREE_MSG_BYE: /* the leader's communicator was destroyed */
+		follower_lost_leader(ac, "the communicator was destroyed on the leader");
+		return false;
 	case AGREE_MSG_FALLBACK:
-		ac->group_dead = true;
+		/* keep the link: COMMITs of versions activating before F may still come */
 		agree_comm_fallback(ac, m->seq, "the leader announced it");
 		return true;
 	case AGREE_MSG_DATA: {
@@ -254,7 +293,7 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		if (!v || v->number != m->number)
 			return false;
 		s->pending[slot] = NULL;
-		commit_version(s, v);
+		commit_version(ac, s, v);
 		return true;
 	}
 	default:
@@ -321,7 +360,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 	if (m->h.type == AGREE_MSG_HELLO) {
 		uint32_t reason = 0;
 		if (r == 0 || r >= ac->n_ranks || m->n_ranks != ac->n_ranks || ac->peers[r])
-			reason = AGREE_REFUSE_RANK;
+			reason = AGREE_REFUSE_RANK; /* also a rank that left: no rejoining */
 		else if (!streams_match(ac, m))
 			reason = AGREE_REFUSE_STREAMS;
 		if (reason) {
@@ -343,7 +382,8 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 			catch_up(ac, fd);
 		return true;
 	}
-	if (r == 0 || r >= ac->n_ranks || !ac->peers[r] || ac->peers[r]->fd != fd)
+	if (r == 0 || r >= ac->n_ranks || !ac->peers[r] || ac->peers[r]->gone ||
+	    ac->peers[r]->fd != fd)
 		return false; /* only a joined member may speak, on its own connection */
 	switch (m->h.type) {
 	case AGREE_MSG_CONTRIB: {
@@ -367,7 +407,8 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		agree_comm_fallback(ac, m->seq, "a rank could not agree in time");
 		return true;
 	case AGREE_MSG_BYE:
-		return false; /* on_close handles it */
+		ac->peer_bye = true; /* on_close: destroyed, not lost */
+		return false;
 	default:
 		return false;
 	}
@@ -423,7 +464,7 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	agree_reduce(&s->desc, v->data, s->rank_views, s->bytes, ac->n_ranks, 0);
 	const uint8_t *prev = s->latest_number ? s->latest : NULL;
 	for (uint32_t r = 1; r < ac->n_ranks; r++)
-		if (ac->peers[r])
+		if (ac->peers[r] && !ac->peers[r]->gone)
 			send_data(ac, ac->peers[r]->fd, s, idx, v, prev);
 	memcpy(s->latest, v->data, s->bytes);
 	s->latest_number = v->number;
@@ -450,10 +491,11 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		uint64_t c0 = thread_cpu_ns();
 		struct agree_version *v = s->produced_ring[next % PRODUCE_AHEAD];
 		s->produced_ring[next % PRODUCE_AHEAD] = NULL;
-		if (!v || v->number != next || !commit_version(s, v))
-			return; /* commit_version freed v: the gate closed meanwhile */
+		if (!v || v->number != next || !commit_version(ac, s, v))
+			return; /* commit_version freed v: fallback before its activation */
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
-			send_simple(ac, ac->peers[r]->fd, AGREE_MSG_COMMIT, idx, next);
+			if (!ac->peers[r]->gone)
+				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_COMMIT, idx, next);
 		AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
 	}
 }
@@ -468,18 +510,16 @@ static void leader_step(struct agree_comm *ac, uint64_t now)
 			end_group(ac, "the rendezvous hub has this communicator from another job");
 	}
 	uint64_t f = atomic_load(&ac->fallback_seq);
-	if (f != AGREE_NO_FALLBACK) {
-		if (!ac->fallback_sent) {
-			for (uint32_t r = 1; r < ac->n_ranks; r++)
-				if (ac->peers[r])
-					send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
-			ac->fallback_sent = true;
-			ac->group_dead = true;
-		}
-		return;
+	if (f != AGREE_NO_FALLBACK && f != ac->fallback_sent_seq) {
+		for (uint32_t r = 1; r < ac->n_ranks; r++)
+			if (ac->peers[r] && !ac->peers[r]->gone)
+				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
+		ac->fallback_sent_seq = f;
+		ac->group_dead = true;
 	}
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
-		leader_produce(ac, &ac->streams[i], i, now);
+		if (f == AGREE_NO_FALLBACK) /* after a fallback: only commits of earlier versions */
+			leader_produce(ac, &ac->streams[i], i, now);
 		leader_commit(ac, &ac->streams[i], i);
 		reclaim(&ac->streams[i]);
 	}
@@ -534,12 +574,23 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 	if (ac->role == AGREE_ROLE_LEADER) {
 		for (uint32_t r = 1; ac->peers && r < ac->n_ranks; r++) {
 			struct agree_peer *p = ac->peers[r];
-			if (p && p->fd == fd) {
-				free(p);
-				ac->peers[r] = NULL;
-				char why[64];
-				snprintf(why, sizeof(why), "rank %u left the group", r);
-				end_group(ac, why);
+			if (p && !p->gone && p->fd == fd) {
+				/* it activates every version it acked (follower_lost_leader): those
+				 * still commit here once the others ack; F is the first it did not */
+				p->gone = true;
+				p->fd = -1;
+				uint64_t f = UINT64_MAX;
+				for (uint32_t i = 0; i < ac->n_streams; i++) {
+					struct agree_stream *s = &ac->streams[i];
+					uint64_t fs = (s->rank_acked[r] + 2) * s->k;
+					if (fs < f)
+						f = fs;
+				}
+				char why[80];
+				snprintf(why, sizeof(why), ac->peer_bye ? "rank %u: the communicator "
+					 "was destroyed there" : "rank %u left the group", r);
+				ac->peer_bye = false;
+				end_group_at(ac, f, why);
 			}
 		}
 		return;
@@ -548,7 +599,7 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 		return;
 	ac->fd = -1;
 	if (ac->joined)
-		end_group(ac, "lost the connection to the leader");
+		follower_lost_leader(ac, "lost the connection to the leader");
 	else
 		ac->leader_port = 0; /* not joined yet: find the leader again (late start) */
 }
@@ -557,13 +608,16 @@ void agree_group_detach(struct agree_comm *ac)
 {
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->fd >= 0) {
 		send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
-		agree_conn_close(ac->fd);
+		agree_conn_flush_close(ac->fd);
 		ac->fd = -1;
 	}
 	if (ac->role == AGREE_ROLE_LEADER && ac->peers) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r]) {
-				agree_conn_close(ac->peers[r]->fd);
+				if (!ac->peers[r]->gone) {
+					send_simple(ac, ac->peers[r]->fd, AGREE_MSG_BYE, 0, 0);
+					agree_conn_flush_close(ac->peers[r]->fd);
+				}
 				free(ac->peers[r]);
 			}
 	}

@@ -97,7 +97,9 @@ struct agree_comm {
 	bool registered;                       /* leader: REGISTER acknowledged / local */
 	struct agree_peer **peers;             /* leader: by rank (NULL = not joined) */
 	uint32_t joined_count;
-	bool fallback_sent;
+	bool fallback_sent;                    /* follower: FALLBACK reported to the leader */
+	uint64_t fallback_sent_seq;            /* leader: F last announced */
+	bool peer_bye;                         /* leader: the closing peer said BYE */
 	/* decision log ring [T] producer, [S] consumer */
 	struct agree_decision *log_ring;
 	uint32_t log_cap;
@@ -133,7 +135,8 @@ void agree_registry_unlock(void);
 struct agree_comm *agree_registry_at(size_t i); /* under the lock; NULL = empty slot */
 void agree_comm_release(struct agree_comm *ac); /* drops a reference; frees at 0 */
 
-/* Falls back from comm_seq F on (first caller wins; logs once). Returns the effective F. */
+/* Falls back from comm_seq F on (the smallest F wins; logs once). Versions activating
+ * before F still commit. Returns the effective F. */
 uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why);
 /* Smallest activation seq of a version not yet committed, over all streams. */
 uint64_t agree_first_uncommitted_seq(struct agree_comm *ac);
@@ -155,6 +158,8 @@ int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a conn
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
 void agree_conn_register(int fd, struct agree_comm *owner); /* poll it; owner for follower conns */
 void agree_conn_close(int fd);
+/* Sends what is queued (bounded wait), then closes with FIN: a BYE before detaching. */
+void agree_conn_flush_close(int fd);
 bool agree_is_hub(void);
 int agree_hub_register(struct agree_comm *ac);           /* leader */
 int agree_hub_lookup(struct agree_comm *ac);             /* follower: sends LOOKUP */

@@ -167,6 +167,23 @@ static void conn_drop(struct conn *c, bool notify)
 	close(fd);
 }
 
+static void conn_flush(struct conn *c);
+
+void agree_conn_flush_close(int fd)
+{
+	struct conn *c = conn_of(fd);
+	if (!c)
+		return;
+	uint64_t until = agree_now_ns() + 100000000ull;
+	while (c->out_off < c->out.len && !c->connecting && agree_now_ns() < until) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		poll(&p, 1, 10);
+		conn_flush(c);
+	}
+	shutdown(fd, SHUT_WR);
+	conn_drop(c, false);
+}
+
 void agree_conn_close(int fd)
 {
 	struct conn *c = conn_of(fd);
