@@ -392,7 +392,15 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		struct agree_stream *s = &ac->streams[m->stream];
 		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0)
 			return false;
-		agree_wire_apply(s->rank_views + (size_t)r * s->bytes, s->desc.stride, m);
+		for (uint32_t k = 0; k < m->n_entries; k++) {
+			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
+			uint32_t idx;
+			memcpy(&idx, e, 4);
+			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
+				end_group(ac, "out of memory");
+				return true;
+			}
+		}
 		if (m->number + 1 > s->rank_epochs[r])
 			s->rank_epochs[r] = m->number + 1;
 		return true;
@@ -421,11 +429,13 @@ static bool leader_alloc(struct agree_comm *ac)
 		return false;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
-		s->rank_views = calloc(ac->n_ranks, s->bytes);
+		s->rank_views = calloc(ac->n_ranks, sizeof(*s->rank_views));
+		s->reduce_cnt = calloc(s->desc.max_entries, sizeof(uint32_t));
 		s->rank_epochs = calloc(ac->n_ranks, sizeof(uint64_t));
 		s->rank_acked = calloc(ac->n_ranks, sizeof(uint64_t));
 		s->produced_ring = calloc(PRODUCE_AHEAD, sizeof(*s->produced_ring));
-		if (!s->rank_views || !s->rank_epochs || !s->rank_acked || !s->produced_ring)
+		if (!s->rank_views || !s->reduce_cnt || !s->rank_epochs || !s->rank_acked ||
+		    !s->produced_ring)
 			return false;
 	}
 	return true;
@@ -452,7 +462,7 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	if (have < ac->n_ranks && now - s->first_arrival_ns < agree_config()->collect_ns)
 		return;
 	uint64_t c0 = thread_cpu_ns();
-	snapshot(s, s->rank_views); /* the leader's own contribution is rank 0's view */
+	snapshot(s, s->snap); /* the leader's own contribution */
 	struct agree_version *v = malloc(sizeof(*v) + s->bytes);
 	if (!v) {
 		end_group(ac, "out of memory");
@@ -461,7 +471,8 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	v->number = e + 1;
 	v->activation = (e + 2) * s->k;
 	atomic_init(&v->next, NULL);
-	agree_reduce(&s->desc, v->data, s->rank_views, s->bytes, ac->n_ranks, 0);
+	agree_reduce(&s->desc, v->data, s->reduce_cnt, s->snap, s->rank_views + 1,
+		     ac->n_ranks - 1);
 	const uint8_t *prev = s->latest_number ? s->latest : NULL;
 	for (uint32_t r = 1; r < ac->n_ranks; r++)
 		if (ac->peers[r] && !ac->peers[r]->gone)
@@ -631,13 +642,18 @@ void agree_group_detach(struct agree_comm *ac)
 		for (uint32_t k = 0; s->pending && k < s->pending_cap; k++)
 			free(s->pending[k]);
 		free(s->pending);
+		for (uint32_t r = 0; s->rank_views && r < ac->n_ranks; r++)
+			agree_sparse_free(&s->rank_views[r]);
 		free(s->rank_views);
+		free(s->reduce_cnt);
+		s->reduce_cnt = NULL;
 		free(s->rank_epochs);
 		free(s->rank_acked);
 		for (uint32_t k = 0; s->produced_ring && k < PRODUCE_AHEAD; k++)
 			free(s->produced_ring[k]);
 		free(s->produced_ring);
-		s->shipped = s->snap = s->latest = s->rank_views = NULL;
+		s->shipped = s->snap = s->latest = NULL;
+		s->rank_views = NULL;
 		s->pending = NULL;
 		s->produced_ring = NULL;
 		s->rank_epochs = s->rank_acked = NULL;

@@ -30,6 +30,13 @@ struct agree_version {
 
 struct agree_peer; /* a follower as the leader sees it (agree_group.c) */
 
+/* A rank's contribution as the leader keeps it: the non-zero entries, sorted by index. */
+struct agree_sparse {
+	uint32_t n, cap;
+	uint32_t *idx;
+	uint8_t *vals; /* n x value_size */
+};
+
 struct agree_stream {
 	struct nb_map_agreed_desc desc;
 	uint32_t slot;                         /* map slot (binding index) */
@@ -54,7 +61,8 @@ struct agree_stream {
 	struct agree_version **pending;        /* ring by number % pending_cap */
 	uint32_t pending_cap;
 	/* [S] leader */
-	uint8_t *rank_views;                   /* n_ranks * bytes: latest contribution per rank */
+	struct agree_sparse *rank_views;       /* n_ranks: latest contribution per rank (sparse) */
+	uint32_t *reduce_cnt;                  /* max_entries: contributors per entry (scratch) */
 	uint64_t *rank_epochs;                 /* epochs received per rank */
 	uint64_t *rank_acked;                  /* highest version acked per rank */
 	uint64_t produced;                     /* versions 1..produced sent as DATA */
@@ -167,9 +175,15 @@ uint16_t agree_listen_port(void);
 bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port);
 
 /* ---- reduction (agree_reduce.c) ---- */
-/* out = op over the views of ranks whose entry is non-zero; leader_view for LEADER. */
-void agree_reduce(const struct nb_map_agreed_desc *d, uint8_t *out, const uint8_t *views,
-		  size_t bytes, uint32_t n_views, uint32_t leader_index);
+/* out (dense, stride x max_entries) = op over the leader's own dense view `self` and the
+ * sparse views of the others; entries nobody contributed stay 0. LEADER: out = self.
+ * cnt: max_entries scratch. */
+void agree_reduce(const struct nb_map_agreed_desc *d, uint8_t *out, uint32_t *cnt,
+		  const uint8_t *self, const struct agree_sparse *views, uint32_t n_views);
+/* Sets entry `key` of a sparse view (an all-zero value removes it). 0 or -ENOMEM. */
+int agree_sparse_set(struct agree_sparse *v, uint32_t value_size, uint32_t key,
+		     const uint8_t *value);
+void agree_sparse_free(struct agree_sparse *v);
 
 /* ---- decision log (decision_log.c) ---- */
 void agree_decision_log_drain(bool final);
