@@ -317,6 +317,24 @@ static bool streams_match(const struct agree_comm *ac, const struct agree_msg *m
 	return true;
 }
 
+/* Encodes DATA(v) as a delta against prev once; the same bytes go to every follower. */
+static void encode_data(struct agree_comm *ac, struct agree_buf *b, struct agree_stream *s,
+			uint32_t idx, const struct agree_version *v, const uint8_t *prev)
+{
+	size_t f = agree_wire_begin(b, AGREE_MSG_DATA, 0, ac->comm_id, ac->token);
+	agree_buf_u32(b, idx);
+	agree_buf_u64(b, v->number);
+	agree_buf_u32(b, s->desc.value_size);
+	size_t count_off = b->len;
+	agree_buf_u32(b, 0);
+	uint32_t n = agree_wire_put_delta(b, v->data, prev, s->desc.max_entries, s->desc.stride,
+					  s->desc.value_size);
+	if (!b->oom) {
+		memcpy(b->p + count_off, &n, 4);
+		agree_wire_end(b, f);
+	}
+}
+
 static void send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
 		      const struct agree_version *v, const uint8_t *prev)
 {
@@ -474,9 +492,12 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	agree_reduce(&s->desc, v->data, s->reduce_cnt, s->snap, s->rank_views + 1,
 		     ac->n_ranks - 1);
 	const uint8_t *prev = s->latest_number ? s->latest : NULL;
+	struct agree_buf data = {0};
+	encode_data(ac, &data, s, idx, v, prev);
 	for (uint32_t r = 1; r < ac->n_ranks; r++)
 		if (ac->peers[r] && !ac->peers[r]->gone)
-			send_data(ac, ac->peers[r]->fd, s, idx, v, prev);
+			agree_conn_send(ac->peers[r]->fd, &data);
+	agree_buf_free(&data);
 	memcpy(s->latest, v->data, s->bytes);
 	s->latest_number = v->number;
 	free(s->produced_ring[v->number % PRODUCE_AHEAD]);

@@ -571,7 +571,14 @@ static void *service_main(void *arg)
 		free(idx);
 		return NULL;
 	}
+	struct timespec cpu0;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
 	while (!atomic_load(&service_stop)) {
+		struct timespec cpu1;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+		AGREE_STAT(service_cpu_ns, (uint64_t)(cpu1.tv_sec - cpu0.tv_sec) * 1000000000ull +
+						   (uint64_t)cpu1.tv_nsec - (uint64_t)cpu0.tv_nsec);
+		cpu0 = cpu1;
 		uint64_t now = agree_now_ns();
 		hub_connect(now);
 		size_t n = 0;
