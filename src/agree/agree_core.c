@@ -476,12 +476,22 @@ void agree_tuner_end(void)
 
 /* ---- profiler side ---- */
 
+/* Per-thread cache of the last slot found (profiler threads see few communicators); the
+ * slot is re-checked, so a communicator replaced in it is never returned. */
+static __thread size_t cached_slot __attribute__((tls_model("initial-exec")));
+
 static struct agree_comm *lookup_comm(uint64_t comm_id)
 {
+	struct agree_comm *ac = atomic_load_explicit(&lookup_table[cached_slot],
+						     memory_order_acquire);
+	if (ac && ac->comm_id == comm_id)
+		return ac;
 	for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
-		struct agree_comm *ac = atomic_load_explicit(&lookup_table[i], memory_order_acquire);
-		if (ac && ac->comm_id == comm_id)
+		ac = atomic_load_explicit(&lookup_table[i], memory_order_acquire);
+		if (ac && ac->comm_id == comm_id) {
+			cached_slot = i;
 			return ac;
+		}
 	}
 	return NULL;
 }
