@@ -7,7 +7,7 @@
 # (no fallback / every rank falls back at the same collective).
 #
 # usage: run_agree.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
-# AGREE_LONG=1: >= 1000 epochs per scenario and the extra scenarios (minutes).
+# AGREE_LONG=1: the steady scenario for >= 1000 epochs, and three more scenarios (~1 min).
 set -u
 RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
 LONG=${AGREE_LONG:-0}
