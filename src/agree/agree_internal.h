@@ -79,6 +79,8 @@ struct agree_comm {
 	_Atomic int rank;                      /* -1 until the profiler tells */
 	_Atomic int refs;                      /* tuner + profiler + service */
 	bool tuner_open, profiler_open;        /* under the registry lock */
+	bool tuner_seen;                       /* a tuner ever opened it */
+	bool detached;                         /* its group was left (or never existed) */
 	/* [T] */
 	uint64_t next_event;                   /* seq at which the slow path must run */
 	bool started;                          /* first collective seen */
@@ -142,6 +144,7 @@ void agree_registry_lock(void);
 void agree_registry_unlock(void);
 struct agree_comm *agree_registry_at(size_t i); /* under the lock; NULL = empty slot */
 void agree_comm_release(struct agree_comm *ac); /* drops a reference; frees at 0 */
+bool agree_registry_remove_detached_locked(struct agree_comm *ac);
 
 /* Falls back from comm_seq F on (the smallest F wins; logs once). Versions activating
  * before F still commit. Returns the effective F. */
@@ -151,6 +154,7 @@ uint64_t agree_first_uncommitted_seq(struct agree_comm *ac);
 
 /* ---- service thread (agree_service.c) ---- */
 void agree_service_start(void);
+bool agree_service_running(void);
 void agree_service_wake(void);
 void agree_stat_add(size_t offset, uint64_t v);
 #define AGREE_STAT(field, v) agree_stat_add(offsetof(struct agree_stats, field), (v))

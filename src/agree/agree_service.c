@@ -168,6 +168,7 @@ static void conn_drop(struct conn *c, bool notify)
 }
 
 static void conn_flush(struct conn *c);
+static void conn_drop(struct conn *c, bool notify);
 
 void agree_conn_flush_close(int fd)
 {
@@ -211,6 +212,12 @@ int agree_conn_send(int fd, const struct agree_buf *b)
 	struct conn *c = conn_of(fd);
 	if (!c || b->oom)
 		return -EPIPE;
+	if (c->out.len - c->out_off > (64u << 20)) {
+		/* a peer that stopped reading: drop it rather than queue without bound (for the
+		 * group it is a lost member, with the usual fallback point) */
+		conn_drop(c, true);
+		return -ENOBUFS;
+	}
 	agree_buf_put(&c->out, b->p, b->len);
 	if (c->out.oom)
 		return -ENOMEM;
@@ -548,14 +555,14 @@ static void step_comms(uint64_t now)
 		bool ready = atomic_load_explicit(&ac->streams_ready, memory_order_acquire);
 		if (ready && ac->grouped && !atomic_load(&ac->closing))
 			agree_group_step(ac, now);
-		if (atomic_load(&ac->closing) && !ac->tuner_open) {
+		if (atomic_load(&ac->closing) && !ac->tuner_open && !ac->detached) {
 			agree_decision_log_drain(false); /* its last decisions, before it goes */
 			agree_group_detach(ac);
-			extern void agree_registry_remove_locked(size_t i);
-			agree_registry_remove_locked(i);
-			agree_registry_unlock();
-			agree_comm_release(ac);
-			agree_registry_lock();
+			if (agree_registry_remove_detached_locked(ac)) {
+				agree_registry_unlock();
+				agree_comm_release(ac);
+				agree_registry_lock();
+			}
 		}
 	}
 	agree_registry_unlock();
@@ -659,6 +666,11 @@ static void start_once_fn(void)
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
 			    "agree: cannot start the service thread; agreed maps read as zeros "
 			    "and versions never activate (NCCL's defaults after the wait bound)");
+}
+
+bool agree_service_running(void)
+{
+	return service_running;
 }
 
 void agree_service_start(void)
