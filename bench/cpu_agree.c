@@ -201,7 +201,16 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	uint16_t port = (uint16_t)(30000 + getpid() % 20000);
+	/* a free port below the ephemeral range (other processes' connections live there) */
+	uint16_t port = 0;
+	for (uint16_t p = (uint16_t)(20000 + getpid() % 10000); !port; p++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(p)};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			port = p;
+		close(fd);
+	}
 	char addr[64];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
 	setenv("NCCLBPF_AGREE", addr, 1);

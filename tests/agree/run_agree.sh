@@ -17,7 +17,9 @@ WAIT_MS=3000        # the stated bound of a rank's wait (NCCLBPF_AGREE_WAIT_MS)
 rm -rf "$RUN"
 mkdir -p "$RUN"
 fail=0
-BASEPORT=$(( 20000 + ($$ % 20000) ))
+# rendezvous ports below Linux's ephemeral range (32768+), where connections of other
+# processes cannot be sitting on them; skipped when something listens there
+BASEPORT=$(( 20000 + ($$ % 600) * 20 ))
 scen_no=0
 
 die() { echo "FAIL [$SCEN]: $*"; fail=1; }
@@ -36,6 +38,7 @@ begin() {
 	DIR=$RUN/$SCEN
 	mkdir -p "$DIR/log"
 	PORT=$((BASEPORT + scen_no))
+	while (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; do PORT=$((PORT + 1)); done
 	export NCCLBPF_POLICY=$POLICIES/adaptive_channels.bpf.o
 	export NCCLBPF_DECISION_LOG=$DIR/log
 	export NCCLBPF_AGREE=127.0.0.1:$PORT
