@@ -234,8 +234,7 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (drop && ac->streams[i].shipped_epochs >= drop && ac->fd >= 0) {
 			/* test-only: the connection drops (docs/agreement.md "Testing"); FIN after
 			 * everything sent, like a process that closes its socket */
-			shutdown(ac->fd, SHUT_WR);
-			agree_conn_close(ac->fd);
+			agree_conn_flush_close(ac->fd);
 			ac->fd = -1;
 			follower_lost_leader(ac, "lost the connection to the leader (injected)");
 			return;
