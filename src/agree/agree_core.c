@@ -435,7 +435,12 @@ static struct agree_version *wait_version(struct agree_comm *ac, struct agree_st
 									     memory_order_acquire);
 	while (v && v->number < need)
 		v = atomic_load_explicit(&v->next, memory_order_acquire);
-	return v && v->number == need ? v : NULL;
+	if (v && v->number == need)
+		return v;
+	/* cannot happen (versions are linked before the gate moves); never continue on a
+	 * stale version silently */
+	agree_comm_fallback(ac, seq, "internal error: a committed version is missing");
+	return NULL;
 }
 
 /* Slow path at an epoch boundary or activation point. */
