@@ -170,7 +170,10 @@ expect_same_fallback 0 2 3
 # ---- 8. garbage, truncated and oversize messages on the rendezvous port ---------------
 begin garbage
 for r in 0 1 2 3; do start_rank $r $r 3000; done
-sleep 0.3
+for i in $(seq 100); do   # until the hub listens (the ranks start it at their first collective)
+	(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
+	sleep 0.05
+done
 for i in 1 2 3; do
 	head -c 3000 /dev/urandom >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
 	# valid magic and version, 2 GiB length
