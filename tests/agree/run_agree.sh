@@ -101,6 +101,27 @@ expect_same_fallback() {
 	echo "   every rank fell back at collective $first"
 }
 
+# ---- 0. the checker itself: exit codes on consistent, divergent, malformed, empty and
+#         truncated logs (regression: an empty log was qsort(NULL, 0), found by fuzzing)
+SCEN=checker
+C=$RUN/checker
+mkdir -p "$C"
+L0='{"comm":"0x1f","rank":0,"seq":7,"coll":"AllReduce","bytes":4096,"algo":"Tree","proto":"Simple","channels":4}'
+L1='{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce","bytes":4096,"algo":"Tree","proto":"Simple","channels":4}'
+L1b='{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce","bytes":4096,"algo":null,"proto":"Simple","channels":4}'
+echo "$L0" >"$C/a.jsonl"; echo "$L1" >"$C/b.jsonl"; echo "$L1b" >"$C/c.jsonl"
+"$CLI" decisions -q "$C/a.jsonl" "$C/b.jsonl" >/dev/null 2>&1; [ $? -eq 0 ] || die "consistent logs: exit != 0"
+"$CLI" decisions "$C/a.jsonl" "$C/c.jsonl" >"$C/out" 2>&1; [ $? -eq 3 ] || die "divergent logs: exit != 3"
+grep -q "DIVERGENT: comm 0x1f seq 7" "$C/out" || die "divergence not reported"
+echo '{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce"}' >"$C/m.jsonl"
+"$CLI" decisions "$C/m.jsonl" >"$C/out" 2>&1; [ $? -eq 2 ] || die "malformed line: exit != 2"
+grep -q "m.jsonl:1:.*missing key" "$C/out" || die "malformed line not located"
+: >"$C/empty.jsonl"
+"$CLI" decisions "$C/empty.jsonl" >/dev/null 2>&1; [ $? -eq 0 ] || die "empty log: exit != 0"
+printf '%s\n%s' "$L0" '{"comm":"0x1f","ra' >"$C/t.jsonl"
+"$CLI" decisions "$C/t.jsonl" "$C/b.jsonl" >"$C/out" 2>&1; [ $? -eq 0 ] || die "truncated last line: exit != 0"
+grep -q "truncated last line ignored" "$C/out" || die "truncated line not reported"
+
 # ---- 1. steady state: >= 100 epochs, no fallback --------------------------------------
 begin steady
 for r in 0 1 2 3; do start_rank $r $r $STEPS --seed 7; done
