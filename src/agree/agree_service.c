@@ -545,16 +545,23 @@ static void hub_connect(uint64_t now)
 
 /* ---- the loop ---- */
 
+/* Groups still agreeing: the loop then wakes every 2 ms for deadlines (collect window,
+ * lookups, retries); otherwise every 100 ms (decision-log flushing only). */
+static unsigned live_groups;
+
 static void step_comms(uint64_t now)
 {
+	unsigned live = 0;
 	agree_registry_lock();
 	for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
 		struct agree_comm *ac = agree_registry_at(i);
 		if (!ac)
 			continue;
 		bool ready = atomic_load_explicit(&ac->streams_ready, memory_order_acquire);
-		if (ready && ac->grouped && !atomic_load(&ac->closing))
+		if (ready && ac->grouped && !atomic_load(&ac->closing)) {
 			agree_group_step(ac, now);
+			live += !ac->group_dead;
+		}
 		if (atomic_load(&ac->closing) && !ac->tuner_open && !ac->detached) {
 			agree_decision_log_drain(false); /* its last decisions, before it goes */
 			agree_group_detach(ac);
@@ -566,6 +573,7 @@ static void step_comms(uint64_t now)
 		}
 	}
 	agree_registry_unlock();
+	live_groups = live;
 }
 
 static void *service_main(void *arg)
@@ -605,7 +613,7 @@ static void *service_main(void *arg)
 			pfd[n] = (struct pollfd){.fd = fd, .events = ev};
 			idx[n++] = fd;
 		}
-		int r = poll(pfd, n, 2);
+		int r = poll(pfd, n, live_groups ? 2 : 100);
 		agree_registry_lock();
 		if (agree_config()->fault_stall_service_ns) {
 			struct timespec ts = {0, (long)(agree_config()->fault_stall_service_ns % 1000000000ull)};
