@@ -218,8 +218,9 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 			ac->leader_port = 0; /* ask the hub again */
 			return;
 		}
+		if (!agree_conn_register(fd, ac))
+			return; /* retried later */
 		ac->fd = fd;
-		agree_conn_register(fd, ac);
 		follower_hello(ac);
 		return;
 	}

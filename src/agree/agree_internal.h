@@ -168,7 +168,8 @@ void agree_group_on_close(struct agree_comm *ac, int fd);
 void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, free [S] */
 int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
-void agree_conn_register(int fd, struct agree_comm *owner); /* poll it; owner for follower conns */
+/* Polls a connecting follower link; false (fd closed) when the table is full. */
+bool agree_conn_register(int fd, struct agree_comm *owner);
 void agree_conn_close(int fd);
 /* Sends what is queued (bounded wait), then closes with FIN: a BYE before detaching. */
 void agree_conn_flush_close(int fd);

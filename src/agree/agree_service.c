@@ -130,13 +130,14 @@ static struct conn *conn_add(int fd, enum conn_kind kind)
 	return c;
 }
 
-void agree_conn_register(int fd, struct agree_comm *owner)
+bool agree_conn_register(int fd, struct agree_comm *owner)
 {
-	struct conn *c = conn_add(fd, CONN_LINK);
-	if (c) {
-		c->connecting = true;
-		c->link_owner = owner;
-	}
+	struct conn *c = conn_add(fd, CONN_LINK); /* closes fd on failure */
+	if (!c)
+		return false;
+	c->connecting = true;
+	c->link_owner = owner;
+	return true;
 }
 
 static void conn_drop(struct conn *c, bool notify)
