@@ -222,7 +222,8 @@ int agree_conn_send(int fd, const struct agree_buf *b)
 	agree_buf_put(&c->out, b->p, b->len);
 	if (c->out.oom)
 		return -ENOMEM;
-	conn_flush(c);
+	/* sent at the end of this loop iteration (flush_all): frames for one peer produced in
+	 * the same iteration (a COMMIT and the next DATA, a hub reply) share one send() */
 	return 0;
 }
 
@@ -546,6 +547,15 @@ static void hub_connect(uint64_t now)
 
 /* ---- the loop ---- */
 
+static void flush_all(void)
+{
+	for (int fd = 0; fd < MAX_CONNS; fd++) {
+		struct conn *c = conns[fd];
+		if (c && c->out.len > c->out_off)
+			conn_flush(c);
+	}
+}
+
 /* Groups still agreeing: the loop then wakes every 2 ms for deadlines (collect window,
  * lookups, retries); otherwise every 100 ms (decision-log flushing only). */
 static unsigned live_groups;
@@ -658,6 +668,7 @@ static void *service_main(void *arg)
 		}
 		agree_registry_unlock();
 		step_comms(agree_now_ns());
+		flush_all();
 		agree_decision_log_drain(false);
 	}
 	free(pfd);
