@@ -652,6 +652,8 @@ void agree_group_detach(struct agree_comm *ac)
 		agree_conn_flush_close(ac->fd);
 		ac->fd = -1;
 	}
+	if (ac->role == AGREE_ROLE_LEADER)
+		agree_hub_unregister_local(ac->comm_id);
 	if (ac->role == AGREE_ROLE_LEADER && ac->peers) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r]) {

@@ -274,6 +274,15 @@ static int hub_add(uint64_t comm_id, uint64_t token, uint32_t addr, uint32_t por
 	return 0;
 }
 
+void agree_hub_unregister_local(uint64_t comm_id)
+{
+	for (size_t i = 0; i < hub_dir_cnt; i++)
+		if (hub_dir[i].comm_id == comm_id && hub_dir[i].fd == -1) {
+			hub_dir[i] = hub_dir[--hub_dir_cnt];
+			return;
+		}
+}
+
 bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port)
 {
 	struct hub_entry *e = hub_find(comm_id);
