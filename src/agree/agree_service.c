@@ -430,11 +430,12 @@ static bool dispatch(struct conn *c, const struct agree_msg *m)
 static void conn_read(struct conn *c)
 {
 	uint8_t tmp[65536];
+	bool eof = false;
 	for (;;) {
 		ssize_t n = recv(c->fd, tmp, sizeof(tmp), 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			conn_drop(c, true);
-			return;
+			eof = true; /* frames that arrived before the FIN are still handled */
+			break;
 		}
 		if (n < 0)
 			break;
@@ -479,6 +480,8 @@ static void conn_read(struct conn *c)
 		memmove(c->in.p, c->in.p + off, c->in.len - off);
 		c->in.len -= off;
 	}
+	if (eof)
+		conn_drop(c, true);
 }
 
 /* ---- listener / hub link ---- */
