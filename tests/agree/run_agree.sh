@@ -221,6 +221,16 @@ wait_all
 check_decisions
 MIN_VERSIONS=30 expect_no_fallback a0 a1 a2 a3 b0 b1 b2 b3
 
+# ---- 10. ranks far apart in speed: one rank 12x slower. Versions wait for its
+#          contributions (within the collect window), so the fast ranks are paced, bounded
+begin far_behind_short
+for r in 0 1 2; do SLEEP_US=50 start_rank $r $r 1500; done
+SLEEP_US=600 start_rank 3 3 1500
+wait_all
+check_decisions
+MIN_VERSIONS=20 expect_no_fallback 0 1 2 3
+check_waits 0 1 2 3
+
 if [ "$LONG" = 1 ]; then
 	# ---- long: a rank that joins after the bound: every rank falls back, it too ----
 	begin late_join_beyond_bound
