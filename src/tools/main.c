@@ -11,6 +11,8 @@ int cmd_exec(int argc, char **argv);
 extern int cmd_verify(int argc, char **argv) __attribute__((weak));
 extern int cmd_bench(int argc, char **argv) __attribute__((weak));
 extern int cmd_trace(int argc, char **argv) __attribute__((weak));
+extern int cmd_tune(int argc, char **argv) __attribute__((weak));
+extern int cmd_rules(int argc, char **argv) __attribute__((weak));
 
 struct subcommand {
 	const char *name;
@@ -37,6 +39,8 @@ int main(int argc, char **argv)
 				       "                    verify programs, compiler-style diagnostics"},
 		{"bench", cmd_bench, "[--calls N] [--policies a,b]  per-decision cost against native C"},
 		{"trace", cmd_trace, "DIR [-o trace.json] merge NCCLBPF_TRACE logs into a Chrome trace"},
+		{"tune", cmd_tune, "[--json] [-o rules.bpf.o] SAMPLES.csv  offline 5-gate tuner"},
+		{"rules", cmd_rules, "compile nccl_tuner.conf -o rules.bpf.o  NCCL example-tuner rules -> policy"},
 	};
 	const size_t n = sizeof(cmds) / sizeof(cmds[0]);
 
