@@ -12,7 +12,7 @@
  * Agreement (docs/agreement.md): bandit_stat is reduced with MAX over ranks, so an arm's
  * latency is its slowest rank's (a collective takes as long as its slowest rank);
  * bandit_count with MIN, so one rank that restarts its measurements restarts exploration
- * for all. Versions are published every BANDIT_EPOCH_LOG2^2 collectives and activate at the same
+ * for all. Versions are published every 2^BANDIT_EPOCH_LOG2 = 8 collectives and activate at the same
  * collective sequence number on every rank, so every rank switches from exploration to
  * exploitation (and back, after drift) at the same collective.
  *
@@ -48,6 +48,9 @@
 #define BANDIT_BUCKETS 24       /* size bands per collective from cfg_bucket_min */
 #define BANDIT_BANDS (NCCLBPF_NUM_COLLS * BANDIT_BUCKETS)
 #define BANDIT_EPOCH_LOG2 3     /* agreed-map epoch: 8 collectives */
+/* a run of the exploited arm this long, then another arm: the tuner is re-exploring
+ * (longer than the two-epoch lag plus a window) */
+#define BANDIT_RESTART_RUN ((2 << BANDIT_EPOCH_LOG2) + 2 * BANDIT_WINDOW)
 
 /* ---- configuration (.rodata) ---- */
 const volatile __u32 cfg_n_arms = 8;
@@ -63,6 +66,7 @@ const volatile __u32 cfg_coll_mask = 0x1f;       /* bit per NCCLBPF_COLL_* */
 const volatile __u32 cfg_min_nodes = 1;          /* leave communicators below this to NCCL */
 const volatile __u32 cfg_bucket_min = 10;        /* bands 2^10 (1 KiB) .. 2^33 */
 const volatile __u32 cfg_warmup = 1;             /* samples per arm discarded after a (re)start */
+const volatile __u32 cfg_explore_windows = 2;    /* windows of 8 per arm: M = 8 x this (1..4) */
 const volatile __u32 cfg_gate_small_pct = 5;     /* safety gate below cfg_large_from */
 const volatile __u32 cfg_gate_large_pct = 10;    /* and from there on */
 const volatile __u64 cfg_large_from = 64ull << 20;
@@ -101,7 +105,8 @@ struct bandit_window {
 	__u64 lat[BANDIT_WINDOW];
 	__u64 seen;   /* samples since the last (re)start, warm-up included */
 	__u64 n;      /* valid samples since the last (re)start */
-	__u64 ref;    /* reference trimmed mean for drift, 0 = take the next one */
+	__u64 sum;    /* sum of the exploration windows' trimmed means */
+	__u64 ref;    /* the arm's exploration statistic (published), 0 = exploring */
 	__u64 drift;  /* consecutive windows off the reference */
 	__u64 last_arm_plus1; /* band record: the arm of the previous sample */
 	__u64 run;            /* band record: samples in a row of that arm */
@@ -131,6 +136,13 @@ static __always_inline __u64 opaque(__u64 x)
 #define BIG (1ull << 62)
 /* published counts are stored as 1 + count (0 = no rank contributed) */
 #define COUNT(v) ((((v) & 0xffff) - 1) & -NZ((v) & 0xffff))
+
+/* M: valid samples per arm before exploitation. */
+static __always_inline __u64 explore_samples(void)
+{
+	__u32 w = cfg_explore_windows;
+	return (__u64)(w < 1 ? 1 : w > 4 ? 4 : w) * BANDIT_WINDOW;
+}
 
 /* Band index of a collective, or -1 when the bandit leaves it to NCCL. */
 static __always_inline int band_of(__u32 coll, __u64 n_bytes, __u32 n_nodes)
@@ -193,7 +205,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	if (!avail)
 		return 0;
 
-	if (minc < BANDIT_WINDOW) {
+	if (minc < explore_samples()) {
 		/* explore: round-robin among the least-sampled arms */
 		__u64 k = 0;
 #pragma clang loop unroll(disable)
@@ -320,30 +332,32 @@ static __always_inline struct bandit_window *window(struct bandit_key *k)
 	return bpf_map_lookup_elem(&bandit_windows, k);
 }
 
-/* Drops (restart = 0) the drift references of a band's arms, or (restart = 1) restarts
- * this rank's measurements of it: counts to zero - the published MIN follows, so every
- * rank re-explores from the same collective. */
-static __always_inline void reset_arms(__u64 comm_id, __u32 band, __u64 restart,
-				       struct bandit_arms *cnt, struct bandit_arms *st)
+/* Restarts this rank's measurements of a band: counts to zero (the published MIN follows,
+ * so every rank re-explores from the same collective), statistics dropped. */
+static __always_inline void restart_band(__u64 comm_id, __u32 band, struct bandit_arms *cnt,
+					 struct bandit_arms *st)
 {
 	struct bandit_key k = {};
 	k.comm_id = comm_id;
 	k.band = band;
 #pragma clang loop unroll(disable)
-	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+	for (__u32 a = 0; a <= BANDIT_MAX_ARMS; a++) {
 		k.arm = a;
 		struct bandit_window *w = bpf_map_lookup_elem(&bandit_windows, &k);
 		if (w) {
+			w->seen = 0;
+			w->n = 0;
+			w->sum = 0;
 			w->ref = 0;
 			w->drift = 0;
-			w->seen = SEL(restart, 0, w->seen);
-			w->n = SEL(restart, 0, w->n);
+			w->run = 0;
+			w->last_arm_plus1 = 0;
 		}
 	}
-#pragma clang loop unroll(disable)
-	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-		cnt->v[a] = SEL(restart, 1, cnt->v[a]);
-		st->v[a] = SEL(restart, 0, st->v[a]);
+#pragma clang loop unroll(full)
+	for (int a = 0; a < BANDIT_MAX_ARMS; a++) {
+		cnt->v[a] = 1;
+		st->v[a] = 0;
 	}
 }
 
@@ -368,18 +382,29 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	bk.arm = BANDIT_MAX_ARMS;
 	wk.arm = (__u32)arm;
 	struct bandit_window *bs = window(&bk);
-	struct bandit_window *w = window(&wk);
-	if (!cnt || !st || !bs || !w)
+	if (!cnt || !st || !bs)
 		return 0;
 
-	/* runs of one arm: a long run is exploitation; leaving one re-baselines drift */
+	struct bandit_window *w = window(&wk);
+	if (!w)
+		return 0;
+	__u64 m = explore_samples();
+
+	/* Runs of one arm, counting only samples taken after the arm's exploration. The
+	 * decision is fixed between explorations, so another arm after a long such run means
+	 * the tuner started re-exploring (another rank saw drift): start afresh too, or this
+	 * rank's old statistics would dominate the MAX. The run must outlast the overshoot at
+	 * the end of an exploration (the published counts lag by up to two epochs). */
+	__u64 complete = w->n >= m;
 	if (bs->last_arm_plus1 == arm + 1) {
-		bs->run++;
+		bs->run = complete ? bs->run + 1 : 0;
 	} else {
-		if (bs->run >= BANDIT_WINDOW)
-			reset_arms(ctx->comm_id, key, 0, cnt, st);
+		if (bs->run >= BANDIT_RESTART_RUN) {
+			restart_band(ctx->comm_id, key, cnt, st);
+			complete = 0;
+		}
 		bs->last_arm_plus1 = arm + 1;
-		bs->run = 1;
+		bs->run = complete;
 	}
 
 	w->seen++;
@@ -391,22 +416,27 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 		w->lat[i] = SEL(EQ(slot, i), lat, w->lat[i]);
 	w->n++;
 	__u64 n = w->n < 250 ? w->n : 250;
-	__u64 tm = w->n >= BANDIT_WINDOW ? trimmed_mean(w) : 0;
 #pragma clang loop unroll(disable)
-	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-		__u64 me = EQ(arm, a);
-		cnt->v[a] = SEL(me, 1 + n, cnt->v[a]);
-		st->v[a] = SEL(me & NZ(tm), tm, st->v[a]);
-	}
-	if (!tm)
+	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
+		cnt->v[a] = SEL(EQ(arm, a), 1 + n, cnt->v[a]);
+	if (w->n % BANDIT_WINDOW)
 		return 0;
+	__u64 tm = trimmed_mean(w); /* a full window of fresh samples */
+	if (w->n <= m) {
+		/* exploration: the arm's statistic is the mean of its first windows */
+		w->sum += tm;
+		if (w->n < m)
+			return 0;
+		__u64 stat = w->sum / (m / BANDIT_WINDOW);
+		w->ref = stat ? stat : 1;
+#pragma clang loop unroll(disable)
+		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
+			st->v[a] = SEL(EQ(arm, a), w->ref, st->v[a]);
+		return 0;
+	}
 
-	/* drift: every full window of a long run, against the arm's reference */
-	if (!w->ref) {
-		w->ref = tm;
-		return 0;
-	}
-	if (bs->run < BANDIT_WINDOW || bs->run % BANDIT_WINDOW)
+	/* drift: each later window of a long run (the exploited arm) against the statistic */
+	if (bs->run < BANDIT_WINDOW || !w->ref)
 		return 0;
 	__u64 ref = w->ref & (BIG - 1);
 	__u64 diff = tm > ref ? tm - ref : ref - tm;
@@ -415,7 +445,7 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	else
 		w->drift = 0;
 	if (w->drift >= cfg_drift_windows) {
-		reset_arms(ctx->comm_id, key, 1, cnt, st);
+		restart_band(ctx->comm_id, key, cnt, st);
 		bs->run = 0;
 		bs->last_arm_plus1 = 0;
 	}
