@@ -49,10 +49,8 @@ void agree_comm_profiler_close(uint64_t comm_id);
 
 /* ---- tuner decision path (lock-free, allocation-free) ---- */
 
-/* The per-communicator collective sequence number (ctx->comm_seq): returns the current
- * value and advances it. The one place the tuner counts collectives. */
-uint64_t agree_comm_next_seq(struct agree_comm *ac);
-/* Before running the chain for collective `seq`: activates the version due at seq (waiting
+/* Before running the chain for collective `seq` (ctx->comm_seq, counted by the tuner shim:
+ * tuner_core.c tuner_next_seq): activates the version due at seq (waiting
  * bounded and yielding if it has not arrived) and binds this thread's agreed-map lookups to
  * it. ac NULL binds the all-zero version 0. Pair with agree_tuner_end. */
 enum agree_verdict agree_tuner_begin(struct agree_comm *ac, uint64_t seq);
