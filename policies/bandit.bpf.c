@@ -23,20 +23,23 @@
  * the call (avail_mask); entries NCCL marked unavailable are never chosen. "AUTO" (keep
  * NCCL's choice) is the pair NCCL's cost table ranks first: it is measured like any arm.
  *
- * Exploration: while some available arm has fewer than BANDIT_WINDOW valid samples in
- * the published counts, pick round-robin among the least-sampled arms, indexed by the
- * rank-invariant per-collective sequence number (its base-k digit sum, so a workload that
- * cycles through a few sizes still visits every arm). No random numbers: they would differ
- * between ranks.
+ * Exploration: while some available arm has fewer than M valid samples in the published
+ * counts (M = 8 x cfg_explore_windows, after cfg_warmup discarded ones), pick round-robin
+ * among those arms, indexed by the rank-invariant per-collective sequence number (its
+ * base-k digit sum, so a workload that cycles through a few sizes still visits every arm).
+ * No random numbers: they would differ between ranks. Each arm's statistic is the mean of
+ * the IQR-trimmed means of its first M/8 windows of 8 samples, frozen until the next
+ * exploration, so the decision does not flap with noise.
  *
  * Exploitation: the arm with the lowest published trimmed mean replaces AUTO only if it is
  * faster than AUTO's by more than the safety gate (cfg_gate_small_pct below
  * cfg_large_from bytes, cfg_gate_large_pct from there); otherwise NCCL's choice stays.
  *
- * Drift: on each rank, every full window of a long run of one arm (the exploited one) is
- * compared with the arm's reference latency; after cfg_drift_windows windows in a row off
+ * Drift: on each rank, every later window of a long run of one arm (the exploited one) is
+ * compared with the arm's frozen statistic; after cfg_drift_windows windows in a row off
  * by more than cfg_drift_pct, the rank restarts the band's measurements: its counts drop
  * to zero, the published MIN follows, and every rank re-explores from the same collective.
+ * The other ranks see the exploited arm's run end and restart too.
  *
  * Configuration is .rodata (`const volatile`): operators can change it in a built object
  * (as `ncclbpf tune -o` does for tuned_rules) without touching the logic.
@@ -205,12 +208,13 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	if (!avail)
 		return 0;
 
-	if (minc < explore_samples()) {
-		/* explore: round-robin among the least-sampled arms */
+	__u64 m = explore_samples();
+	if (minc < m) {
+		/* explore: round-robin among the arms still short of M samples */
 		__u64 k = 0;
 #pragma clang loop unroll(disable)
 		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
-			k += ((avail >> a) & 1) & EQ(COUNT(cnt->v[a]), minc);
+			k += ((avail >> a) & 1) & LT(COUNT(cnt->v[a]), m);
 		if (k == 0 || k > BANDIT_MAX_ARMS)
 			return 0;
 		/* digit sum of seq in base k (three digits and the rest): a size that recurs every
@@ -220,7 +224,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		__u64 cum = 0, algo = 0, proto = 0;
 #pragma clang loop unroll(disable)
 		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-			__u64 in = ((avail >> a) & 1) & EQ(COUNT(cnt->v[a]), minc);
+			__u64 in = ((avail >> a) & 1) & LT(COUNT(cnt->v[a]), m);
 			__u64 pick = in & EQ(cum, j);
 			algo = SEL(pick, (__u32)cfg_arm_algo[a], algo);
 			proto = SEL(pick, (__u32)cfg_arm_proto[a], proto);
