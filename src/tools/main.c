@@ -13,6 +13,7 @@ extern int cmd_bench(int argc, char **argv) __attribute__((weak));
 extern int cmd_trace(int argc, char **argv) __attribute__((weak));
 extern int cmd_tune(int argc, char **argv) __attribute__((weak));
 extern int cmd_rules(int argc, char **argv) __attribute__((weak));
+extern int cmd_config(int argc, char **argv) __attribute__((weak));
 extern int cmd_decisions(int argc, char **argv) __attribute__((weak));
 
 struct subcommand {
@@ -42,6 +43,7 @@ int main(int argc, char **argv)
 		{"trace", cmd_trace, "DIR [-o trace.json] merge NCCLBPF_TRACE logs into a Chrome trace"},
 		{"tune", cmd_tune, "[--json] [-o rules.bpf.o] SAMPLES.csv  offline 5-gate tuner"},
 		{"rules", cmd_rules, "compile nccl_tuner.conf -o rules.bpf.o  NCCL example-tuner rules -> policy"},
+		{"config", cmd_config, "OBJ [NAME=V ... -o OUT]  list/change a policy's .rodata configuration"},
 		{"decisions", cmd_decisions, "[-q] DIR|FILE...  check NCCLBPF_DECISION_LOG files: all ranks agree?"},
 	};
 	const size_t n = sizeof(cmds) / sizeof(cmds[0]);

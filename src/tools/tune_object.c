@@ -28,27 +28,22 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
 	return -EINVAL;
 }
 
-struct sym_loc {
-	const char *name;
-	size_t size;   /* expected st_size */
-	size_t offset; /* file offset of the symbol's bytes, found */
-};
-
-/* Finds the symbols' bytes in the .rodata section of an ELF64 little-endian BPF object.
- * Every offset and size is checked against the buffer: the template is trusted, but a
- * damaged build must give an error, not a stray write. */
-static int locate(const unsigned char *b, size_t len, struct sym_loc *syms, int nsyms, char *err,
-		  size_t errlen)
+/* Walks the symbols defined in .rodata of an ELF64 little-endian BPF object; every offset
+ * and size is checked against the buffer, so a damaged object gives an error, never a
+ * stray read or write. cb returns non-zero to stop. */
+static int walk_rodata(const unsigned char *b, size_t len,
+		       int (*cb)(void *arg, const char *name, size_t off, size_t size), void *arg,
+		       char *err, size_t errlen)
 {
 	if (len < sizeof(Elf64_Ehdr) || memcmp(b, ELFMAG, SELFMAG) || b[EI_CLASS] != ELFCLASS64 ||
 	    b[EI_DATA] != ELFDATA2LSB)
-		return fail(err, errlen, "template is not a little-endian ELF64 object");
+		return fail(err, errlen, "not a little-endian ELF64 object");
 	Elf64_Ehdr eh;
 	memcpy(&eh, b, sizeof(eh));
 	if (eh.e_machine != EM_BPF || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
 	    eh.e_shoff > len || (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum ||
 	    eh.e_shstrndx >= eh.e_shnum)
-		return fail(err, errlen, "template has bad section headers");
+		return fail(err, errlen, "bad section headers (not a BPF object?)");
 	Elf64_Shdr *sh = calloc(eh.e_shnum, sizeof(*sh));
 	if (!sh)
 		return -ENOMEM;
@@ -56,7 +51,7 @@ static int locate(const unsigned char *b, size_t len, struct sym_loc *syms, int 
 	int rc = 0;
 	for (int i = 0; i < eh.e_shnum; i++)
 		if (sh[i].sh_type != SHT_NOBITS && (sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset)) {
-			rc = fail(err, errlen, "template section %d is out of bounds", i);
+			rc = fail(err, errlen, "section %d is out of bounds", i);
 			goto out;
 		}
 	const Elf64_Shdr *shstr = &sh[eh.e_shstrndx];
@@ -74,38 +69,129 @@ static int locate(const unsigned char *b, size_t len, struct sym_loc *syms, int 
 			symtab = i;
 	}
 	if (rodata < 0 || symtab < 0 || sh[symtab].sh_link >= eh.e_shnum) {
-		rc = fail(err, errlen, "template lacks .rodata or a symbol table");
+		rc = fail(err, errlen, "no .rodata section or no symbol table");
 		goto out;
 	}
 	const Elf64_Shdr *strs = &sh[sh[symtab].sh_link];
 	size_t nsym = sh[symtab].sh_size / sizeof(Elf64_Sym);
-	for (int k = 0; k < nsyms; k++) {
-		int found = 0;
-		for (size_t i = 0; i < nsym && !found; i++) {
-			Elf64_Sym s;
-			memcpy(&s, b + sh[symtab].sh_offset + i * sizeof(s), sizeof(s));
-			if (s.st_name >= strs->sh_size || s.st_shndx != rodata)
-				continue;
-			const char *nm = (const char *)b + strs->sh_offset + s.st_name;
-			size_t room = strs->sh_size - s.st_name;
-			if (strnlen(nm, room) == room || strcmp(nm, syms[k].name))
-				continue;
-			if (s.st_size != syms[k].size || s.st_value > sh[rodata].sh_size ||
-			    sh[rodata].sh_size - s.st_value < s.st_size) {
-				rc = fail(err, errlen, "template symbol %s has size %llu (want %zu) or lies outside .rodata",
-					  syms[k].name, (unsigned long long)s.st_size, syms[k].size);
-				goto out;
-			}
-			syms[k].offset = sh[rodata].sh_offset + s.st_value;
-			found = 1;
-		}
-		if (!found) {
-			rc = fail(err, errlen, "template has no .rodata symbol %s", syms[k].name);
+	for (size_t i = 0; i < nsym; i++) {
+		Elf64_Sym s;
+		memcpy(&s, b + sh[symtab].sh_offset + i * sizeof(s), sizeof(s));
+		if (s.st_name >= strs->sh_size || s.st_shndx != rodata || ELF64_ST_TYPE(s.st_info) != STT_OBJECT)
+			continue;
+		const char *nm = (const char *)b + strs->sh_offset + s.st_name;
+		size_t room = strs->sh_size - s.st_name;
+		if (strnlen(nm, room) == room)
+			continue;
+		if (s.st_value > sh[rodata].sh_size || sh[rodata].sh_size - s.st_value < s.st_size) {
+			rc = fail(err, errlen, ".rodata symbol %s lies outside .rodata", nm);
 			goto out;
 		}
+		if (cb(arg, nm, sh[rodata].sh_offset + s.st_value, s.st_size))
+			break;
 	}
 out:
 	free(sh);
+	return rc;
+}
+
+struct sym_list {
+	struct tune_rodata_sym *v;
+	size_t n, cap;
+	int oom;
+};
+
+static int collect(void *arg, const char *name, size_t off, size_t size)
+{
+	struct sym_list *l = arg;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 16;
+		struct tune_rodata_sym *g = realloc(l->v, nc * sizeof(*g));
+		if (!g) {
+			l->oom = 1;
+			return 1;
+		}
+		l->v = g;
+		l->cap = nc;
+	}
+	struct tune_rodata_sym *s = &l->v[l->n++];
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->offset = off;
+	s->size = size;
+	return 0;
+}
+
+int tune_rodata_symbols(const void *obj, size_t len, struct tune_rodata_sym **syms, size_t *n,
+			char *err, size_t errlen)
+{
+	struct sym_list l = {0};
+	int rc = walk_rodata(obj, len, collect, &l, err, errlen);
+	if (!rc && l.oom)
+		rc = -ENOMEM;
+	if (rc) {
+		free(l.v);
+		return rc;
+	}
+	*syms = l.v;
+	*n = l.n;
+	return 0;
+}
+
+struct sym_loc {
+	const char *name;
+	size_t size;   /* expected st_size */
+	size_t offset; /* file offset of the symbol's bytes, found */
+};
+
+/* Finds the named symbols' bytes in .rodata, with their expected sizes. */
+static int locate(const unsigned char *b, size_t len, struct sym_loc *syms, int nsyms, char *err,
+		  size_t errlen)
+{
+	struct tune_rodata_sym *all = NULL;
+	size_t n = 0;
+	char e[256] = "";
+	int rc = tune_rodata_symbols(b, len, &all, &n, e, sizeof(e));
+	if (rc) {
+		if (rc == -EINVAL)
+			fail(err, errlen, "template: %s", e);
+		return rc;
+	}
+	for (int k = 0; k < nsyms && !rc; k++) {
+		size_t i;
+		for (i = 0; i < n; i++)
+			if (!strcmp(all[i].name, syms[k].name))
+				break;
+		if (i == n)
+			rc = fail(err, errlen, "template has no .rodata symbol %s", syms[k].name);
+		else if (all[i].size != syms[k].size)
+			rc = fail(err, errlen, "template symbol %s has size %zu, want %zu", syms[k].name,
+				  all[i].size, syms[k].size);
+		else
+			syms[k].offset = all[i].offset;
+	}
+	free(all);
+	return rc;
+}
+
+int tune_verify_object(const void *obj_bytes, size_t len, char *err, size_t errlen)
+{
+	struct ncclbpf_object *obj = NULL;
+	char e[1024] = "";
+	int rc = ncclbpf_object_open_mem(obj_bytes, len, "policy", &obj, e, sizeof(e));
+	if (rc)
+		return fail(err, errlen, "object does not load: %s", e), rc;
+	size_t np = ncclbpf_object_program_count(obj);
+	for (size_t i = 0; i < np && !rc; i++) {
+		struct ncclbpf_program *p = ncclbpf_object_program(obj, i);
+		enum ncclbpf_hook hook = ncclbpf_program_section_hook(p);
+		if (hook == NCCLBPF_HOOK_AUTO)
+			continue;
+		struct ncclbpf_prepare_opts opts = {.sz = sizeof(opts), .verify_mode = NCCLBPF_VERIFY_STRICT};
+		rc = ncclbpf_program_prepare(p, hook, &opts, e, sizeof(e));
+		if (rc)
+			fail(err, errlen, "program %s is rejected: %s", ncclbpf_program_name(p), e);
+	}
+	ncclbpf_object_close(obj);
 	return rc;
 }
 

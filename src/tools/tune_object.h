@@ -23,6 +23,19 @@ int tune_object_build(const void *tmpl, size_t tmpl_len, const struct tune_rule 
 int tune_rules_match(const struct tune_rule *rules, size_t n, int coll, unsigned long long bytes,
 		     int nnodes, int nranks, int num_pipe_ops);
 
+/* A global of an object's .rodata (libbpf's `const volatile` configuration). */
+struct tune_rodata_sym {
+	char name[64];
+	size_t offset; /* file offset of its bytes */
+	size_t size;
+};
+/* Lists the .rodata symbols of an ELF64 little-endian BPF object (bounds-checked).
+ * *syms is malloc'd. Returns 0 or negative errno with err filled. */
+int tune_rodata_symbols(const void *obj, size_t len, struct tune_rodata_sym **syms, size_t *n,
+			char *err, size_t errlen);
+/* Loads obj from memory and verifies every program for the hook its section names. */
+int tune_verify_object(const void *obj, size_t len, char *err, size_t errlen);
+
 /* Writes buf to path atomically (same-directory temporary file, fsync, rename). */
 int tune_write_atomic(const char *path, const void *buf, size_t len, char *err, size_t errlen);
 

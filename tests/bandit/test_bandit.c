@@ -16,7 +16,7 @@
  * convergence no arm slower than AUTO is exploited, nor one within the gate; unavailable
  * pairs are never chosen; re-exploration after drift and convergence to the new best.
  *
- *   test_bandit build/policies/bandit.bpf.o
+ *   test_bandit build/policies/bandit.bpf.o [build/ncclbpf]
  */
 #include <math.h>
 #include <stdlib.h>
@@ -405,6 +405,30 @@ static void test_interleaved(void)
 	}
 }
 
+/* The .rodata configuration changes behaviour without new logic: with a 50 % gate (set by
+ * `ncclbpf config`), the arm 30 % faster than AUTO no longer replaces it. */
+static void test_rodata_gate(const char *cli)
+{
+	char tmpl[] = "/tmp/ncclbpf-bandit-XXXXXX";
+	if (!mkdtemp(tmpl)) {
+		CHECK(0);
+		return;
+	}
+	char cmd[1024], variant[256];
+	snprintf(variant, sizeof(variant), "%s/bandit_gate50.bpf.o", tmpl);
+	snprintf(cmd, sizeof(cmd), "%s config %s cfg_gate_small_pct=50 -o %s 2>/dev/null", cli, obj_path, variant);
+	CHECK(system(cmd) == 0);
+	const char *saved = obj_path;
+	obj_path = variant;
+	struct model m = base_model();
+	struct run_result res;
+	run(&m, 1, 600, &res);
+	CHECK(res.mismatches == 0 && res.final_pair[0] == m.auto_pair);
+	obj_path = saved;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
+	CHECK(system(cmd) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -419,5 +443,7 @@ int main(int argc, char **argv)
 	test_auto_best();
 	test_drift();
 	test_interleaved();
+	if (argc > 2)
+		test_rodata_gate(argv[2]);
 	TEST_DONE();
 }

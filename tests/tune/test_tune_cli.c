@@ -221,7 +221,7 @@ static void test_template_checks(void)
 	memcpy(t, ncclbpf_tuned_rules_template, tl);
 	t[0] = 0;
 	CHECK(tune_object_build(t, tl, &r, 1, &obj, &len, err, sizeof(err)) == -EINVAL);
-	CHECK_STR_CONTAINS(err, "not a little-endian ELF64");
+	CHECK_STR_CONTAINS(err, "template: not a little-endian ELF64");
 	CHECK(tune_object_build(ncclbpf_tuned_rules_template, 100, &r, 1, &obj, &len, err, sizeof(err)) == -EINVAL);
 	/* every truncation and a sweep of single-byte corruptions: error or a checked object */
 	for (size_t cut = 0; cut < tl; cut += 97) {
@@ -242,6 +242,33 @@ static void test_template_checks(void)
 	CHECK(tune_object_build(ncclbpf_tuned_rules_template, tl, many, TUNE_MAX_RULES + 1, &obj, &len, err,
 				sizeof(err)) == -E2BIG);
 	free(t);
+}
+
+/* ncclbpf config: list, change with verification, refuse bad assignments. */
+static void test_config(void)
+{
+	CHECK(run("cp $(dirname $(readlink ncclbpf))/policies/bandit.bpf.o b.bpf.o; "
+		  "./ncclbpf config b.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "cfg_gate_small_pct");
+	CHECK_STR_CONTAINS(out, "cfg_arm_algo               32 B  [0, 0, 0, 1, 1, 1, 6, 4]");
+	CHECK(run("./ncclbpf config b.bpf.o cfg_gate_small_pct=7 'cfg_arm_proto[7]=1' cfg_large_from=0x100000 "
+		  "-o c.bpf.o 2>&1 && ./ncclbpf config c.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "3 values changed");
+	CHECK_STR_CONTAINS(out, "cfg_gate_small_pct          4 B  7");
+	CHECK_STR_CONTAINS(out, "cfg_large_from              8 B  1048576");
+	CHECK_STR_CONTAINS(out, "[0, 1, 2, 0, 1, 2, 2, 1]");
+	/* errors write nothing */
+	CHECK(run("./ncclbpf config b.bpf.o nope=1 -o d.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "no .rodata variable 'nope'");
+	CHECK(run("./ncclbpf config b.bpf.o 'cfg_arm_algo[8]=1' -o d.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "index out of range");
+	CHECK(run("./ncclbpf config b.bpf.o cfg_warmup=1x -o d.bpf.o 2>&1") == 1);
+	CHECK(run("./ncclbpf config b.bpf.o cfg_warmup=4294967296 -o d.bpf.o 2>&1") == 1);
+	CHECK(run("./ncclbpf config b.bpf.o cfg_arm_algo=1 -o d.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "give an index");
+	CHECK(run("ls d.bpf.o 2>&1") != 0);
+	CHECK(run("./ncclbpf config nccl_tuner.conf 2>&1") == 1);
+	CHECK(run("./ncclbpf config b.bpf.o cfg_warmup=2 2>&1") == 2); /* no -o */
 }
 
 int main(void)
@@ -265,6 +292,7 @@ int main(void)
 	test_rules_compile();
 	test_tune();
 	test_template_checks();
+	test_config();
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cli_run(cmd, out, sizeof(out));
