@@ -12,7 +12,7 @@
  * Agreement (docs/agreement.md): bandit_stat is reduced with MAX over ranks, so an arm's
  * latency is its slowest rank's (a collective takes as long as its slowest rank);
  * bandit_count with MIN, so one rank that restarts its measurements restarts exploration
- * for all. Versions are published every 2^BANDIT_EPOCH_LOG2 = 8 collectives and activate at the same
+ * for all. Versions are published every 2^BANDIT_EPOCH_LOG2 = 16 collectives and activate at the same
  * collective sequence number on every rank, so every rank switches from exploration to
  * exploitation (and back, after drift) at the same collective.
  *
@@ -50,7 +50,7 @@
 #define BANDIT_WINDOW 8         /* samples per arm for a statistic (the M rounds) */
 #define BANDIT_BUCKETS 24       /* size bands per collective from cfg_bucket_min */
 #define BANDIT_BANDS (NCCLBPF_NUM_COLLS * BANDIT_BUCKETS)
-#define BANDIT_EPOCH_LOG2 3     /* agreed-map epoch: 8 collectives */
+#define BANDIT_EPOCH_LOG2 4     /* agreed-map epoch: 16 collectives */
 /* a run of the exploited arm this long, then another arm: the tuner is re-exploring
  * (longer than the two-epoch lag plus a window) */
 #define BANDIT_RESTART_RUN ((2 << BANDIT_EPOCH_LOG2) + 2 * BANDIT_WINDOW)

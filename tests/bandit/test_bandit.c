@@ -31,7 +31,7 @@
 #include "test_util.h"
 
 #define R 4               /* ranks */
-#define K 8               /* epoch: BANDIT_EPOCH_LOG2 = 3 in the policy */
+#define K 16              /* epoch: BANDIT_EPOCH_LOG2 = 4 in the policy */
 #define WINDOW 16         /* M: valid samples per arm (2 windows of 8, cfg_explore_windows) */
 #define WARMUP 1
 #define MAX_COLL 6000
