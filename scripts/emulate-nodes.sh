@@ -7,7 +7,7 @@
 #
 #   scripts/emulate-nodes.sh [--nodes 2,4] [--coll allreduce] [--min-bytes 4K] [--max-bytes 64M]
 #       [--step-factor 4] [--configs default,pairs,policy:multinode_fix,policy+prof:bandit]
-#       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 10] [--policy-warmup 60]
+#       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 160]
 #       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
 #       [--no-mps] [--dry-run]
 #
@@ -16,9 +16,13 @@
 #   ALGO/PROTO           NCCL_ALGO=ALGO NCCL_PROTO=PROTO, e.g. Tree/LL, Ring/Simple
 #   pairs                every pair of {Tree,Ring} x {LL,LL128,Simple}
 #   policy:NAME          ncclbpf as tuner plugin with BUILD/policies/NAME.bpf.o (or a path)
-#   policy+prof:NAME     the same, also as profiler plugin (policies that learn from timings)
+#   policy+prof:NAME     the same, also as profiler plugin (policies that learn from timings);
+#                        the ranks' agreement layer meets at 127.0.0.1 (NCCLBPF_AGREE, a
+#                        fresh port per run)
 # policy+prof configs get --policy-warmup untimed collectives per size (an online policy's
-# exploration happens there, e.g. the bandit's), the others --warmup.
+# exploration happens there: the bandit needs (1 + M) x arms + 2 epochs, 17 x 6 + 32 = 134
+# with its defaults; 96 is enough for a copy with cfg_explore_windows=1, see
+# `ncclbpf config`), the others --warmup.
 #
 # Interleaving: repetition r runs every node count, and within it every config, in an order
 # rotated by r, so slow drift of the shared host hits all configs alike. Each (rep, nodes,
@@ -41,8 +45,8 @@ CONFIGS=default,pairs,policy:multinode_fix,policy+prof:bandit
 ITERS=100
 MIN_ITERS=10
 ITER_BYTES=256M
-WARMUP=10
-POLICY_WARMUP=60
+WARMUP=5
+POLICY_WARMUP=160
 REPS=5
 OUTDIR=${OUT:-/tmp/ncclbpf-emu}
 SAMPLES=
@@ -174,10 +178,16 @@ run_one() {
       local obj; obj=$(policy_path "${cfg#*:}")
       policy=$(basename "$obj" .bpf.o)
       envs+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCLBPF_POLICY="$obj")
-      if [[ $cfg == policy+prof:* ]]; then envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN"); warm=$POLICY_WARMUP; fi ;;
+      if [[ $cfg == policy+prof:* ]]; then
+        AGREE_PORT=$((AGREE_PORT + 1))
+        envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
+        warm=$POLICY_WARMUP
+      fi ;;
     */*) envs+=(NCCL_ALGO="${cfg%/*}" NCCL_PROTO="${cfg#*/}") ;;
   esac
   local label=${cfg//[:\/+]/-}
+  [ -n "$policy" ] && label=${cfg%%:*}-$policy # policy-NAME / policy+prof-NAME, NAME without path
+  label=${label//+/-}
   local args=(--same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
               --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
               --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label"
@@ -200,6 +210,7 @@ run_one() {
 
 start=$(date +%s)
 failures=0
+AGREE_PORT=$((24000 + $$ % 16000)) # rendezvous ports of the agreement layer, one per run
 log "testbed: nodes ${NODES}, $COLL $MIN_BYTES..$MAX_BYTES x$STEP, ${#expanded[@]} configs, $REPS reps -> $SAMPLES"
 for rep in $(seq 0 $((REPS - 1))); do
   for nodes in "${node_counts[@]}"; do

@@ -157,9 +157,17 @@ fi
 if has_stage 4; then
   log "stage 4: testbed, 2 and 4 emulated nodes on one GPU ($REPS interleaved repetitions)"
   EMU=$OUTDIR/emu
-  cfgs=${MN_CONFIGS:-default,pairs,policy:multinode_fix,policy+prof:bandit}
+  mkdir -p "$EMU"
+  # The bandit with M = 8 samples per arm (cfg_explore_windows=1, set with `ncclbpf config`):
+  # its exploration fits 96 untimed collectives per size, which keeps the 64 MiB runs short.
+  bandit=bandit
+  if [ -x "$BUILD/ncclbpf" ] && "$BUILD/ncclbpf" config "$POL/bandit.bpf.o" cfg_explore_windows=1 \
+       -o "$EMU/bandit_m8.bpf.o" 2>/dev/null; then
+    bandit=$EMU/bandit_m8.bpf.o
+  fi
+  cfgs=${MN_CONFIGS:-default,pairs,policy:multinode_fix,policy+prof:$bandit}
   "$ROOT/scripts/emulate-nodes.sh" --nodes "${MN_NODES:-2,4}" --reps "$REPS" --configs "$cfgs" \
-    --out "$EMU" --build "$BUILD" --bench "$BENCH" ||
+    --policy-warmup "${MN_POLICY_WARMUP:-96}" --out "$EMU" --build "$BUILD" --bench "$BENCH" ||
     echo "gpu-validate: some testbed runs failed (see $EMU/emulate-nodes.log)" >&2
   tuned=()
   if [ -x "$BUILD/ncclbpf" ] && [ -s "$EMU/samples.csv" ]; then
@@ -174,7 +182,8 @@ if has_stage 4; then
     echo
     echo "Testbed: \`scripts/emulate-nodes.sh --nodes ${MN_NODES:-2,4} --reps $REPS --configs $cfgs\`" \
          "(samples: $EMU/samples.csv; per-run times: $EMU/timing.txt)"
-    python3 "$ROOT/scripts/emulate_report.py" "$EMU/samples.csv" "${tuned[@]}"
+    python3 "$ROOT/scripts/emulate_report.py" "$EMU/samples.csv" \
+      --bandit "policy-prof-$(basename "$bandit" .bpf.o)" "${tuned[@]}"
   } >> "$REPORT"
 fi
 
