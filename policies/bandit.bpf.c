@@ -113,6 +113,7 @@ struct bandit_window {
 	__u64 drift;  /* consecutive windows off the reference */
 	__u64 last_arm_plus1; /* band record: the arm of the previous sample */
 	__u64 run;            /* band record: samples in a row of that arm */
+	__u64 restart;        /* band record: drift seen, restart at the next sample */
 };
 
 struct {
@@ -147,12 +148,26 @@ static __always_inline __u64 explore_samples(void)
 	return (__u64)(w < 1 ? 1 : w > 4 ? 4 : w) * BANDIT_WINDOW;
 }
 
+/* ncclbpf_size_bucket (floor(log2(n)), 0 for 0) without branches: the verifier would
+ * otherwise follow every combination of the five halving steps. */
+static __always_inline __u32 size_bucket(__u64 n)
+{
+	__u64 b = 0, t;
+	t = NZ(n >> 32) << 5; n >>= t; b |= t;
+	t = NZ(n >> 16) << 4; n >>= t; b |= t;
+	t = NZ(n >> 8) << 3;  n >>= t; b |= t;
+	t = NZ(n >> 4) << 2;  n >>= t; b |= t;
+	t = NZ(n >> 2) << 1;  n >>= t; b |= t;
+	b |= NZ(n >> 1);
+	return (__u32)b;
+}
+
 /* Band index of a collective, or -1 when the bandit leaves it to NCCL. */
 static __always_inline int band_of(__u32 coll, __u64 n_bytes, __u32 n_nodes)
 {
 	if (coll >= NCCLBPF_NUM_COLLS || !((cfg_coll_mask >> coll) & 1) || n_nodes < cfg_min_nodes)
 		return -1;
-	__u32 b = ncclbpf_size_bucket(n_bytes);
+	__u32 b = size_bucket(n_bytes);
 	__u32 lo = cfg_bucket_min;
 	if (b < lo || b - lo >= BANDIT_BUCKETS)
 		return -1;
@@ -312,7 +327,9 @@ static __always_inline __u64 trimmed_mean(const struct bandit_window *w)
 	}
 	if (n == 0 || n > BANDIT_WINDOW) /* cannot happen: the quartiles lie within */
 		return x[3];
-	return sum / n;
+	/* the asm keeps the division below the check (a BPF divide by zero yields 0, so the
+	 * compiler may otherwise compute it first; the verifier rejects that) */
+	return sum / opaque(n);
 }
 
 /* The all-zero record new windows start from (a map value: no 112-byte stack copy). */
@@ -325,9 +342,7 @@ struct {
 
 static __always_inline struct bandit_window *window(struct bandit_key *k)
 {
-	struct bandit_window *w = bpf_map_lookup_elem(&bandit_windows, k);
-	if (w)
-		return w;
+	/* create if missing (fails harmlessly if present), then look up: no branch on which */
 	__u32 z = 0;
 	struct bandit_window *zero = bpf_map_lookup_elem(&bandit_zero, &z);
 	if (!zero)
@@ -356,6 +371,7 @@ static __always_inline void restart_band(__u64 comm_id, __u32 band, struct bandi
 			w->drift = 0;
 			w->run = 0;
 			w->last_arm_plus1 = 0;
+			w->restart = 0;
 		}
 	}
 #pragma clang loop unroll(full)
@@ -399,17 +415,17 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	 * the tuner started re-exploring (another rank saw drift): start afresh too, or this
 	 * rank's old statistics would dominate the MAX. The run must outlast the overshoot at
 	 * the end of an exploration (the published counts lag by up to two epochs). */
-	__u64 complete = w->n >= m;
-	if (bs->last_arm_plus1 == arm + 1) {
-		bs->run = complete ? bs->run + 1 : 0;
-	} else {
-		if (bs->run >= BANDIT_RESTART_RUN) {
-			restart_band(ctx->comm_id, key, cnt, st);
-			complete = 0;
-		}
+	if (NZ(bs->restart) | ((1 - EQ(bs->last_arm_plus1, arm + 1)) & (1 - LT(bs->run, BANDIT_RESTART_RUN)))) {
+		restart_band(ctx->comm_id, key, cnt, st);
+		/* this sample opens the new exploration: it counts as a warm-up one */
+		w->seen = 1;
 		bs->last_arm_plus1 = arm + 1;
-		bs->run = complete;
+		return 0;
 	}
+	__u64 same = EQ(bs->last_arm_plus1, arm + 1);
+	__u64 complete = 1 - LT(w->n, m);
+	bs->run = SEL(same, SEL(complete, bs->run + 1, 0), complete);
+	bs->last_arm_plus1 = arm + 1;
 
 	w->seen++;
 	if (w->seen <= cfg_warmup)
@@ -448,11 +464,8 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 		w->drift++;
 	else
 		w->drift = 0;
-	if (w->drift >= cfg_drift_windows) {
-		restart_band(ctx->comm_id, key, cnt, st);
-		bs->run = 0;
-		bs->last_arm_plus1 = 0;
-	}
+	if (w->drift >= cfg_drift_windows)
+		bs->restart = 1; /* done by the next sample of the band (one code path) */
 	return 0;
 }
 
