@@ -41,6 +41,10 @@
  * to zero, the published MIN follows, and every rank re-explores from the same collective.
  * The other ranks see the exploited arm's run end and restart too.
  *
+ * Without measurements (no profiler plugin, no agreement between the ranks) nothing is
+ * published; after cfg_heartbeat_after collectives the tuner then keeps NCCL's choice
+ * instead of exploring forever.
+ *
  * Configuration is .rodata (`const volatile`): operators can change it in a built object
  * (as `ncclbpf tune -o` does for tuned_rules) without touching the logic.
  */
@@ -75,6 +79,8 @@ const volatile __u32 cfg_gate_large_pct = 10;    /* and from there on */
 const volatile __u64 cfg_large_from = 64ull << 20;
 const volatile __u32 cfg_drift_pct = 25;         /* exploited arm off its reference by this */
 const volatile __u32 cfg_drift_windows = 3;      /* ... for this many windows in a row */
+const volatile __u64 cfg_heartbeat_after = 256;  /* no measurement published after this many
+						  * collectives: keep NCCL's choice */
 
 /* ---- agreed maps: this rank's contribution (profiler), the published view (tuner) ---- */
 struct bandit_arms {
@@ -91,7 +97,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, BANDIT_BANDS);
+	__uint(max_entries, BANDIT_BANDS + 1); /* + the heartbeat */
 	__type(key, __u32);
 	__type(value, struct bandit_arms); /* 1 + valid samples per arm (0 = not contributed) */
 	__uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MIN, BANDIT_EPOCH_LOG2));
@@ -203,6 +209,13 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 {
 	int band = band_of(ctx->coll_type, ctx->n_bytes, ctx->n_nodes);
 	if (band < 0)
+		return 0;
+	/* Without measurements - no profiler plugin, or no agreement between the ranks -
+	 * exploring forever would only cost time: after a while keep NCCL's choice. The
+	 * heartbeat is the published count of all samples, the same on every rank. */
+	__u32 hb_key = BANDIT_BANDS;
+	struct bandit_arms *hb = bpf_map_lookup_elem(&bandit_count, &hb_key);
+	if (!hb || (!hb->v[0] && ctx->comm_seq >= cfg_heartbeat_after))
 		return 0;
 	__u32 key = (__u32)band;
 	struct bandit_arms *cnt = bpf_map_lookup_elem(&bandit_count, &key);
@@ -406,8 +419,11 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 		return 0;
 
 	struct bandit_window *w = window(&wk);
-	if (!w)
+	__u32 hb_key = BANDIT_BANDS;
+	struct bandit_arms *hb = bpf_map_lookup_elem(&bandit_count, &hb_key);
+	if (!w || !hb)
 		return 0;
+	hb->v[0] = 1; /* the heartbeat: non-zero once published from any rank that measures */
 	__u64 m = explore_samples();
 
 	/* Runs of one arm, counting only samples taken after the arm's exploration. The

@@ -19,7 +19,9 @@
 #   policy+prof:NAME     the same, also as profiler plugin (policies that learn from timings);
 #                        the ranks' agreement layer meets at 127.0.0.1 (NCCLBPF_AGREE, a
 #                        fresh port per run)
-# policy+prof configs get --policy-warmup untimed collectives per size (an online policy's
+# policy+prof configs get --policy-warmup untimed collectives per size, each waited for
+# (--warmup-sync: the policy learns from completed collectives, as in a training loop that
+# synchronizes, rather than from a queue the host filled ahead of the GPU) (an online policy's
 # exploration happens there: the bandit needs (1 + M) x arms + 2 epochs, 17 x 6 + 32 = 134
 # with its defaults; 96 is enough for a copy with cfg_explore_windows=1, see
 # `ncclbpf config`), the others --warmup.
@@ -188,7 +190,9 @@ run_one() {
   local label=${cfg//[:\/+]/-}
   [ -n "$policy" ] && label=${cfg%%:*}-$policy # policy-NAME / policy+prof-NAME, NAME without path
   label=${label//+/-}
-  local args=(--same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
+  local sync=()
+  [[ $cfg == policy+prof:* ]] && sync=(--warmup-sync) # learning needs completions, not a queue
+  local args=("${sync[@]}" --same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
               --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
               --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label"
               --samples "$SAMPLES" --csv "$OUTDIR/summary.csv" --policy "$policy")

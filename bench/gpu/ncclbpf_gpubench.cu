@@ -261,8 +261,13 @@ static double gb_time_comm(struct gb_proc *p, int coll, size_t count, int iters)
 {
 	const struct gb_options *o = p->o;
 	p->iter_n = 0;
-	for (int i = 0; i < o->warmup; i++)
+	for (int i = 0; i < o->warmup; i++) {
 		gb_enqueue(p, coll, count);
+		for (int g = 0; o->warmup_sync && g < p->ngpus; g++) {
+			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+			CUDA_CHECK(cudaStreamSynchronize(p->gpu[g].stream));
+		}
+	}
 	if (o->graph) {
 		struct gb_gpu *u = &p->gpu[0];
 		cudaGraph_t graph;
@@ -536,7 +541,7 @@ static void gb_usage(void)
 		"usage: ncclbpf-gpubench [--procs P] [--gpus-per-proc G] [--nodes N] [--same-gpu [DEV]]\n"
 		"         [--coll allreduce|allgather|reducescatter|broadcast|all[,..]]\n"
 		"         [--min-bytes S] [--max-bytes S] [--step-factor F] [--warmup W] [--iters I]\n"
-		"         [--iter-bytes B [--min-iters N]] [--reps R]\n"
+		"         [--iter-bytes B [--min-iters N]] [--reps R] [--warmup-sync]\n"
 		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n"
 		"         [--samples FILE [--policy NAME]]\n");
 	exit(1);
@@ -593,6 +598,7 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else if (!strcmp(a, "--min-iters")) { GB_NEED(); o->min_iters = atoi(v); }
 		else if (!strcmp(a, "--iter-bytes")) { GB_NEED(); o->iter_bytes = gb_parse_size(v); }
 		else if (!strcmp(a, "--reps")) { GB_NEED(); o->reps = atoi(v); }
+		else if (!strcmp(a, "--warmup-sync")) o->warmup_sync = 1;
 		else if (!strcmp(a, "--graph")) o->graph = 1;
 		else if (!strcmp(a, "--overlap")) o->overlap = 1;
 		else if (!strcmp(a, "--overlap-n")) { GB_NEED(); o->overlap_n = atoi(v); }

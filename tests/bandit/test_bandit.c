@@ -49,6 +49,7 @@ static struct rank ranks[R];
 static uint8_t *pub_stat, *pub_cnt;
 static size_t stat_bytes, cnt_bytes;
 static const char *obj_path;
+static int no_profiler; /* the profiler plugin is not loaded: nothing is ever measured */
 
 /* decisions of every rank, per collective: algo * 8 + proto (KEEP = -1 -> 7) */
 static int decision[R][MAX_COLL];
@@ -244,7 +245,7 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 		double t = mean[pair] * exp(0.08 * gauss());
 		if (uniform() < 0.02)
 			t *= 3;
-		for (int r = 0; r < R; r++) {
+		for (int r = 0; r < R && !no_profiler; r++) {
 			struct ncclbpf_profiler_ctx pc;
 			memset(&pc, 0, sizeof(pc));
 			pc.comm_id = 0x1234;
@@ -429,6 +430,26 @@ static void test_rodata_gate(const char *cli)
 	CHECK(system(cmd) == 0);
 }
 
+/* Without the profiler nothing is measured: after cfg_heartbeat_after (256) collectives
+ * of exploring, NCCL's choice is kept. */
+static void test_no_profiler(void)
+{
+	struct model m = base_model();
+	struct run_result res;
+	no_profiler = 1;
+	run(&m, 1, 600, &res);
+	no_profiler = 0;
+	CHECK(res.mismatches == 0);
+	int forced_early = 0, forced_late = 0;
+	for (int s = 0; s < 600; s++) {
+		if (s < 256)
+			forced_early += decision[0][s] != 0;
+		else
+			forced_late += decision[0][s] != 0;
+	}
+	CHECK(forced_early > 0 && forced_late == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -443,6 +464,7 @@ int main(int argc, char **argv)
 	test_auto_best();
 	test_drift();
 	test_interleaved();
+	test_no_profiler();
 	if (argc > 2)
 		test_rodata_gate(argv[2]);
 	TEST_DONE();
