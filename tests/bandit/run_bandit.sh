@@ -12,7 +12,7 @@ STEPS=${BANDIT_STEPS:-1600}
 rm -rf "$RUN"
 mkdir -p "$RUN"
 fail=0
-BASEPORT=$(( 21000 + ($$ % 20000) ))
+BASEPORT=$(( 42000 + ($$ % 16000) )) # disjoint from tests/agree (20000-40000)
 n=0
 for model in wrong best drift; do
 	n=$((n + 1))
