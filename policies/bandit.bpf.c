@@ -3,18 +3,18 @@
  *
  * One object, two programs (load it as NCCL's tuner *and* profiler plugin):
  *  - bandit_observe (profiler): per rank, attributes every completed collective to the
- *    arm NCCL actually ran (its algorithm/protocol pair), discards warm-up samples, keeps a
- *    window of the last 8 latencies per arm and writes the window's IQR-trimmed mean and
- *    the sample count into two agreed maps (this rank's contribution);
+ *    arm NCCL actually ran (its algorithm/protocol pair), discards warm-up samples, keeps
+ *    windows of 8 latencies per arm and writes each arm's statistic (IQR-trimmed means) and
+ *    sample count into two agreed maps (this rank's contribution);
  *  - bandit_pick (tuner): reads the *published* view of those maps - the same bytes on
  *    every rank at the same collective - and decides from it and rank-invariant inputs only.
  *
  * Agreement (docs/agreement.md): bandit_stat is reduced with MAX over ranks, so an arm's
  * latency is its slowest rank's (a collective takes as long as its slowest rank);
  * bandit_count with MIN, so one rank that restarts its measurements restarts exploration
- * for all. Versions are published every 2^BANDIT_EPOCH_LOG2 = 16 collectives and activate at the same
- * collective sequence number on every rank, so every rank switches from exploration to
- * exploitation (and back, after drift) at the same collective.
+ * for all. Versions are published every 2^BANDIT_EPOCH_LOG2 = 16 collectives and
+ * activate at the same collective sequence number on every rank, so every rank switches
+ * from exploration to exploitation (and back, after drift) at the same collective.
  *
  * State per (communicator, collective, size band): agreed maps are per communicator; a
  * band is one power of two of the byte count (ncclbpf_size_bucket).
