@@ -83,6 +83,7 @@ struct agree_stats {
 	uint64_t bytes_sent, bytes_received;
 	uint64_t msgs_refused;     /* bad token, malformed, wrong version */
 	uint64_t leader_cpu_ns;    /* service-thread CPU spent reducing/publishing as leader */
+	uint64_t service_cpu_ns;   /* service-thread CPU in total (I/O included) */
 	uint64_t epochs_reduced;   /* as leader */
 	uint64_t decisions_logged, decisions_dropped;
 };

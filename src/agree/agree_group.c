@@ -75,14 +75,16 @@ static struct agree_version *version_new(const struct agree_stream *s, uint64_t 
 	return v;
 }
 
-/* Makes committed version v visible to the tuner. false when the gate is closed (the
- * tuner or a FALLBACK got there first): v is then discarded. */
+/* Makes committed version v visible to the tuner. The version is linked into the list
+ * first and the gate moved after (release), so a tuner that sees gate >= v always finds v
+ * in the list (regression: the reverse order let a tuner see the gate, miss the version and
+ * continue on the previous one - a divergence test_agree_group caught under ASan). false
+ * when the gate is closed (the tuner's timeout or a fallback got there first): v stays
+ * linked but is never activated. */
 static bool commit_version(struct agree_comm *ac, struct agree_stream *s,
 			   struct agree_version *v)
 {
-	uint64_t expect = v->number - 1;
-	if (v->activation >= atomic_load(&ac->fallback_seq) ||
-	    !atomic_compare_exchange_strong(&s->gate, &expect, v->number)) {
+	if (v->activation >= atomic_load(&ac->fallback_seq)) {
 		free(v);
 		return false;
 	}
@@ -91,7 +93,8 @@ static bool commit_version(struct agree_comm *ac, struct agree_stream *s,
 	else
 		atomic_store_explicit(&s->first, v, memory_order_release);
 	s->last = v;
-	return true;
+	uint64_t expect = v->number - 1;
+	return atomic_compare_exchange_strong(&s->gate, &expect, v->number);
 }
 
 /* Frees versions older than the tuner's active one (it never reads them again). */
@@ -215,8 +218,9 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 			ac->leader_port = 0; /* ask the hub again */
 			return;
 		}
+		if (!agree_conn_register(fd, ac))
+			return; /* retried later */
 		ac->fd = fd;
-		agree_conn_register(fd, ac);
 		follower_hello(ac);
 		return;
 	}
@@ -234,8 +238,7 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (drop && ac->streams[i].shipped_epochs >= drop && ac->fd >= 0) {
 			/* test-only: the connection drops (docs/agreement.md "Testing"); FIN after
 			 * everything sent, like a process that closes its socket */
-			shutdown(ac->fd, SHUT_WR);
-			agree_conn_close(ac->fd);
+			agree_conn_flush_close(ac->fd);
 			ac->fd = -1;
 			follower_lost_leader(ac, "lost the connection to the leader (injected)");
 			return;
@@ -317,6 +320,24 @@ static bool streams_match(const struct agree_comm *ac, const struct agree_msg *m
 	return true;
 }
 
+/* Encodes DATA(v) as a delta against prev once; the same bytes go to every follower. */
+static void encode_data(struct agree_comm *ac, struct agree_buf *b, struct agree_stream *s,
+			uint32_t idx, const struct agree_version *v, const uint8_t *prev)
+{
+	size_t f = agree_wire_begin(b, AGREE_MSG_DATA, 0, ac->comm_id, ac->token);
+	agree_buf_u32(b, idx);
+	agree_buf_u64(b, v->number);
+	agree_buf_u32(b, s->desc.value_size);
+	size_t count_off = b->len;
+	agree_buf_u32(b, 0);
+	uint32_t n = agree_wire_put_delta(b, v->data, prev, s->desc.max_entries, s->desc.stride,
+					  s->desc.value_size);
+	if (!b->oom) {
+		memcpy(b->p + count_off, &n, 4);
+		agree_wire_end(b, f);
+	}
+}
+
 static void send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
 		      const struct agree_version *v, const uint8_t *prev)
 {
@@ -392,7 +413,15 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		struct agree_stream *s = &ac->streams[m->stream];
 		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0)
 			return false;
-		agree_wire_apply(s->rank_views + (size_t)r * s->bytes, s->desc.stride, m);
+		for (uint32_t k = 0; k < m->n_entries; k++) {
+			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
+			uint32_t idx;
+			memcpy(&idx, e, 4);
+			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
+				end_group(ac, "out of memory");
+				return true;
+			}
+		}
 		if (m->number + 1 > s->rank_epochs[r])
 			s->rank_epochs[r] = m->number + 1;
 		return true;
@@ -421,11 +450,13 @@ static bool leader_alloc(struct agree_comm *ac)
 		return false;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
-		s->rank_views = calloc(ac->n_ranks, s->bytes);
+		s->rank_views = calloc(ac->n_ranks, sizeof(*s->rank_views));
+		s->reduce_cnt = calloc(s->desc.max_entries, sizeof(uint32_t));
 		s->rank_epochs = calloc(ac->n_ranks, sizeof(uint64_t));
 		s->rank_acked = calloc(ac->n_ranks, sizeof(uint64_t));
 		s->produced_ring = calloc(PRODUCE_AHEAD, sizeof(*s->produced_ring));
-		if (!s->rank_views || !s->rank_epochs || !s->rank_acked || !s->produced_ring)
+		if (!s->rank_views || !s->reduce_cnt || !s->rank_epochs || !s->rank_acked ||
+		    !s->produced_ring)
 			return false;
 	}
 	return true;
@@ -452,7 +483,7 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	if (have < ac->n_ranks && now - s->first_arrival_ns < agree_config()->collect_ns)
 		return;
 	uint64_t c0 = thread_cpu_ns();
-	snapshot(s, s->rank_views); /* the leader's own contribution is rank 0's view */
+	snapshot(s, s->snap); /* the leader's own contribution */
 	struct agree_version *v = malloc(sizeof(*v) + s->bytes);
 	if (!v) {
 		end_group(ac, "out of memory");
@@ -461,11 +492,15 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	v->number = e + 1;
 	v->activation = (e + 2) * s->k;
 	atomic_init(&v->next, NULL);
-	agree_reduce(&s->desc, v->data, s->rank_views, s->bytes, ac->n_ranks, 0);
+	agree_reduce(&s->desc, v->data, s->reduce_cnt, s->snap, s->rank_views + 1,
+		     ac->n_ranks - 1);
 	const uint8_t *prev = s->latest_number ? s->latest : NULL;
+	struct agree_buf data = {0};
+	encode_data(ac, &data, s, idx, v, prev);
 	for (uint32_t r = 1; r < ac->n_ranks; r++)
 		if (ac->peers[r] && !ac->peers[r]->gone)
-			send_data(ac, ac->peers[r]->fd, s, idx, v, prev);
+			agree_conn_send(ac->peers[r]->fd, &data);
+	agree_buf_free(&data);
 	memcpy(s->latest, v->data, s->bytes);
 	s->latest_number = v->number;
 	free(s->produced_ring[v->number % PRODUCE_AHEAD]);
@@ -492,7 +527,7 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		struct agree_version *v = s->produced_ring[next % PRODUCE_AHEAD];
 		s->produced_ring[next % PRODUCE_AHEAD] = NULL;
 		if (!v || v->number != next || !commit_version(ac, s, v))
-			return; /* commit_version freed v: fallback before its activation */
+			return; /* fallback before its activation: v is not used */
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (!ac->peers[r]->gone)
 				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_COMMIT, idx, next);
@@ -631,13 +666,18 @@ void agree_group_detach(struct agree_comm *ac)
 		for (uint32_t k = 0; s->pending && k < s->pending_cap; k++)
 			free(s->pending[k]);
 		free(s->pending);
+		for (uint32_t r = 0; s->rank_views && r < ac->n_ranks; r++)
+			agree_sparse_free(&s->rank_views[r]);
 		free(s->rank_views);
+		free(s->reduce_cnt);
+		s->reduce_cnt = NULL;
 		free(s->rank_epochs);
 		free(s->rank_acked);
 		for (uint32_t k = 0; s->produced_ring && k < PRODUCE_AHEAD; k++)
 			free(s->produced_ring[k]);
 		free(s->produced_ring);
-		s->shipped = s->snap = s->latest = s->rank_views = NULL;
+		s->shipped = s->snap = s->latest = NULL;
+		s->rank_views = NULL;
 		s->pending = NULL;
 		s->produced_ring = NULL;
 		s->rank_epochs = s->rank_acked = NULL;

@@ -30,6 +30,13 @@ struct agree_version {
 
 struct agree_peer; /* a follower as the leader sees it (agree_group.c) */
 
+/* A rank's contribution as the leader keeps it: the non-zero entries, sorted by index. */
+struct agree_sparse {
+	uint32_t n, cap;
+	uint32_t *idx;
+	uint8_t *vals; /* n x value_size */
+};
+
 struct agree_stream {
 	struct nb_map_agreed_desc desc;
 	uint32_t slot;                         /* map slot (binding index) */
@@ -54,7 +61,8 @@ struct agree_stream {
 	struct agree_version **pending;        /* ring by number % pending_cap */
 	uint32_t pending_cap;
 	/* [S] leader */
-	uint8_t *rank_views;                   /* n_ranks * bytes: latest contribution per rank */
+	struct agree_sparse *rank_views;       /* n_ranks: latest contribution per rank (sparse) */
+	uint32_t *reduce_cnt;                  /* max_entries: contributors per entry (scratch) */
 	uint64_t *rank_epochs;                 /* epochs received per rank */
 	uint64_t *rank_acked;                  /* highest version acked per rank */
 	uint64_t produced;                     /* versions 1..produced sent as DATA */
@@ -71,6 +79,8 @@ struct agree_comm {
 	_Atomic int rank;                      /* -1 until the profiler tells */
 	_Atomic int refs;                      /* tuner + profiler + service */
 	bool tuner_open, profiler_open;        /* under the registry lock */
+	bool tuner_seen;                       /* a tuner ever opened it */
+	bool detached;                         /* its group was left (or never existed) */
 	/* [T] */
 	uint64_t next_event;                   /* seq at which the slow path must run */
 	bool started;                          /* first collective seen */
@@ -134,6 +144,7 @@ void agree_registry_lock(void);
 void agree_registry_unlock(void);
 struct agree_comm *agree_registry_at(size_t i); /* under the lock; NULL = empty slot */
 void agree_comm_release(struct agree_comm *ac); /* drops a reference; frees at 0 */
+bool agree_registry_remove_detached_locked(struct agree_comm *ac);
 
 /* Falls back from comm_seq F on (the smallest F wins; logs once). Versions activating
  * before F still commit. Returns the effective F. */
@@ -143,6 +154,7 @@ uint64_t agree_first_uncommitted_seq(struct agree_comm *ac);
 
 /* ---- service thread (agree_service.c) ---- */
 void agree_service_start(void);
+bool agree_service_running(void);
 void agree_service_wake(void);
 void agree_stat_add(size_t offset, uint64_t v);
 #define AGREE_STAT(field, v) agree_stat_add(offsetof(struct agree_stats, field), (v))
@@ -156,7 +168,8 @@ void agree_group_on_close(struct agree_comm *ac, int fd);
 void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, free [S] */
 int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
-void agree_conn_register(int fd, struct agree_comm *owner); /* poll it; owner for follower conns */
+/* Polls a connecting follower link; false (fd closed) when the table is full. */
+bool agree_conn_register(int fd, struct agree_comm *owner);
 void agree_conn_close(int fd);
 /* Sends what is queued (bounded wait), then closes with FIN: a BYE before detaching. */
 void agree_conn_flush_close(int fd);
@@ -167,9 +180,15 @@ uint16_t agree_listen_port(void);
 bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port);
 
 /* ---- reduction (agree_reduce.c) ---- */
-/* out = op over the views of ranks whose entry is non-zero; leader_view for LEADER. */
-void agree_reduce(const struct nb_map_agreed_desc *d, uint8_t *out, const uint8_t *views,
-		  size_t bytes, uint32_t n_views, uint32_t leader_index);
+/* out (dense, stride x max_entries) = op over the leader's own dense view `self` and the
+ * sparse views of the others; entries nobody contributed stay 0. LEADER: out = self.
+ * cnt: max_entries scratch. */
+void agree_reduce(const struct nb_map_agreed_desc *d, uint8_t *out, uint32_t *cnt,
+		  const uint8_t *self, const struct agree_sparse *views, uint32_t n_views);
+/* Sets entry `key` of a sparse view (an all-zero value removes it). 0 or -ENOMEM. */
+int agree_sparse_set(struct agree_sparse *v, uint32_t value_size, uint32_t key,
+		     const uint8_t *value);
+void agree_sparse_free(struct agree_sparse *v);
 
 /* ---- decision log (decision_log.c) ---- */
 void agree_decision_log_drain(bool final);

@@ -89,30 +89,52 @@ static void test_wire_roundtrip(void)
 	agree_buf_free(&b);
 }
 
+static void to_sparse(struct agree_sparse *v, const uint64_t *dense, uint32_t entries)
+{
+	for (uint32_t i = 0; i < entries; i++)
+		CHECK(agree_sparse_set(v, 16, i, (const uint8_t *)(dense + 2 * i)) == 0);
+}
+
 static void test_reduce(void)
 {
 	struct nb_map_agreed_desc d = {.value_size = 16, .stride = 16, .max_entries = 2};
-	uint64_t views[3][4] = {
-		{5, 1, 0, 0},    /* rank 0: entry 0 = {5, 1}, entry 1 absent */
-		{7, 0, 2, 2},    /* rank 1 */
-		{0, 0, 10, 4},   /* rank 2: entry 0 absent */
-	};
+	uint64_t self[4] = {5, 1, 0, 0};  /* the leader: entry 0 = {5, 1}, entry 1 absent */
+	uint64_t r1[4] = {7, 0, 2, 2};
+	uint64_t r2[4] = {0, 0, 10, 4};   /* entry 0 absent */
+	struct agree_sparse views[2] = {{0}};
+	to_sparse(&views[0], r1, 2);
+	to_sparse(&views[1], r2, 2);
+	CHECK_EQ_U64(views[0].n, 2);
+	CHECK_EQ_U64(views[1].n, 1);
 	uint64_t out[4];
+	uint32_t cnt[2];
 	d.op = NCCLBPF_AGREE_MAX;
-	agree_reduce(&d, (uint8_t *)out, (uint8_t *)views, 32, 3, 0);
+	agree_reduce(&d, (uint8_t *)out, cnt, (uint8_t *)self, views, 2);
 	CHECK(out[0] == 7 && out[1] == 1 && out[2] == 10 && out[3] == 4);
 	d.op = NCCLBPF_AGREE_MIN; /* absent entries take no part */
-	agree_reduce(&d, (uint8_t *)out, (uint8_t *)views, 32, 3, 0);
+	agree_reduce(&d, (uint8_t *)out, cnt, (uint8_t *)self, views, 2);
 	CHECK(out[0] == 5 && out[1] == 0 && out[2] == 2 && out[3] == 2);
 	d.op = NCCLBPF_AGREE_SUM;
-	agree_reduce(&d, (uint8_t *)out, (uint8_t *)views, 32, 3, 0);
+	agree_reduce(&d, (uint8_t *)out, cnt, (uint8_t *)self, views, 2);
 	CHECK(out[0] == 12 && out[1] == 1 && out[2] == 12 && out[3] == 6);
 	d.op = NCCLBPF_AGREE_MEAN;
-	agree_reduce(&d, (uint8_t *)out, (uint8_t *)views, 32, 3, 0);
+	agree_reduce(&d, (uint8_t *)out, cnt, (uint8_t *)self, views, 2);
 	CHECK(out[0] == 6 && out[1] == 0 && out[2] == 6 && out[3] == 3);
 	d.op = NCCLBPF_AGREE_LEADER;
-	agree_reduce(&d, (uint8_t *)out, (uint8_t *)views, 32, 3, 1);
-	CHECK(out[0] == 7 && out[1] == 0 && out[2] == 2 && out[3] == 2);
+	agree_reduce(&d, (uint8_t *)out, cnt, (uint8_t *)self, views, 2);
+	CHECK(out[0] == 5 && out[1] == 1 && out[2] == 0 && out[3] == 0);
+	/* an entry set back to zero stops being contributed; updates keep the order */
+	uint64_t zero[2] = {0, 0}, big[2] = {100, 100};
+	CHECK(agree_sparse_set(&views[0], 16, 0, (const uint8_t *)zero) == 0);
+	CHECK_EQ_U64(views[0].n, 1);
+	CHECK(agree_sparse_set(&views[0], 16, 1, (const uint8_t *)big) == 0);
+	CHECK(agree_sparse_set(&views[0], 16, 0, (const uint8_t *)big) == 0);
+	CHECK(views[0].n == 2 && views[0].idx[0] == 0 && views[0].idx[1] == 1);
+	d.op = NCCLBPF_AGREE_MAX;
+	agree_reduce(&d, (uint8_t *)out, cnt, NULL, views, 2);
+	CHECK(out[0] == 100 && out[2] == 100);
+	agree_sparse_free(&views[0]);
+	agree_sparse_free(&views[1]);
 }
 
 static void test_map_binding(void)
@@ -193,6 +215,17 @@ static void test_tuner_without_group(void)
 	agree_get_stats(&st);
 	CHECK_EQ_U64(st.waits, 0);
 	CHECK_EQ_U64(st.fallbacks, 0);
+	/* regression: closed communicators free their registry slot (there are 256), also
+	 * without a service thread and for profiler-only communicators */
+	for (uint64_t i = 0; i < 600; i++) {
+		struct agree_comm *c = agree_comm_tuner_open(0x1000 + i, 2);
+		CHECK(c != NULL);
+		agree_comm_profiler_open(0x1000 + i, 1, 2);
+		agree_comm_tuner_close(c);
+		agree_comm_profiler_close(0x1000 + i);
+		agree_comm_profiler_open(0x9000 + i, 0, 2);
+		agree_comm_profiler_close(0x9000 + i);
+	}
 }
 
 int main(void)
