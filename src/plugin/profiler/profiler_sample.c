@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "plugin/profiler/profiler.h"
+#include "runtime/runtime.h"
 
 static _Atomic int kch_requests;
 
@@ -90,7 +91,19 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	s->on = enable && nccl_mask;
 	s->requesting = false;
 	s->prev_band = 0xff;
-	int fixed = profiler_sample_parse(getenv("NCCLBPF_PROFILE_SAMPLE"));
+	const char *env = getenv("NCCLBPF_PROFILE_SAMPLE");
+	int fixed = profiler_sample_parse(env);
+	if (fixed < 0) {
+		runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+			    "NCCLBPF_PROFILE_SAMPLE=%s not understood (auto or N >= 1): using auto", env);
+		fixed = 0;
+	}
+	/* SEC("profiler") programs were written for a GPU time on every collective (the
+	 * bandit's reward, for one): unless the user asked for sampling explicitly, they get
+	 * it. The latency map and the metrics are fine with samples. */
+	const struct nb_hook_chain *progs = runtime_hook_chain(NB_HOOK_PROFILER);
+	if (!(env && *env) && progs && progs->len > 0)
+		fixed = 1;
 	s->fixed_n = fixed > 0 ? (uint32_t)fixed : 0;
 	s->n = s->fixed_n ? s->fixed_n : 1;
 	const char *d = getenv("NCCLBPF_PROFILE_SAMPLE_DELAY_MS");

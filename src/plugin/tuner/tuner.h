@@ -21,7 +21,7 @@
  *    win (its time is > 0), so NCCL never calls the tuner a second time for one collective
  *    (the sym-LL fallback) and the per-communicator sequence number counts collectives on
  *    every rank alike. NCCLBPF_TUNER_SYM=compete leaves symmetric/CE kernels in the race,
- *    and then seq counts calls (see tuner_seq_next).
+ *    and then seq counts calls (see tuner_next_seq in tuner_core.c).
  *  - only algo set: the cheapest available protocol of that algorithm is chosen, as above.
  *  - only proto set: the cheapest available algorithm with that protocol is chosen.
  *  - a request NCCL marked unavailable, or out of range, leaves the whole decision
@@ -91,6 +91,7 @@ int tuner_general_best(const float *table, int num_algo, int num_proto, int *alg
 bool tuner_pin(float *table, int num_algo, int num_proto);
 
 /* ---- per-communicator shim state (tuner_core.c) ---- */
+struct agree_comm;
 struct tuner_comm {
 	uint64_t comm_id;  /* NCCL commHash (v5/v6), 0 for v3/v4 */
 	uint32_t n_ranks;
@@ -104,6 +105,8 @@ struct tuner_comm {
 	void *inner_ctx;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
+	uint64_t comm_seq; /* collectives on this comm, all types (ctx->comm_seq) */
+	struct agree_comm *agree; /* agreement state (src/agree), NULL without comm_id */
 	uint64_t calls;
 	uint64_t decided; /* calls where a policy changed the table or the channels */
 };
@@ -118,10 +121,6 @@ void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl)
 void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
 			   struct nb_nccl_nvl_domain_info_v5 *nvl,
 			   struct nb_nccl_tuner_constants_v5 *constants);
-/* The sequence number of this call (one small function so that the agreement layer's
- * counter can replace it): counts getCollInfo calls per collective type. Identical on every
- * rank as long as every rank gets the same calls, which pinning guarantees on 2.31 too. */
-uint64_t tuner_seq_next(struct tuner_comm *tc, int coll_type);
 /* NCCLBPF_TUNER_SYM: 1 = pin (default), 0 = compete, -1 invalid. */
 int tuner_sym_mode_parse(const char *s);
 int tuner_comm_close(void *ctx);

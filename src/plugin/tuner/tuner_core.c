@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree/agree.h"
 #include "ncclbpf/ncclbpf.h"
 #include "plugin/chain/chain.h"
 #include "plugin/comm_channels.h"
@@ -84,6 +85,7 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 			    "NCCLBPF_TUNER_SYM=%s not understood (pin|compete): using pin", sym);
 	tc->pin = pin != 0;
 	tc->metrics = metrics_tuner_open(comm_id);
+	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
 		    "tuner program(s)%s",
@@ -133,11 +135,6 @@ void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_lo
 	}
 }
 
-uint64_t tuner_seq_next(struct tuner_comm *tc, int coll_type)
-{
-	return tc->seq[coll_type]++;
-}
-
 int tuner_comm_close(void *ctx)
 {
 	struct tuner_comm *tc = ctx;
@@ -149,8 +146,19 @@ int tuner_comm_close(void *ctx)
 		    tc->comm_id, tc->calls, tc->decided);
 	if (tc->inner)
 		chain_tuner_finalize(tc->inner, tc->inner_ctx);
+	agree_comm_tuner_close(tc->agree);
 	free(tc);
 	return NB_NCCL_SUCCESS;
+}
+
+/* Counts one NCCL collective: the per-type sequence (ctx->seq) and the per-communicator
+ * one (ctx->comm_seq) that agreed-map epochs and activations use. The one place that
+ * decides what advances them (rank-invariant: every rank counts the same calls). */
+static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t *seq,
+				  uint64_t *comm_seq)
+{
+	*seq = tc->seq[coll_type]++;
+	*comm_seq = tc->comm_seq++;
 }
 
 static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
@@ -177,7 +185,8 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 			 int num_pipe_ops, float **cost_table, int num_algo, int num_proto,
 			 int reg_buff, int *n_channels)
 {
-	uint64_t seq = tuner_seq_next(tc, coll_type);
+	uint64_t seq, comm_seq;
+	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
 	tc->calls++;
 	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
 	float *table = (float *)cost_table;
@@ -186,8 +195,20 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 		chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops,
 				      table, num_algo, num_proto, reg_buff, n_channels);
 	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
-	if (!chain || chain->len == 0)
+	if (!chain || chain->len == 0) {
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return false;
+	}
+	/* agreed maps: activate the version due at comm_seq; after a failed agreement every
+	 * rank keeps NCCL's defaults from the same collective on (pinned, see tuner.h, so that
+	 * NCCL 2.31 cannot call again for this collective) */
+	if (agree_tuner_begin(tc->agree, comm_seq) == AGREE_FALLBACK) {
+		agree_tuner_end();
+		if (tc->pin)
+			tuner_pin(table, num_algo, num_proto);
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		return false;
+	}
 
 	struct ncclbpf_tuner_ctx c;
 	c.comm_id = tc->comm_id;
@@ -209,6 +230,7 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 	c.max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
 	c.ranks_per_node = tc->n_nodes && tc->n_ranks % tc->n_nodes == 0
 				   ? tc->n_ranks / tc->n_nodes : 0;
+	c.comm_seq = comm_seq;
 
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's
@@ -224,11 +246,13 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
 		}
 	}
+	agree_tuner_end();
 
 	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
 		if (tc->pin)
 			tuner_pin(table, num_algo, num_proto);
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return false;
 	}
 	struct tuner_applied applied;
@@ -243,6 +267,8 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
+	agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo, applied.proto,
+			   applied.n_channels);
 	return changed;
 }
 
