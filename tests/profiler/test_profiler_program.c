@@ -56,6 +56,19 @@ int main(int argc, char **argv)
 	profiler_get_counters(&pc);
 	CHECK_EQ_U64(pc.program_faults, 0);
 	CHECK(ph_comm_finalize(&c) == 0);
+
+	/* with a profiler program loaded, KernelCh stays on every collective unless the user
+	 * asked for sampling (regression: the bandit's reward lost its GPU times, issue 15) */
+	unsetenv("NCCLBPF_PROFILE_SAMPLE");
+	CHECK(ph_comm_init(&h, &c, 0x9a9bull, "prog-default", 1, 4, 3) == 0);
+	struct profiler_ctx *pctx = profiler_ctx_find(0x9a9bull);
+	CHECK(pctx && !pctx->sampler.on);
+	CHECK(ph_comm_finalize(&c) == 0);
+	setenv("NCCLBPF_PROFILE_SAMPLE", "auto", 1);
+	CHECK(ph_comm_init(&h, &c, 0x9a9cull, "prog-sampled", 1, 4, 3) == 0);
+	pctx = profiler_ctx_find(0x9a9cull);
+	CHECK(pctx && pctx->sampler.on);
+	CHECK(ph_comm_finalize(&c) == 0);
 	runtime_unload_policies();
 	TEST_DONE();
 }
