@@ -80,12 +80,16 @@ uint64_t runtime_fault_count(enum nb_hook_type hook);
 
 /* Process-wide registry of maps shared by name (LIBBPF_PIN_BY_NAME in the policy, or
  * built-in maps such as the profiler's "ncclbpf_latency"). Returns the existing map of that
- * name if its type/key/value sizes match the spec (max_entries of the first creator wins),
+ * name if every attribute matches the spec (type, sizes, max_entries, flags),
  * creates it otherwise; NULL with err filled when an existing map is incompatible.
  * Objects opened later bind their pinned declarations to these maps. Thread-safe. */
 struct nb_map_spec;
 struct nb_map;
 struct nb_map *runtime_pinned_map(const struct nb_map_spec *spec, char *err, size_t errlen);
+/* Same, naming the declaring object ("object x.bpf.o") in mismatch messages. Every
+ * attribute must match (type, sizes, max_entries, flags). */
+struct nb_map *runtime_pinned_map_owned(const struct nb_map_spec *spec, const char *owner,
+					char *err, size_t errlen);
 
 /* Finds a map by name in the loaded policies (first match), for the plugin's built-in
  * maps (e.g. "ncclbpf_latency"), or NULL. */

@@ -54,6 +54,9 @@ enum nb_verr {
 	NB_VERR_READONLY_MAP,      /* write to a read-only map (.rodata) */
 	NB_VERR_RETURN,            /* bad return value (uninitialised) */
 	NB_VERR_RANK_LOCAL,        /* rank-invariant output decided from rank-local data */
+	NB_VERR_POINTER_CMP,       /* comparison whose outcome depends on an address */
+	NB_VERR_MISALIGNED,        /* atomic not naturally aligned */
+	NB_VERR_WRITEONLY_MAP,     /* read of a map programs may only write (BPF_F_WRONLY_PROG) */
 	NB_VERR_COUNT
 };
 

@@ -35,6 +35,9 @@ static const char *const codes[NB_VERR_COUNT] = {
 	[NB_VERR_READONLY_MAP] = "E-READONLY-MAP",
 	[NB_VERR_RETURN] = "E-RETURN",
 	[NB_VERR_RANK_LOCAL] = "E-RANK-LOCAL",
+	[NB_VERR_POINTER_CMP] = "E-POINTER-CMP",
+	[NB_VERR_MISALIGNED] = "E-MISALIGNED",
+	[NB_VERR_WRITEONLY_MAP] = "E-WRITEONLY-MAP",
 };
 
 const char *verifier_err_code(enum nb_verr code)

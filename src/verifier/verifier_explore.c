@@ -186,7 +186,7 @@ static void for_each_reg(struct vstate *st, void (*fn)(struct vreg *, void *), v
 		for (int r = 0; r < BPF_NREGS; r++)
 			fn(&fr->regs[r], arg);
 		for (unsigned i = 0; i < fr->nslots; i++)
-			if (fr->slots[i].type[0] == SB_SPILL)
+			if (slot_spilled(&fr->slots[i]))
 				fn(&fr->slots[i].spill, arg);
 	}
 }
@@ -204,8 +204,7 @@ static void null_mark_fn(struct vreg *r, void *arg)
 	if (m->is_null) {
 		vreg_set_const(r, 0);
 	} else {
-		r->type = VT_PTR_MAP_VALUE;
-		r->id = 0;
+		r->type = VT_PTR_MAP_VALUE; /* keeps the id: it names the element (same_object) */
 	}
 }
 
@@ -295,6 +294,64 @@ static bool nonnull_ptr(const struct verifier_env *env, const struct vreg *r)
 	return r->type != VT_PTR_MAP_VALUE || (r->s.smin >= -lim && r->s.smax <= lim);
 }
 
+/* Two pointers into the same object at run time, so that comparing them compares only
+ * their offsets: the context, one stack frame, raw memory, or one map value (a map with a
+ * single element, or two pointers from the same lookup). Anything else would let the
+ * outcome depend on where the host placed the objects. */
+static bool same_object(const struct verifier_env *env, const struct vreg *a,
+			const struct vreg *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case VT_PTR_CTX:
+	case VT_PTR_MEM:
+		return true;
+	case VT_PTR_STACK:
+		return a->frameno == b->frameno;
+	case VT_PTR_MAP_VALUE: {
+		if (a->map != b->map)
+			return false;
+		const struct nb_map_def *m = &env->maps[a->map];
+		bool single = (m->type == 2 /* ARRAY */ || m->type == 6 /* PERCPU_ARRAY */) &&
+			      m->max_entries == 1;
+		return single || (a->id && a->id == b->id);
+	}
+	default:
+		return false;
+	}
+}
+
+/* The offset of pointer r from its object's start (constant + variable part), or false
+ * when it is not bounded well enough to compare (|offset| < 2^30 keeps base + offset from
+ * wrapping, so the addresses compare like the offsets do, signed or unsigned). */
+static bool ptr_offset(const struct vreg *r, struct vscalar *o)
+{
+	const int64_t lim = 1 << 30;
+	struct vscalar c;
+	sc_const(&c, (uint64_t)(int64_t)r->off);
+	if (r->type == VT_PTR_MAP_VALUE) {
+		*o = r->s;
+		sc_alu(o, &c, BPF_ADD, false, 0);
+	} else {
+		*o = c;
+	}
+	return o->smin > -lim && o->smax < lim;
+}
+
+/* Variable part of map value pointer r after its offset was narrowed to o. */
+static void ptr_set_offset(struct vstate *st, unsigned frame, unsigned regno,
+			   const struct vscalar *o)
+{
+	struct vreg *r = &st->frames[frame]->regs[regno];
+	if (r->type != VT_PTR_MAP_VALUE || sc_is_const(&r->s))
+		return;
+	struct vscalar v = *o, c;
+	sc_const(&c, (uint64_t)(int64_t)r->off);
+	sc_alu(&v, &c, BPF_SUB, false, 0);
+	r->s = v;
+}
+
 /* Returns 1 when the current path ends, 0 to continue at env->pc, <0 on error. */
 static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 {
@@ -317,7 +374,8 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 	}
 	int feasible = SC_TAKEN | SC_FALL;
 	struct vscalar ta, tb, fa, fb;
-	bool scalars = !is_ptr(a) && !is_ptr(&b);
+	bool scalars = !is_ptr(a) && !is_ptr(&b), ptrs = false;
+	struct vscalar pa, pb;
 	struct null_mark nm_taken = { 0, false }, nm_fall = { 0, false };
 
 	/* after "if a OP b" each operand's range depends on the other's */
@@ -341,7 +399,36 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		} else if (zero && nonnull_ptr(env, p)) {
 			feasible = op == BPF_JEQ ? SC_FALL : SC_TAKEN; /* pointers are never NULL */
 			vreg_mark_precise(env, o); /* decided because it is exactly 0 */
+		} else if (!(zero && (p->type == VT_PTR_MEM ||
+				      (p->type == VT_PTR_CTX && env->hook->ctx_is_raw_memory)))) {
+			ptrs = true; /* raw input memory may be NULL: that is input, not layout */
 		}
+	} else {
+		ptrs = true;
+	}
+	if (ptrs) {
+		/* Only pointers into one object compare by offset; any other comparison involving
+		 * a pointer reveals address bits (which differ per process, hence per rank). */
+		static const uint8_t as_signed[16] = {
+			[BPF_JEQ >> 4] = BPF_JEQ,   [BPF_JNE >> 4] = BPF_JNE,
+			[BPF_JGT >> 4] = BPF_JSGT,  [BPF_JGE >> 4] = BPF_JSGE,
+			[BPF_JLT >> 4] = BPF_JSLT,  [BPF_JLE >> 4] = BPF_JSLE,
+			[BPF_JSGT >> 4] = BPF_JSGT, [BPF_JSGE >> 4] = BPF_JSGE,
+			[BPF_JSLT >> 4] = BPF_JSLT, [BPF_JSLE >> 4] = BPF_JSLE,
+		};
+		uint8_t sop = as_signed[op >> 4];
+		char da[128], db[128];
+		vreg_describe(env, a, da, sizeof(da));
+		vreg_describe(env, &b, db, sizeof(db));
+		if (!is_ptr(a) || !is_ptr(&b) || !same_object(env, a, &b) || j32 || !sop ||
+		    !ptr_offset(a, &pa) || !ptr_offset(&b, &pb))
+			return verr(env, NB_VERR_POINTER_CMP, pc,
+				    "%scomparison of %s with %s: its outcome would depend on where "
+				    "objects lie in memory (different per process and per rank); only "
+				    "NULL checks and 64-bit comparisons of two pointers into the same "
+				    "object are allowed",
+				    j32 ? "32-bit " : "", da, db);
+		feasible = sc_branch(&pa, &pb, sop, false, &ta, &tb, &fa, &fb);
 	}
 	if (feasible == 0)
 		return 1;
@@ -361,6 +448,11 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 			set_scalar_edge(&st, frame, in->dst_reg, &ta, both_org);
 			if (x)
 				set_scalar_edge(&st, frame, in->src_reg, &tb, both_org);
+		}
+		if (ptrs) {
+			ptr_set_offset(&st, frame, in->dst_reg, &ta);
+			if (x)
+				ptr_set_offset(&st, frame, in->src_reg, &tb);
 		}
 		if (nm_taken.id)
 			for_each_reg(&st, null_mark_fn, &nm_taken);
@@ -383,6 +475,11 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		set_scalar_edge(&env->cur, frame, in->dst_reg, &fa, both_org);
 		if (x)
 			set_scalar_edge(&env->cur, frame, in->src_reg, &fb, both_org);
+	}
+	if (ptrs) {
+		ptr_set_offset(&env->cur, frame, in->dst_reg, &fa);
+		if (x)
+			ptr_set_offset(&env->cur, frame, in->src_reg, &fb);
 	}
 	if (nm_fall.id)
 		for_each_reg(&env->cur, null_mark_fn, &nm_fall);
@@ -436,7 +533,7 @@ static int do_exit(struct verifier_env *env)
 	for (uint32_t fi = 0; fi < dying; fi++) {
 		const struct vframe *cf = env->cur.frames[fi];
 		for (unsigned i = 0; i < cf->nslots; i++)
-			if (cf->slots[i].type[0] == SB_SPILL && cf->slots[i].spill.type == VT_PTR_STACK &&
+			if (slot_spilled(&cf->slots[i]) && cf->slots[i].spill.type == VT_PTR_STACK &&
 			    cf->slots[i].spill.frameno == dying)
 				return verr(env, NB_VERR_POINTER_LEAK, pc,
 					    "function leaves a pointer to its own stack in its caller's "

@@ -114,9 +114,19 @@ enum { SB_INVALID = 0, SB_MISC, SB_SPILL };
 struct vslot {
 	uint8_t type[8]; /* byte i is fp - 8*(slot+1) + i */
 	uint8_t taint;   /* bit i: byte i holds rank-local data (a spill: 0xff or 0) */
+	/* The spilled register lives in bytes [spill_at, spill_at + spill_size), all SB_SPILL
+	 * (no byte is SB_SPILL when spill_size is 0). Full spills: 0, 8. Narrower spills
+	 * (a 4-byte loop counter) are of scalars whose value fits those bytes, so a load of
+	 * the same bytes gives back the register. */
+	uint8_t spill_at, spill_size;
 	uint32_t taint_src; /* 1 + insn of a source of a tainted byte, 0 when taint == 0 */
 	struct vreg spill;
 };
+
+static inline bool slot_spilled(const struct vslot *s)
+{
+	return s->spill_size != 0;
+}
 
 #define VSLOTS (BPF_STACK_SIZE / 8)
 
