@@ -97,9 +97,11 @@ static int prepare_verify(struct ncclbpf_program *prog, const struct nb_hook_des
 	if (mode != NCCLBPF_VERIFY_WARN)
 		return -EACCES;
 	runtime_log(NB_LOG_WARN, NB_LOG_INIT,
-		    "NCCLBPF_VERIFY=warn: LOADING UNVERIFIED program '%s' of %s for hook %s; "
-		    "the verifier rejected it:\n%s",
+		    "NCCLBPF_VERIFY=warn: LOADING UNVERIFIED program '%s' of %s for hook %s in the "
+		    "checked interpreter (no JIT; faults and runaway loops are stopped and its "
+		    "writes discarded); the verifier rejected it:\n%s",
 		    prog->nbp->name, prog->obj->name, h->name, err);
+	prog->unverified = true;
 	return 0;
 }
 
@@ -125,6 +127,20 @@ static int prepare_exec(struct ncclbpf_program *prog, enum ncclbpf_exec_mode mod
 		.map_cnt = prog->obj->map_cnt,
 	};
 
+	/* Unverified code runs only where every access, helper argument and instruction
+	 * count is checked: never in the JIT or the plain interpreter, which trust the proof
+	 * (regression: NCCLBPF_VERIFY=warn ran a NULL dereference in the JIT: SIGSEGV). */
+	if (prog->unverified) {
+		if (mode == NCCLBPF_EXEC_JIT || mode == NCCLBPF_EXEC_INTERPRET) {
+			snprintf(err, errlen,
+				 "'%s' is not verified: unverified programs run only in the checked "
+				 "interpreter (NCCLBPF_EXEC_CHECKED), not the %s",
+				 prog->nbp->name, mode == NCCLBPF_EXEC_JIT ? "JIT" : "plain interpreter");
+			return -EPERM;
+		}
+		prog->checked = true;
+		return 0;
+	}
 	prog->checked = mode == NCCLBPF_EXEC_CHECKED;
 	if (mode == NCCLBPF_EXEC_INTERPRET || mode == NCCLBPF_EXEC_CHECKED)
 		return 0;
@@ -205,6 +221,7 @@ int runtime_program_prepare_mem(struct ncclbpf_program *prog, enum ncclbpf_hook 
 	enum ncclbpf_verify_mode vmode = o.verify_mode;
 	if (vmode == NCCLBPF_VERIFY_DEFAULT)
 		vmode = runtime_env_verify_mode();
+	prog->unverified = vmode == NCCLBPF_VERIFY_OFF;
 	if (vmode != NCCLBPF_VERIFY_OFF) {
 		rc = prepare_verify(prog, h, vmode, o.verify_budget, mem_size, err, errlen);
 		if (rc < 0)
@@ -216,7 +233,7 @@ int runtime_program_prepare_mem(struct ncclbpf_program *prog, enum ncclbpf_hook 
 	if (rc < 0)
 		return rc;
 	prog->hook = h;
-	prepare_helpers(prog, h, vmode == NCCLBPF_VERIFY_STRICT);
+	prepare_helpers(prog, h, true); /* unverified: checked mode checks the prototypes */
 	prog->vm.insns = prog->linked;
 	prog->vm.insn_cnt = prog->nbp->insn_cnt;
 	prog->vm.helpers = prog->helpers;
@@ -251,6 +268,8 @@ static int run_checked(const struct ncclbpf_program *prog, void *ctx, size_t ctx
 	chk.region_cnt = 0;
 	chk.insn_budget = RUNTIME_CHECKED_INSN_BUDGET;
 	chk.insns_executed = 0;
+	chk.maps = (void *const *)obj->map_handles;
+	chk.map_cnt = obj->map_cnt;
 	if (ctx && ctx_size)
 		vm_checked_add_region(&chk, (uint64_t)(uintptr_t)ctx, ctx_size,
 				      ctx_writable(prog->hook), "context");

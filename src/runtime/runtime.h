@@ -117,6 +117,8 @@ struct ncclbpf_program {
 	/* prepared state (ncclbpf_program_prepare) */
 	bool prepared;
 	bool checked;                   /* interpreter with every access checked */
+	bool unverified;                /* loaded without a passing verification (warn/off):
+					 * runs only checked, with an instruction budget */
 	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
 	const struct nb_hook_desc *hook;
 	struct bpf_insn *linked;        /* pseudo LDDW replaced by addresses */

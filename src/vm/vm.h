@@ -75,6 +75,11 @@ struct vm_checked {
 	size_t region_cnt;
 	uint64_t insn_budget; /* 0 = unlimited */
 	uint64_t insns_executed;
+	/* Map handles a helper's map argument may be (the object's maps); a helper call is
+	 * checked against its prototype before it runs (map handle, key/value/buffer memory
+	 * in a region), so unverified programs cannot hand the host a wild pointer. */
+	void *const *maps;
+	size_t map_cnt;
 };
 
 /* Runs the program with r1 = a1, r2 = a2 (conformance passes mem, len; hooks pass ctx, 0).
