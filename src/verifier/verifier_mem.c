@@ -142,7 +142,7 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 	for (unsigned i = 0; i < size; i++) {
 		slot_of(o + i, &slot, &byte);
 		struct vslot *s = &f->slots[slot];
-		if (slot_spilled(s)) {
+		if (slot_spilled(s) && byte >= s->spill_at && byte < s->spill_at + s->spill_size) {
 			/* the spilled register is partly overwritten: a scalar's other bytes stay
 			 * readable as unknown bytes, a pointer's bytes become unreadable */
 			memset(s->type + s->spill_at,
@@ -159,10 +159,10 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 	}
 	/* A naturally aligned narrower store of a number that fits: remember the register
 	 * (4-byte loop counters whose address is taken, e.g. a map key). */
+	slot_of(o, &slot, &byte);
 	if (size < 8 && (first & (size - 1)) == 0 && val->type == VT_SCALAR &&
-	    val->s.umax < (1ull << (8 * size))) {
-		slot_of(o, &slot, &byte);
-		struct vslot *s = &f->slots[slot];
+	    val->s.umax < (1ull << (8 * size)) && !slot_spilled(&f->slots[slot])) {
+		struct vslot *s = &f->slots[slot]; /* one register per slot: the first stays */
 		memset(s->type + first, SB_SPILL, size);
 		s->spill = *val;
 		s->spill_at = (uint8_t)first;
