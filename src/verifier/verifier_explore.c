@@ -29,6 +29,8 @@
 #define PTR_OFF_LIMIT (1 << 29)
 #define MAX_RECORDS_PER_INSN 1024
 #define MIN_INSNS_BETWEEN_STATES 4
+#define LOOP_DENSE_STATES 8
+#define LOOP_SPARSE_INSNS 64
 
 static bool is_ptr(const struct vreg *r)
 {
@@ -42,16 +44,18 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 {
 	size_t pc = env->pc;
 	char d[128];
-	vreg_describe(env, p, d, sizeof(d));
-	if (p->type == VT_CONST_MAP_PTR)
+	if (p->type == VT_CONST_MAP_PTR) {
+		vreg_describe(env, p, d, sizeof(d));
 		return verr(env, NB_VERR_POINTER_ARITH, pc, "arithmetic on r%u, which is %s", regno, d);
+	}
 	vreg_mark_precise(env, s);
 	p->taint = vtaint_join(p->taint, s->taint); /* where it points is rank-local */
 	if (sc_is_const(&s->s)) {
 		int64_t c = (int64_t)s->s.t.value, off;
-		if (c < -PTR_OFF_LIMIT || c > PTR_OFF_LIMIT ||
-		    (off = sub ? (int64_t)p->off - c : (int64_t)p->off + c) < -PTR_OFF_LIMIT ||
-		    off > PTR_OFF_LIMIT)
+		if ((c < -PTR_OFF_LIMIT || c > PTR_OFF_LIMIT ||
+		     (off = sub ? (int64_t)p->off - c : (int64_t)p->off + c) < -PTR_OFF_LIMIT ||
+		     off > PTR_OFF_LIMIT) &&
+		    (vreg_describe(env, p, d, sizeof(d)), true))
 			return verr(env, NB_VERR_POINTER_ARITH, pc,
 				    "adding %lld to r%u (%s) moves it far out of its object", (long long)c,
 				    regno, d);
@@ -71,6 +75,7 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 			    "a constant offset",
 			    regno);
 	default:
+		vreg_describe(env, p, d, sizeof(d));
 		return verr(env, NB_VERR_POINTER_ARITH, pc,
 			    "variable offset added to r%u (%s); only map value pointers may be indexed "
 			    "by a variable",
@@ -418,16 +423,17 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		};
 		uint8_t sop = as_signed[op >> 4];
 		char da[128], db[128];
-		vreg_describe(env, a, da, sizeof(da));
-		vreg_describe(env, &b, db, sizeof(db));
 		if (!is_ptr(a) || !is_ptr(&b) || !same_object(env, a, &b) || j32 || !sop ||
-		    !ptr_offset(a, &pa) || !ptr_offset(&b, &pb))
+		    !ptr_offset(a, &pa) || !ptr_offset(&b, &pb)) {
+			vreg_describe(env, a, da, sizeof(da));
+			vreg_describe(env, &b, db, sizeof(db));
 			return verr(env, NB_VERR_POINTER_CMP, pc,
 				    "%scomparison of %s with %s: its outcome would depend on where "
 				    "objects lie in memory (different per process and per rank); only "
 				    "NULL checks and 64-bit comparisons of two pointers into the same "
 				    "object are allowed",
 				    j32 ? "32-bit " : "", da, db);
+		}
 		feasible = sc_branch(&pa, &pb, sop, false, &ta, &tb, &fa, &fb);
 	}
 	if (feasible == 0)
@@ -633,32 +639,32 @@ static int step(struct verifier_env *env)
 static int prune_point(struct verifier_env *env)
 {
 	unsigned n = 0;
-	bool have_hash = false;
-	uint64_t hash = 0;
 	struct vrecord **link = &env->records[env->pc];
 	while (*link) {
 		struct vrecord *r = *link;
-		if (r->branches == 0) {
-			if (vstate_contains(r, &env->cur)) {
-				r->hit++;
-				vstate_prune_precision(env, r);
-				env->stats.states_pruned++;
-				return 1;
-			}
-			if (++r->miss > r->hit * 8 + 64) {
-				*link = r->next; /* evicted; stays allocated for precision links */
+		if (vstate_contains(r, &env->cur, env->live_regs[env->pc])) {
+			r->hit++;
+			vstate_prune_precision(env, r);
+			env->stats.states_pruned++;
+			return 1;
+		}
+		if (++r->miss > r->hit * 8 + 64) {
+			*link = r->next; /* evicted; stays allocated for precision links */
+			continue;
+		}
+		n++;
+		link = &r->next;
+	}
+	if ((env->insn_flags[env->pc] & VF_LOOP_HEAD) && env->inprogress[env->pc]) {
+		uint64_t hash = vstate_hash(&env->cur);
+		struct vrecord **l = &env->live[vlive_bucket(env->pc, hash)];
+		while (*l) {
+			struct vrecord *r = *l;
+			if (r->branches == 0) { /* explored since: a pruning candidate now */
+				*l = r->hnext;
 				continue;
 			}
-		} else {
-			if (!have_hash) {
-				hash = vstate_hash(&env->cur);
-				have_hash = true;
-			}
-			if (!r->hashed) {
-				r->hash = vstate_hash(&r->st);
-				r->hashed = true;
-			}
-			if (r->hash == hash && vstate_equal(&r->st, &env->cur)) {
+			if (r->pc == env->pc && r->hash == hash && vstate_equal(&r->st, &env->cur)) {
 				/* point at the loop's back-edge (the loop condition in C) */
 				size_t at = env->cur.loop_head == env->pc ? env->cur.loop_jump : env->pc;
 				return verr(env, NB_VERR_INFINITE_LOOP, at,
@@ -667,15 +673,20 @@ static int prune_point(struct verifier_env *env)
 					    "iteration",
 					    env->pc);
 			}
+			l = &r->hnext;
 		}
-		n++;
-		link = &r->next;
 	}
-	if (n >= MAX_RECORDS_PER_INSN || env->nrecords >= VERIFIER_MAX_RECORDS)
+	if (n + env->inprogress[env->pc] >= MAX_RECORDS_PER_INSN ||
+	    env->nrecords >= VERIFIER_MAX_RECORDS)
 		return 0;
-	/* like Linux: outside loop heads, do not store a state every few instructions */
-	if (!(env->insn_flags[env->pc] & VF_LOOP_HEAD) &&
-	    env->stats.insns_processed - env->cur.stored_at < MIN_INSNS_BETWEEN_STATES)
+	/* like Linux: outside loop heads, do not store a state every few instructions. At a
+	 * loop head every iteration is stored at first; once a loop has run a few times, only
+	 * every LOOP_SPARSE_INSNS processed instructions: a cycle still repeats one of the
+	 * stored states (every visit is checked against them), while a long counted loop no
+	 * longer copies its state on each iteration. */
+	uint64_t since = env->stats.insns_processed - env->cur.stored_at;
+	if (!(env->insn_flags[env->pc] & VF_LOOP_HEAD) ? since < MIN_INSNS_BETWEEN_STATES
+	    : env->inprogress[env->pc] >= LOOP_DENSE_STATES && since < LOOP_SPARSE_INSNS)
 		return 0;
 	return vstate_store(env);
 }
@@ -728,7 +739,7 @@ static int explore(struct verifier_env *env)
 		if (r < 0)
 			return r;
 		if (r == 1) {
-			vrecord_path_done(env->cur.rec);
+			vrecord_path_done(env, env->cur.rec);
 			vstate_free(&env->cur);
 			if (env->npending == 0)
 				return 0;
@@ -781,9 +792,12 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 			env->taint_on = true;
 	env->insn_flags = calloc(n, 1);
 	env->records = calloc(n, sizeof(*env->records));
+	env->inprogress = calloc(n, sizeof(*env->inprogress));
+	env->live = calloc(VERIFIER_LIVE_BUCKETS, sizeof(*env->live));
 	if (env->taint_on)
 		env->taint_src = calloc(n, sizeof(*env->taint_src));
-	if (env->insn_flags && env->records && (env->taint_src || !env->taint_on)) {
+	if (env->insn_flags && env->records && env->inprogress && env->live &&
+	    (env->taint_src || !env->taint_on)) {
 		err = verifier_check_structure(env);
 		if (!err)
 			err = explore(env);
@@ -801,6 +815,9 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	varena_free(env->arena);
 	free(env->pending);
 	free(env->records);
+	free(env->inprogress);
+	free(env->live_regs);
+	free(env->live);
 	free(env->insn_flags);
 	free(env->taint_src);
 	env->stats.time_ns = now_ns() - t0;

@@ -80,15 +80,16 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 		if (r->type == VT_NOT_INIT)
 			return verr(env, NB_VERR_UNINIT_REG, pc,
 				    "argument r%u of %s was never set", regno, p->name);
-		vreg_describe(env, r, d, sizeof(d));
+		/* described only for a message: this runs on every call the verifier walks */
+#define DESCRIBE_R() vreg_describe(env, r, d, sizeof(d))
 		switch (k) {
 		case NB_ARG_ANYTHING:
-			if (is_ptr(r))
+			if (is_ptr(r) && (DESCRIBE_R(), true))
 				return verr(env, NB_VERR_HELPER_ARG, pc, "argument r%u of %s must be a number, not %s", regno,
 					    p->name, d);
 			break;
 		case NB_ARG_CONST_MAP_PTR:
-			if (r->type != VT_CONST_MAP_PTR)
+			if (r->type != VT_CONST_MAP_PTR && (DESCRIBE_R(), true))
 				return verr(env, NB_VERR_HELPER_ARG, pc,
 					    "argument r%u of %s must be a map (&map_name), not %s",
 					    regno, p->name, d);
@@ -151,6 +152,7 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 			break;
 		}
 	}
+#undef DESCRIBE_R
 	/* bpf_trace_printk's variadic arguments: numbers, set, as many as the format reads
 	 * (regression: pointers and stale registers were printed, host addresses in the log) */
 	if (id == NB_HELPER_TRACE_PRINTK && env->hook->type != NB_HOOK_CONFORMANCE) {

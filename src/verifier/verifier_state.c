@@ -228,7 +228,7 @@ static bool bit(const uint64_t *bits, unsigned pos)
 }
 
 static bool states_cmp(const struct vstate *o, const uint64_t *precise, const struct vstate *n,
-		       bool exact)
+		       bool exact, uint16_t live)
 {
 	struct idmap m = { .n = 0, .fresh = 1 };
 	if (o->nframes != n->nframes)
@@ -241,9 +241,12 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 		bool top = f + 1 == o->nframes;
 		if (of->callsite != nf->callsite)
 			return false;
-		for (unsigned r = 0; r < BPF_NREGS; r++)
+		for (unsigned r = 0; r < BPF_NREGS; r++) {
+			if (top && !exact && !((live >> r) & 1))
+				continue; /* dead: never read by the old state's paths */
 			if (!reg_cmp(&of->regs[r], &nf->regs[r], !top || bit(precise, r), exact, &m))
 				return false;
+		}
 		unsigned ns = of->nslots > nf->nslots ? of->nslots : nf->nslots;
 		for (unsigned i = 0; i < ns; i++) {
 			const struct vslot *os = i < of->nslots ? &of->slots[i] : &invalid_slot;
@@ -255,15 +258,15 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 	return true;
 }
 
-bool vstate_contains(const struct vrecord *old, const struct vstate *cur)
+bool vstate_contains(const struct vrecord *old, const struct vstate *cur, uint16_t live)
 {
-	return states_cmp(&old->st, old->precise, cur, false);
+	return states_cmp(&old->st, old->precise, cur, false, live);
 }
 
 bool vstate_equal(const struct vstate *a, const struct vstate *b)
 {
 	static const uint64_t all[2] = { ~0ull, ~0ull };
-	return states_cmp(a, all, b, true);
+	return states_cmp(a, all, b, true, 0xffff);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -448,22 +451,33 @@ int vstate_store(struct verifier_env *env)
 		f->cap = f->nslots;
 		rec->st.frames[i] = f;
 	}
-	env->cur.rec = rec; /* rec->hash is computed when first needed */
+	env->cur.rec = rec;
 	env->cur.stored_at = env->stats.insns_processed;
-	rec->next = env->records[env->pc];
-	env->records[env->pc] = rec;
+	/* every cycle of the program passes a loop head: only there can a state repeat */
+	if (env->insn_flags[env->pc] & VF_LOOP_HEAD) {
+		rec->hash = vstate_hash(&rec->st);
+		rec->hashed = true;
+		uint32_t b = vlive_bucket(rec->pc, rec->hash);
+		rec->hnext = env->live[b];
+		env->live[b] = rec;
+	}
+	env->inprogress[env->pc]++;
 	env->nrecords++;
 	env->stats.states_stored++;
 	return 0;
 }
 
-void vrecord_path_done(struct vrecord *rec)
+/* A path ended: states whose every path below is explored become pruning candidates. */
+void vrecord_path_done(struct verifier_env *env, struct vrecord *rec)
 {
 	while (rec) {
 		if (rec->branches)
 			rec->branches--;
 		if (rec->branches)
 			return;
+		env->inprogress[rec->pc]--;
+		rec->next = env->records[rec->pc]; /* leaves env->live lazily (branches == 0) */
+		env->records[rec->pc] = rec;
 		rec = rec->parent;
 	}
 }
