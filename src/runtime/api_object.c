@@ -18,6 +18,8 @@ static void program_release(struct ncclbpf_program *p)
 	p->visited = NULL;
 	p->jit = NULL;
 	p->entry = NULL;
+	p->fast = NULL;
+	p->fast_entry = NULL;
 	p->linked = NULL;
 	p->prepared = false;
 }

@@ -111,6 +111,13 @@ struct ncclbpf_map {
 };
 
 struct ncclbpf_program {
+	/* The decision path's fast case, first so it shares one cache line: JIT code of a hook
+	 * with a fixed context size, called directly by ncclbpf_program_run (NULL otherwise);
+	 * fast_entry when the code cannot fault (no fault record needed). */
+	vm_jit_fn fast_entry;
+	vm_jit_run_fn fast;
+	uint32_t fast_ctx_size;
+	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
 	struct ncclbpf_object *obj;
 	const struct nb_program *nbp;   /* the loader's program (unlinked instructions) */
 	int section_hook;               /* enum nb_hook_type, or -1 when the section names none */
@@ -119,7 +126,6 @@ struct ncclbpf_program {
 	bool checked;                   /* interpreter with every access checked */
 	bool unverified;                /* loaded without a passing verification (warn/off):
 					 * runs only checked, with an instruction budget */
-	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
 	const struct nb_hook_desc *hook;
 	struct bpf_insn *linked;        /* pseudo LDDW replaced by addresses */
 	struct vm_program vm;

@@ -517,7 +517,7 @@ static void decode_fault(uint64_t info, struct vm_fault *fault)
 int vm_jit_run(const struct vm_jit_image *img, uint64_t a1, uint64_t a2, uint64_t *r0,
 	       struct vm_fault *fault)
 {
-	struct jit_fault_rec rec = { 0, 0 };
+	struct vm_jit_fault_rec rec = { 0, 0 };
 	if (!img || !img->run)
 		return -EINVAL;
 	uint64_t v = img->run(a1, a2, &rec);
@@ -529,6 +529,22 @@ int vm_jit_run(const struct vm_jit_image *img, uint64_t a1, uint64_t a2, uint64_
 	if (fault)
 		decode_fault(rec.info, fault);
 	return -EFAULT;
+}
+
+vm_jit_run_fn vm_jit_runner(const struct vm_jit_image *img)
+{
+	return img ? img->run : NULL;
+}
+
+bool vm_jit_may_fault(const struct vm_jit_image *img)
+{
+	return !img || img->may_fault;
+}
+
+void vm_jit_fault_decode(const struct vm_jit_fault_rec *rec, struct vm_fault *fault)
+{
+	if (rec && fault)
+		decode_fault(rec->info, fault);
 }
 
 uint64_t vm_jit_fault_count(const struct vm_jit_image *img)
