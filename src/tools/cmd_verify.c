@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "loader/object.h"
+#include "ncclbpf/ncclbpf.h"
 #include "verifier/verifier.h"
+#include "vm/vm.h"
 
 static void verify_usage(FILE *f)
 {
@@ -22,6 +24,29 @@ static void verify_usage(FILE *f)
 		   "  --budget N   processed-instruction budget (default: the hook's)\n"
 		   "  --allow-rank-local  accept tuner decisions from rank-local data (also "
 		   "NCCLBPF_RANK_LOCAL=allow)\n");
+}
+
+/* --stats: whether the accepted program also JIT-compiles, as the plugin would prepare it
+ * (a JIT failure there silently meant the slower interpreter). */
+static void print_jit_status(const char *path, const char *prog, const struct nb_hook_desc *h,
+			     bool allow_rank_local)
+{
+	char err[512] = "";
+	struct ncclbpf_object *obj = NULL;
+	if (ncclbpf_object_open_file(path, &obj, err, sizeof(err)))
+		return;
+	struct ncclbpf_program *p = ncclbpf_object_find_program(obj, prog);
+	struct ncclbpf_prepare_opts o = { .sz = sizeof(o), .exec_mode = NCCLBPF_EXEC_JIT,
+					  .verify_mode = NCCLBPF_VERIFY_STRICT };
+	if (allow_rank_local)
+		setenv("NCCLBPF_RANK_LOCAL", "allow", 1);
+	int rc = p ? ncclbpf_program_prepare(p, (enum ncclbpf_hook)h->type, &o, err, sizeof(err))
+		   : -ENOENT;
+	if (rc == 0)
+		printf("  jit: compiled\n");
+	else
+		printf("  jit: NOT compiled, the plugin runs it in the interpreter: %s\n", err);
+	ncclbpf_object_close(obj);
 }
 
 static int verify_object(const char *path, const struct nb_hook_desc *forced, bool stats,
@@ -75,6 +100,8 @@ static int verify_object(const char *path, const struct nb_hook_desc *forced, bo
 			       (unsigned long long)st.states_stored,
 			       (unsigned long long)st.states_pruned,
 			       (unsigned long long)st.peak_states, (double)st.time_ns / 1e6);
+		if (stats && rc == 0 && vm_jit_available())
+			print_jit_status(path, p->name, hook, allow_rank_local);
 	}
 	loader_close(obj);
 	return status;
