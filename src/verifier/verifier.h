@@ -70,7 +70,7 @@ struct nb_verifier_diag {
 	uint32_t line;     /* 0 if unknown */
 	uint32_t col;
 	const char *line_src; /* source text of the line, or NULL */
-	char msg[256];     /* one line a policy author can act on */
+	char msg[512];     /* one line a policy author can act on */
 };
 
 struct nb_verifier_stats {

@@ -62,6 +62,12 @@ static const struct nb_line_info *line_for(const struct nb_program *prog, size_t
 	return lo ? &prog->lines[lo - 1] : NULL;
 }
 
+uint32_t verifier_source_line(const struct verifier_env *env, size_t insn)
+{
+	const struct nb_line_info *li = line_for(env->prog, insn);
+	return li ? li->line : 0;
+}
+
 int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
 {
 	if (env->failed)

@@ -266,6 +266,8 @@ int verifier_liveness(struct verifier_env *env);
 int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 const char *vtype_name(uint8_t type);
+/* source line of insn from BTF line info, 0 when unknown */
+uint32_t verifier_source_line(const struct verifier_env *env, size_t insn);
 void vreg_describe(const struct verifier_env *env, const struct vreg *r, char *buf, size_t len);
 
 /* state (verifier_state.c) */

@@ -106,6 +106,12 @@ static void check_unsafe(const char *name)
 		CHECK_STR_CONTAINS(buf, want);
 		CHECK_STR_CONTAINS(buf, "EXPECT"); /* the source line is shown */
 		CHECK_STR_CONTAINS(buf, "insn ");
+		CHECK_STR_CONTAINS(buf, "       | "); /* the caret line under the source */
+		CHECK(strchr(buf, '^') != NULL);
+		if (diag.code == NB_VERR_RANK_LOCAL) /* sources named by line, with the remedy */
+			CHECK_STR_CONTAINS(diag.msg, "at line ");
+		if (diag.code == NB_VERR_RANK_LOCAL)
+			CHECK_STR_CONTAINS(diag.msg, "rank-invariant inputs");
 	}
 	loader_close(obj);
 }

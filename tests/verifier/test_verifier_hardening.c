@@ -230,8 +230,33 @@ static void test_signed_divmod(void)
 	       ALU64_REG(BPF_ADD, 0, 1), LDX(BPF_B, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT());
 }
 
+/* Without BTF line info the diagnostic says how to get source lines. */
+static void test_diagnostics(void)
+{
+	const struct bpf_insn p[] = { MOV64_IMM(1, 0), LDX(BPF_DW, 0, 1, 0), EXIT() };
+	struct nb_program prog = { .name = "noline", .insns = (struct bpf_insn *)p, .insn_cnt = 3,
+				   .main_insn_cnt = 3 };
+	struct nb_verifier_diag diag;
+	CHECK(verifier_check(&prog, maps, 1, hook_desc(NB_HOOK_PROFILER), NULL, &diag, NULL) == -13);
+	char buf[1024];
+	verifier_format_diag(&diag, &prog, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "[E-INVALID-MEM]");
+	CHECK_STR_CONTAINS(buf, "compile with clang -g");
+	/* with a line: the caret sits under the column (tabs kept) */
+	struct nb_line_info li = { .insn = 0, .file = "p.c", .line_src = "\tx = *p;", .line = 3,
+				   .col = 6 };
+	prog.lines = &li;
+	prog.line_cnt = 1;
+	CHECK(verifier_check(&prog, maps, 1, hook_desc(NB_HOOK_PROFILER), NULL, &diag, NULL) == -13);
+	verifier_format_diag(&diag, &prog, buf, sizeof(buf));
+	CHECK_STR_CONTAINS(buf, "p.c:3:6: error:");
+	CHECK_STR_CONTAINS(buf, "     3 | x = *p;\n       |     ^\n");
+	CHECK(strstr(buf, "clang -g") == NULL);
+}
+
 int main(void)
 {
+	test_diagnostics();
 	test_pointer_compare();
 	test_printk_args();
 	test_map_flags();
