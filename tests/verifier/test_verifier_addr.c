@@ -9,11 +9,18 @@
  * return value, context, map contents and the printk lines must be identical.
  * Regression: pointer comparisons were explored both ways and accepted, so an address bit
  * could reach a map, the log or a decision.
- * Usage: test_verifier_addr [programs] [seed]   (CI: a short run; long run in results.md) */
+ * Rank variance (same run): programs also accepted with the rank-variance rule on run in two
+ * processes (fork) whose rank-local inputs differ (writable map contents, rank-local context
+ * fields, timers) while the rank-invariant ones are equal: the decisions (algo, proto,
+ * n_channels) must be identical.
+ * Usage: test_verifier_addr [programs] [seed] [rank test every Nth strict-accepted program,
+ * 0 = off]   (CI: a short run; long run in results.md) */
 #include <alloca.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "insn_macros.h"
 #include "maps/map.h"
@@ -53,6 +60,7 @@ struct world {
 	int rc;
 };
 static struct world worlds[2];
+static uint64_t ktime_base, ktime_skew;
 static struct world *cur; /* the world whose helpers run */
 
 static uint64_t h_lookup(uint64_t m, uint64_t k, uint64_t a, uint64_t b, uint64_t c)
@@ -104,17 +112,26 @@ static uint64_t h_printk(uint64_t fmt, uint64_t len, uint64_t a, uint64_t b, uin
 	return n;
 }
 
+static uint64_t h_ktime(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
+{
+	(void)a; (void)b; (void)c; (void)d; (void)e;
+	return ktime_base + (cur == &worlds[1] ? ktime_skew : 0); /* ranks' clocks differ */
+}
+
 static vm_helper_fn helper_fns[NB_HELPER_MAX];
 static const struct nb_helper_proto *helper_protos[NB_HELPER_MAX];
 
-/* same bytes in both worlds */
-static void fill_worlds(void)
+/* Same bytes in both worlds; with rank_local, world 1 gets other contents of everything a
+ * rank may see differently: writable maps (profiler-written data), the rank-local context
+ * fields, timer values. */
+static void fill_worlds(bool rank_local)
 {
-	uint64_t seed = rnd();
+	uint64_t seed = rnd(), other = rnd();
 	size_t shift = 8 * (1 + rn(60));
+	const struct nb_hook_desc *h = hook_desc(NB_HOOK_TUNER);
 	for (int w = 0; w < 2; w++) {
 		uint64_t saved = rng;
-		rng = seed;
+		rng = rank_local && w ? other : seed;
 		struct world *W = &worlds[w];
 		for (uint32_t k = 0; k < 4; k++) {
 			uint8_t v[64];
@@ -135,11 +152,19 @@ static void fill_worlds(void)
 			d[i] = (uint8_t)rn(60);
 		/* the context moves by a multiple of 8 inside its buffer */
 		W->ctx = W->ctx_buf + (w ? shift : 0);
+		rng = seed;
 		for (int i = 0; i < 160; i++)
 			W->ctx[i] = (uint8_t)(rn(2) ? rn(50) : rnd());
+		rng = other;
+		for (size_t f = 0; rank_local && w && f < h->field_cnt; f++)
+			if (h->fields[f].variance == NB_RANK_LOCAL)
+				for (uint32_t b = 0; b < h->fields[f].size; b++)
+					W->ctx[h->fields[f].off + b] = (uint8_t)(rn(2) ? rn(50) : rnd());
 		W->log_len = 0;
 		rng = saved;
 	}
+	ktime_base = rnd();
+	ktime_skew = rank_local ? 12345 : 0;
 }
 
 /* ---- generator ---- */
@@ -196,7 +221,9 @@ static void gen_effect(void)
 	switch (rn(4)) {
 	case 0: emit(ST(BPF_W, 6, (int16_t)(140 + 4 * rn(3)), rimm())); break;
 	case 1: emit(LD_MAP_VALUE(1, M_DATA, (int32_t)(8 * rn(8)))); emit(ST(BPF_DW, 1, 0, rimm())); break;
-	case 2: emit(STX(BPF_W, 6, vreg(), (int16_t)(140 + 4 * rn(3)))); break;
+	case 2: /* often r9, where loads go */
+		emit(STX(BPF_W, 6, rn(2) ? 9 : vreg(), (int16_t)(140 + 4 * rn(3))));
+		break;
 	default: emit(MOV64_IMM(0, rimm())); break;
 	}
 }
@@ -258,7 +285,7 @@ static void gen_ptr_misc(void)
 	case 0: emit(ALU64_IMM(BPF_AND, r, (int32_t)(1u << rn(31)))); break;
 	case 1: emit(ALU64_IMM(BPF_RSH, r, (int32_t)rn(64))); break;
 	case 2: emit(MOV32_REG(r, r)); break;
-	case 3: gen_pointer(9); emit(ALU64_REG(BPF_SUB, r, 9)); break;
+	case 3: gen_pointer(0); emit(ALU64_REG(BPF_SUB, r, 0)); break;
 	case 4: emit(STX(BPF_DW, 10, r, -24)); emit(LDX(BPF_W, 0, 10, -24 + 4 * (int)rn(2))); break;
 	case 5: emit(STX(BPF_DW, 6, r, 144)); break;
 	case 6: emit(LD_MAP_VALUE(1, M_DATA, 0)); emit(STX(BPF_DW, 1, r, 8)); break;
@@ -270,7 +297,28 @@ static void gen_ptr_misc(void)
 
 static void gen_scalar(void)
 {
-	switch (rn(4)) {
+	switch (rn(8)) {
+	case 4: emit(CALL(5)); emit(MOV64_REG(9, 0)); break; /* bpf_ktime_get_ns */
+	case 5: /* global data (writable: rank-local) */
+		emit(LD_MAP_VALUE(1, M_DATA, (int32_t)(8 * rn(8))));
+		emit(LDX(BPF_W, 9, 1, 0)); /* r9: loaded numbers (pointers go to r7, r8) */
+		break;
+	case 6: { /* a map value, NULL-checked */
+		int m = rn(2) ? M_HASH : M_ARR;
+		emit(ST(m == M_HASH ? BPF_DW : BPF_W, 10, -8, (int32_t)rn(m == M_HASH ? 14 : 5)));
+		emit(MOV64_REG(2, 10));
+		emit(ALU64_IMM(BPF_ADD, 2, -8));
+		emit(LD_MAP(1, m));
+		emit(CALL(1));
+		emit(JMP_IMM(BPF_JEQ, 0, 0, 1));
+		emit(LDX(BPF_W, 9, 0, 0));
+		break;
+	}
+	case 7: { /* a branch on a number, around an output write */
+		emit(JMP_IMM(BPF_JGT, 9, (int32_t)rn(40), 1));
+		gen_effect();
+		break;
+	}
 	case 0: emit(LDX(BPF_W, vreg(), 6, (int16_t)(4 * rn(36)))); break;
 	case 1: emit(ALU64_IMM(BPF_ADD, vreg(), rimm())); break;
 	case 2: emit(ST(BPF_DW, 10, (int16_t)(-8 * (1 + (int)rn(8))), rimm())); break;
@@ -347,6 +395,37 @@ static __attribute__((noinline)) void run_at_depth(struct world *W, const struct
 		fprintf(stderr, "fault: %s\n", fault.msg);
 }
 
+/* Rank variance in two processes: world 1 runs in a child (another process, as another
+ * rank would), which sends its decision back. */
+static bool decide_in_child(struct world *W, const struct vm_program *vp, uint8_t out[12])
+{
+	int fd[2];
+	if (pipe(fd))
+		return false;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fd[0]);
+		run_at_depth(W, vp, 64 + 16 * (1 + rn(200)));
+		uint8_t msg[13];
+		msg[0] = (uint8_t)(W->rc == 0);
+		memcpy(msg + 1, W->ctx + 140, 12);
+		ssize_t k = write(fd[1], msg, sizeof(msg));
+		_exit(k == (ssize_t)sizeof(msg) ? 0 : 1);
+	}
+	close(fd[1]);
+	uint8_t msg[13];
+	ssize_t k = pid > 0 ? read(fd[0], msg, sizeof(msg)) : -1;
+	close(fd[0]);
+	int st = 0;
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	if (k != (ssize_t)sizeof(msg) || !msg[0])
+		return false;
+	memcpy(out, msg + 1, 12);
+	return true;
+}
+
 static bool same_maps(void)
 {
 	for (int m = M_ARR; m <= M_DATA; m++)
@@ -398,11 +477,14 @@ int main(int argc, char **argv)
 	helper_fns[1] = h_lookup;
 	helper_fns[2] = h_update;
 	helper_fns[3] = h_delete;
+	helper_fns[5] = h_ktime;
 	helper_fns[6] = h_printk;
 	for (int id = 0; id < NB_HELPER_MAX; id++)
 		helper_protos[id] = helper_fns[id] ? hook_helper(hook, id) : NULL;
 
 	uint64_t accepted = 0, differ = 0, faults = 0, codes[NB_VERR_COUNT] = { 0 };
+	uint64_t rank_runs = 0, rank_differ = 0;
+	long rank_every = argc > 3 ? atol(argv[3]) : 8;
 	static struct bpf_insn linked[2][MAXI];
 	clock_t t0 = clock();
 	for (long i = 0; i < programs; i++) {
@@ -420,7 +502,26 @@ int main(int argc, char **argv)
 		if (rc)
 			continue;
 		accepted++;
-		fill_worlds();
+		/* rank variance: accepted with the rule on, it decides the same with different
+		 * rank-local inputs (every rank_every-th accepted program: a fork each) */
+		struct nb_verifier_opts strict = { .budget = 20000 };
+		if (rank_every && (accepted % (uint64_t)rank_every) == 0 &&
+		    verifier_check(&p, defs, M_COUNT, hook, &strict, &diag, NULL) == 0) {
+			fill_worlds(true);
+			struct vm_program va = link_for(&worlds[0], &p, linked[0]);
+			struct vm_program vb = link_for(&worlds[1], &p, linked[1]);
+			run_at_depth(&worlds[0], &va, 64);
+			uint8_t dec[12];
+			bool ok = decide_in_child(&worlds[1], &vb, dec);
+			rank_runs++;
+			if (worlds[0].rc || !ok || memcmp(dec, worlds[0].ctx + 140, 12)) {
+				if (++rank_differ <= 3) {
+					fprintf(stderr, "RANK VARIANCE: decisions differ between processes\n");
+					print_program(&p);
+				}
+			}
+		}
+		fill_worlds(false);
 		for (int w = 0; w < 2; w++) {
 			struct vm_program vp = link_for(&worlds[w], &p, linked[w]);
 			run_at_depth(&worlds[w], &vp, 64 + (w ? 16 * (1 + rn(200)) : 0));
@@ -446,6 +547,11 @@ int main(int argc, char **argv)
 		if (codes[c])
 			printf(" %s=%llu", verifier_err_code((enum nb_verr)c), (unsigned long long)codes[c]);
 	printf("\n");
+	printf("rank variance: %llu programs accepted with the rule on decided in two processes "
+	       "with different rank-local inputs, %llu differed\n",
+	       (unsigned long long)rank_runs, (unsigned long long)rank_differ);
+	CHECK(rank_differ == 0);
+	CHECK(rank_every == 0 || rank_runs > 0);
 	CHECK(differ == 0);
 	CHECK(faults == 0);
 	CHECK(accepted * 10 >= (uint64_t)programs); /* the generator must exercise acceptance */
