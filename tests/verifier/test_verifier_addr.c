@@ -315,8 +315,11 @@ static void gen_scalar(void)
 		break;
 	}
 	case 7: { /* a branch on a number, around an output write */
-		emit(JMP_IMM(BPF_JGT, 9, (int32_t)rn(40), 1));
+		int at = n;
+		emit(JMP_IMM(BPF_JGT, 9, (int32_t)rn(40), 0));
 		gen_effect();
+		if (at < n)
+			prog[at].off = (int16_t)(n - at - 1);
 		break;
 	}
 	case 0: emit(LDX(BPF_W, vreg(), 6, (int16_t)(4 * rn(36)))); break;
