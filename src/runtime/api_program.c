@@ -266,8 +266,9 @@ static bool ctx_writable(const struct nb_hook_desc *h)
 /* Checked interpreter: the context and every array / global-data map of the object are
  * the regions the program may touch (helpers' map values are added by the interpreter).
  * Not inlined: its region table (~2.4 KiB) must stay off the decision path's frame. */
-static __attribute__((noinline)) int run_checked(const struct ncclbpf_program *prog, void *ctx, size_t ctx_size,
-		       uint64_t *r0, struct vm_fault *fault)
+static __attribute__((noinline)) int run_checked(const struct ncclbpf_program *prog,
+						 void *ctx, size_t ctx_size, uint64_t *r0,
+						 struct vm_fault *fault)
 {
 	struct vm_checked chk;
 	const struct ncclbpf_object *obj = prog->obj;
