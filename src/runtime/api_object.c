@@ -45,7 +45,7 @@ void ncclbpf_object_close(struct ncclbpf_object *obj)
 static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, const char *owner,
 		      char *err, size_t errlen)
 {
-	char why[200] = "";
+	char why[512] = "";
 	struct nb_map_spec spec = {
 		.name = d->name,
 		.type = d->type,

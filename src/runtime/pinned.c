@@ -45,13 +45,13 @@ struct nb_map *runtime_pinned_map_owned(const struct nb_map_spec *spec, const ch
 		    map_value_size(m) != spec->value_size ||
 		    map_max_entries(m) != spec->max_entries || map_flags(m) != spec->map_flags) {
 			snprintf(err, errlen,
-				 "pinned map '%s' declared by %s with type %u key %u value %u "
-				 "max_entries %u flags 0x%x; %s declares type %u key %u value %u "
-				 "max_entries %u flags 0x%x (shared maps must match in every attribute)",
-				 spec->name, e->owner, map_type(m), map_key_size(m),
-				 map_value_size(m), map_max_entries(m), map_flags(m),
-				 owner ? owner : "this object", spec->type, spec->key_size,
-				 spec->value_size, spec->max_entries, spec->map_flags);
+				 "shared (pinned) map '%s': %s declares flags 0x%x type %u key %u "
+				 "value %u max_entries %u, %s declared flags 0x%x type %u key %u "
+				 "value %u max_entries %u; every attribute must match",
+				 spec->name, owner ? owner : "this object", spec->map_flags,
+				 spec->type, spec->key_size, spec->value_size, spec->max_entries,
+				 e->owner, map_flags(m), map_type(m), map_key_size(m),
+				 map_value_size(m), map_max_entries(m));
 			pthread_mutex_unlock(&pinned_lock);
 			return NULL;
 		}
