@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 				continue;
 			const char *base = strrchr(argv[a], '/');
 			char what[96];
-			snprintf(what, sizeof(what), "%s: %s", base ? base + 1 : argv[a],
+			snprintf(what, sizeof(what), "%.40s: %.40s", base ? base + 1 : argv[a],
 				 obj->progs[i].name);
 			row(what, &obj->progs[i], obj->maps, obj->map_cnt, h, reps, 1.0);
 		}

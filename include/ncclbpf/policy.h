@@ -79,7 +79,11 @@ struct ncclbpf_tuner_ctx {
 	__s32 algo;          /* 140: NCCLBPF_ALGO_* or NCCLBPF_ALGO_KEEP */
 	__s32 proto;         /* 144: NCCLBPF_PROTO_* or NCCLBPF_PROTO_KEEP */
 	__s32 n_channels;    /* 148: 1..64, or NCCLBPF_CHANNELS_KEEP */
-	__u32 _reserved[2];  /* 152 */
+	/* input (read-only, rank-invariant): collectives tuned so far on this communicator,
+	 * all collective types together (0 for the first). One NCCL collective advances it
+	 * by exactly one on every rank. Epochs of agreed maps and the activation of their
+	 * published versions are counted in it (docs/agreement.md). */
+	__u64 comm_seq;      /* 152 */
 };                           /* 160 bytes */
 
 /* Cost entries are floats; BPF has no FPU. Compare their bit patterns: for non-negative
@@ -116,26 +120,63 @@ struct ncclbpf_profiler_ctx {
 	__u32 size_bucket; /* 76: ncclbpf_size_bucket(n_bytes) */
 };                         /* 80 bytes */
 
-/* ---- net hook: SEC("net"), net plugin data-path observation (read-only except verdict) */
-struct ncclbpf_net_ctx {
-	__u64 comm_id; /*  0 */
-	__u64 bytes;   /*  8 */
-	__u32 op;      /* 16: 0 isend, 1 irecv, 2 test-complete */
-	__u32 dev;     /* 20 */
-	__s32 peer;    /* 24 */
-	__s32 tag;     /* 28 */
-	__u64 now_ns;  /* 32 */
-	__u32 verdict; /* 40: writable, reserved for the net plugin issue */
-	__u32 _pad;    /* 44 */
-};                     /* 48 bytes */
+/* ---- net hook: SEC("net"), the net plugin (ncclNetPlugin_v10..v12, docs/net.md) ----
+ * Runs at connect / accept (op CONNECT / ACCEPT), when NCCL posts a send or receive (ISEND /
+ * IRECV), when one completes (SEND_DONE / RECV_DONE, with its duration) and at close (CLOSE:
+ * bytes = total of the connection, duration_ns = its lifetime). Everything is rank-local: a
+ * net program steers only this process's sockets and fills maps. */
+#define NCCLBPF_NET_OP_ISEND 0
+#define NCCLBPF_NET_OP_IRECV 1
+#define NCCLBPF_NET_OP_SEND_DONE 2
+#define NCCLBPF_NET_OP_RECV_DONE 3
+#define NCCLBPF_NET_OP_CONNECT 4
+#define NCCLBPF_NET_OP_ACCEPT 5
+#define NCCLBPF_NET_OP_CLOSE 6
+#define NCCLBPF_NET_MODE_TCP 0  /* own TCP transport */
+#define NCCLBPF_NET_MODE_WRAP 1 /* NCCLBPF_NET_INNER plugin */
+#define NCCLBPF_NET_MAX_SOCKETS 16
+#define NCCLBPF_NET_MAX_THREADS 16
 
-/* ---- env hook: SEC("env"), NCCL env plugin getEnv (name read-only) ---- */
+struct ncclbpf_net_ctx {
+	__u64 comm_id;     /*  0: NCCL's commId of the net context (0 with net ABI v10) */
+	__u64 bytes;       /*  8: ISEND: size; IRECV: sum of the buffer sizes; *_DONE: bytes
+			    *     moved; CLOSE: total bytes of the connection */
+	__u32 op;          /* 16: NCCLBPF_NET_OP_* */
+	__u32 dev;         /* 20: net device index */
+	__s32 peer;        /* 24: -1 (NCCL's net ABI does not name the peer rank) */
+	__s32 tag;         /* 28: message tag (IRECV / RECV_DONE: of the first buffer), -1 else */
+	__u64 now_ns;      /* 32: CLOCK_MONOTONIC */
+	__u32 verdict;     /* 40: writable, reserved (ignored) */
+	__u32 _pad;        /* 44 */
+	__u64 conn_id;     /* 48: process-unique connection id (map key); each side has its own */
+	__u64 duration_ns; /* 56: *_DONE: post to completion; CLOSE: lifetime; else 0 */
+	__u32 n_sockets;   /* 64: data sockets of the connection. CONNECT (tcp mode): writable,
+			    *     0..16 (0 = everything on the control socket) */
+	__u32 n_threads;   /* 68: worker threads. CONNECT (tcp mode): writable, 1..16 */
+	__u32 n_recv;      /* 72: IRECV / RECV_DONE: grouped receives (1..8); 1 for sends */
+	__u32 abi_version; /* 76: ncclNetPlugin version NCCL bound (10, 11, 12) */
+	__u32 mode;        /* 80: NCCLBPF_NET_MODE_* */
+	__u32 _pad2;       /* 84 */
+};                         /* 88 bytes */
+
+/* ---- env hook: SEC("env"), the env plugin's getEnv (docs/env.md) ----
+ * Runs when NCCL asks for a variable that NCCLBPF_ENV_FILE lists (at least one candidate
+ * for this host). value_index picks the candidate (0 = first listed); -1 keeps the default
+ * (the last listed line, or the process environment when it wins, see docs/env.md). */
+#define NCCLBPF_ENV_MAX_CANDIDATES 8
 struct ncclbpf_env_ctx {
-	char name[64];     /*  0: variable NCCL asks for, NUL-terminated */
-	__u64 name_hash;   /* 64: FNV-1a 64 of name */
-	__s32 value_index; /* 72: writable: index into the env config map, -1 = default */
+	char name[64];     /*  0: variable NCCL asks for, NUL-terminated (truncated at 63) */
+	__u64 name_hash;   /* 64: FNV-1a 64 of the whole name */
+	__s32 value_index; /* 72: writable: candidate to return, -1 = default */
 	__u32 _pad;        /* 76 */
-};                         /* 80 bytes */
+	__u32 nccl_version; /* 80: major*10000 + minor*100 + patch (22809 = 2.28.9) */
+	__u32 n_candidates; /* 84: values the file lists for this host (1..8) */
+	__u64 host_hash;   /* 88: FNV-1a 64 of the host name */
+	__u32 in_environment; /* 96: 1 when the process environment sets the variable */
+	__u32 default_index;  /* 100: the candidate returned without a program */
+	__s64 cand_num[NCCLBPF_ENV_MAX_CANDIDATES]; /* 104: candidates parsed as integers
+						     * (strtoll, base 0); INT64_MIN if not */
+};                         /* 168 bytes */
 
 /* Size buckets used by the built-in latency map: floor(log2(n_bytes)), 0 for 0 bytes. */
 static inline __u32 ncclbpf_size_bucket(__u64 n)
@@ -164,6 +205,48 @@ struct ncclbpf_latency_stats {
 	__u64 p99_ns;    /* streaming p99 estimate */
 	__u64 n_channels_last; /* channel count of the last sample */
 };
+
+/* ---- agreed maps (docs/agreement.md) ----
+ * An ARRAY map whose map_flags carry NCCLBPF_F_AGREED is agreed across the ranks of each
+ * communicator. Every communicator has its own copy of it in two views:
+ *  - the local contribution: what profiler programs (and the host) of this rank write;
+ *  - the published view: what tuner programs read. At the end of every epoch of K
+ *    collectives (counted in ctx->comm_seq) each rank ships its contribution to the
+ *    communicator's leader (rank 0), which reduces the contributions of all ranks word by
+ *    word (__u64 words; value_size must be a multiple of 8) and publishes version v,
+ *    active from collective comm_seq S_v = (v + 1) * K on every rank. A tuner reading the
+ *    map at comm_seq s sees exactly version floor(s / K) - 1 (version 0, all zeros, before
+ *    that) - the same bytes on every rank - so the verifier treats loads from it as
+ *    rank-invariant and rejects tuner writes to it.
+ * An entry whose contribution is all zero bytes on a rank is "not contributed" by that
+ * rank: MIN/MAX/MEAN/SUM are taken over the ranks that contributed it (0 if none).
+ * Declare with map_flags = NCCLBPF_AGREED(op, log2_K):
+ *
+ *   struct {
+ *           __uint(type, BPF_MAP_TYPE_ARRAY);
+ *           __uint(max_entries, 320);
+ *           __type(key, __u32);
+ *           __type(value, struct my_stats);          // __u64 words only
+ *           __uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, 6)); // max over ranks, K = 64
+ *   } lat SEC(".maps");
+ */
+#define NCCLBPF_F_AGREED (1U << 24)      /* map_flags bit: agreed map (ARRAY only) */
+#define NCCLBPF_AGREE_OP_SHIFT 25        /* map_flags bits 25..27: reduce operation */
+#define NCCLBPF_AGREE_OP_MASK 7U
+#define NCCLBPF_AGREE_SUM 0              /* sum over contributing ranks (wraps mod 2^64) */
+#define NCCLBPF_AGREE_MIN 1              /* unsigned minimum */
+#define NCCLBPF_AGREE_MAX 2              /* unsigned maximum */
+#define NCCLBPF_AGREE_MEAN 3             /* sum / number of contributing ranks (floor) */
+#define NCCLBPF_AGREE_LEADER 4           /* the leader's (rank 0's) contribution */
+#define NCCLBPF_AGREE_NUM_OPS 5
+#define NCCLBPF_AGREE_EPOCH_SHIFT 28     /* map_flags bits 28..31: log2(K), K = 1 .. 32768 */
+#define NCCLBPF_AGREE_EPOCH_MASK 15U
+#define NCCLBPF_AGREED(op, log2_epoch)                                         \
+	(NCCLBPF_F_AGREED | ((unsigned)(op) << NCCLBPF_AGREE_OP_SHIFT) |        \
+	 ((unsigned)(log2_epoch) << NCCLBPF_AGREE_EPOCH_SHIFT))
+#define NCCLBPF_AGREE_OP_OF(flags) (((flags) >> NCCLBPF_AGREE_OP_SHIFT) & NCCLBPF_AGREE_OP_MASK)
+#define NCCLBPF_AGREE_EPOCH_OF(flags)                                          \
+	(1U << (((flags) >> NCCLBPF_AGREE_EPOCH_SHIFT) & NCCLBPF_AGREE_EPOCH_MASK))
 
 #ifdef __bpf__
 /* ---- libbpf-compatible declaration macros ---- */
@@ -197,7 +280,8 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static long (*bpf_trace_printk)(const char *fmt, __u32 fmt_size, ...) = (void *)6;
 static __u32 (*bpf_get_prandom_u32)(void) = (void *)7;
 
-/* bpf_printk("x=%d", x): logged through NCCL's logger (NCCL_DEBUG=INFO). */
+/* bpf_printk("x=%d", x): logged through NCCL's logger at INFO in the TUNING subsystem
+ * (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), at most 50 lines a second. */
 #define bpf_printk(fmt, ...)                                                   \
 	({                                                                     \
 		static const char ____fmt[] = fmt;                             \

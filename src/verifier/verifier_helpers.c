@@ -111,9 +111,11 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 					    "the %s passed to %s for map '%s' contains a pointer; keys "
 					    "and values must be numbers",
 					    key ? "key" : "value", p->name, map->name);
-			/* update and delete both write (Linux: BPF_F_RDONLY_PROG forbids both) */
+			/* update and delete both write (Linux: BPF_F_RDONLY_PROG forbids both);
+			 * an agreed map is read-only to tuners */
 			if ((id == NB_HELPER_MAP_UPDATE_ELEM || id == NB_HELPER_MAP_DELETE_ELEM) &&
-			    (map->origin == NB_MAP_ORIGIN_RODATA || (map->map_flags & (1u << 7))))
+			    (map->origin == NB_MAP_ORIGIN_RODATA || (map->map_flags & (1u << 7)) ||
+			     vtaint_map_agreed_readonly(env, map)))
 				return verr(env, NB_VERR_READONLY_MAP, pc,
 					    "%s on map '%s', which is read-only to programs",
 					    p->name, map->name);

@@ -27,12 +27,21 @@ uint32_t vtaint_new(struct verifier_env *env, enum vtaint_kind kind, uint32_t ar
 	return env->pc + 1;
 }
 
-/* The one place that says which maps hold rank-local data (map-kind rules, e.g. a map
- * whose contents every rank agrees on, are added here): any map a program or the plugin
- * may write, so all but .rodata and BPF_F_RDONLY_PROG maps. */
+/* The one place that says which maps hold rank-local data (map-kind rules go here): any
+ * map a program or the plugin may write, so all but .rodata, BPF_F_RDONLY_PROG and agreed
+ * maps. */
 bool vtaint_map_writable(const struct nb_map_def *m)
 {
-	return !(m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7)));
+	/* agreed maps (NCCLBPF_F_AGREED, bit 24): tuners read the published version active
+	 * for the collective, the same bytes on every rank (docs/agreement.md) */
+	return !(m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7)) ||
+		 (m->map_flags & (1u << 24)));
+}
+
+bool vtaint_map_agreed_readonly(const struct verifier_env *env, const struct nb_map_def *m)
+{
+	return (m->map_flags & (1u << 24)) &&
+	       (env->hook->type == NB_HOOK_TUNER || env->hook->type == NB_HOOK_TUNER_CHUNK);
 }
 
 static bool map_is_array(const struct nb_map_def *m)
@@ -89,10 +98,10 @@ static void describe_source(const struct verifier_env *env, uint32_t taint, char
 		break;
 	}
 	case VTK_MAP_VALUE:
-		snprintf(buf, len, "map '%s' value at %s", mname, at);
+		snprintf(buf, len, "map '%.64s' value at %s", mname, at);
 		break;
 	case VTK_MAP_PRESENCE:
-		snprintf(buf, len, "presence of the key in map '%s' at %s", mname, at);
+		snprintf(buf, len, "presence of the key in map '%.64s' at %s", mname, at);
 		break;
 	default:
 		snprintf(buf, len, "%s", at);
@@ -104,7 +113,7 @@ int vtaint_check_output(struct verifier_env *env, const struct nb_ctx_field *f,
 {
 	if (!env->taint_on || !hook_output_rank_invariant(env->hook, f))
 		return 0;
-	char src[128], at[32];
+	char src[192], at[32];
 	static const char hint[] =
 		": ranks may decide differently and deadlock; decide from rank-invariant inputs "
 		"(ctx->n_bytes, coll_type, seq, n_ranks, cost, ... or an agreed map), or set "

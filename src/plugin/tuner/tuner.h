@@ -67,6 +67,7 @@ void tuner_translate(float *table, int num_algo, int num_proto, int algo, int pr
 int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto);
 
 /* ---- per-communicator shim state (tuner_core.c) ---- */
+struct agree_comm;
 struct tuner_comm {
 	uint64_t comm_id;  /* NCCL commHash (v5/v6), 0 for v3/v4 */
 	uint32_t n_ranks;
@@ -74,6 +75,8 @@ struct tuner_comm {
 	uint32_t abi_version;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
+	uint64_t comm_seq; /* collectives on this comm, all types (ctx->comm_seq) */
+	struct agree_comm *agree; /* agreement state (src/agree), NULL without comm_id */
 	uint64_t calls;
 	uint64_t decided; /* calls where a policy changed the table or the channels */
 };
