@@ -162,9 +162,14 @@ int vm_check_helper_args(struct vm_check_state *st, const struct vm_program *pro
 		}
 		case NB_ARG_PTR_TO_MAP_KEY:
 		case NB_ARG_PTR_TO_MAP_VALUE: {
+			if (!map) {
+				vm_fault_set(f, VM_FAULT_BAD_HELPER, pc, v, "%s: no map argument",
+					     proto->name);
+				return -EFAULT;
+			}
 			uint32_t n = proto->args[a] == NB_ARG_PTR_TO_MAP_KEY ? map_key_size(map)
 									    : map_value_size(map);
-			if (!map || vm_check_mem(st, pc, v, n, false, f))
+			if (vm_check_mem(st, pc, v, n, false, f))
 				return -EFAULT;
 			break;
 		}
