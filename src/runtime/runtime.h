@@ -80,12 +80,16 @@ uint64_t runtime_fault_count(enum nb_hook_type hook);
 
 /* Process-wide registry of maps shared by name (LIBBPF_PIN_BY_NAME in the policy, or
  * built-in maps such as the profiler's "ncclbpf_latency"). Returns the existing map of that
- * name if its type/key/value sizes match the spec (max_entries of the first creator wins),
+ * name if every attribute matches the spec (type, sizes, max_entries, flags),
  * creates it otherwise; NULL with err filled when an existing map is incompatible.
  * Objects opened later bind their pinned declarations to these maps. Thread-safe. */
 struct nb_map_spec;
 struct nb_map;
 struct nb_map *runtime_pinned_map(const struct nb_map_spec *spec, char *err, size_t errlen);
+/* Same, naming the declaring object ("object x.bpf.o") in mismatch messages. Every
+ * attribute must match (type, sizes, max_entries, flags). */
+struct nb_map *runtime_pinned_map_owned(const struct nb_map_spec *spec, const char *owner,
+					char *err, size_t errlen);
 
 /* Finds a map by name in the loaded policies (first match), for the plugin's built-in
  * maps (e.g. "ncclbpf_latency"), or NULL. */
@@ -107,13 +111,21 @@ struct ncclbpf_map {
 };
 
 struct ncclbpf_program {
+	/* The decision path's fast case, first so it shares one cache line: JIT code of a hook
+	 * with a fixed context size, called directly by ncclbpf_program_run (NULL otherwise);
+	 * fast_entry when the code cannot fault (no fault record needed). */
+	vm_jit_fn fast_entry;
+	vm_jit_run_fn fast;
+	uint32_t fast_ctx_size;
+	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
 	struct ncclbpf_object *obj;
 	const struct nb_program *nbp;   /* the loader's program (unlinked instructions) */
 	int section_hook;               /* enum nb_hook_type, or -1 when the section names none */
 	/* prepared state (ncclbpf_program_prepare) */
 	bool prepared;
 	bool checked;                   /* interpreter with every access checked */
-	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
+	bool unverified;                /* loaded without a passing verification (warn/off):
+					 * runs only checked, with an instruction budget */
 	const struct nb_hook_desc *hook;
 	struct bpf_insn *linked;        /* pseudo LDDW replaced by addresses */
 	struct vm_program vm;
