@@ -60,3 +60,11 @@ struct nb_map *runtime_pinned_map(const struct nb_map_spec *spec, char *err, siz
 	pthread_mutex_unlock(&pinned_lock);
 	return found;
 }
+
+void runtime_pinned_foreach(void (*fn)(struct nb_map *m, void *arg), void *arg)
+{
+	pthread_mutex_lock(&pinned_lock);
+	for (struct pinned_entry *e = pinned_head; e; e = e->next)
+		fn(e->map, arg);
+	pthread_mutex_unlock(&pinned_lock);
+}

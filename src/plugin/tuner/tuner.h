@@ -27,6 +27,7 @@
 
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/nccl_tuner_abi.h"
+#include "runtime/control.h"
 
 enum tuner_issue {
 	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */
@@ -74,8 +75,10 @@ struct tuner_comm {
 	uint32_t abi_version;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
-	uint64_t calls;
-	uint64_t decided; /* calls where a policy changed the table or the channels */
+	/* calls (the per-communicator collective seq that reload activation uses), calls where
+	 * a policy changed the table or the channels, faults, clamps: read by `ncclbpf ctl
+	 * status` on the control thread, hence relaxed atomics (single writer: no lock prefix) */
+	struct runtime_comm_stats stats;
 };
 
 /* Called by every version's init. Never fails NCCL: on error *out is NULL and the comm
