@@ -261,6 +261,17 @@ static void serve(int fd)
 	} else {
 		struct ctl_buf out = {0};
 		rc = control_handle(&req, &out);
+		if (rc < 0 && (req.flags & NBC_FLAG_JSON) && (!out.p || out.p[0] != '{')) {
+			/* handlers answer errors in text: keep --json output parseable */
+			struct ctl_buf j = {0};
+			while (out.len && out.p[out.len - 1] == '\n')
+				out.p[--out.len] = '\0';
+			cb_printf(&j, "{\"ok\":false,\"status\":%d,\"message\":", rc);
+			cb_json_str(&j, out.p ? out.p : "");
+			cb_printf(&j, "}\n");
+			free(out.p);
+			out = j;
+		}
 		if (out.truncated)
 			runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control: %s reply truncated at %u bytes",
 				    nbc_op_name(req.op), NBC_MAX_REPLY);

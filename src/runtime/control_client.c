@@ -82,6 +82,8 @@ int runtime_control_call(const char *path, unsigned op, unsigned flags, unsigned
 		ssize_t w = send(fd, req + put, (size_t)n - put, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w <= 0 && (errno == EPIPE || errno == ECONNRESET))
+			break; /* the server answered early (a refusal): read that answer */
 		if (w <= 0) {
 			rc = -errno;
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));

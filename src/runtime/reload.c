@@ -117,8 +117,14 @@ static int reuse_maps(struct ncclbpf_object *obj, struct report *r)
 	for (size_t i = 0; i < obj->map_cnt; i++) {
 		struct ncclbpf_map *m = &obj->maps[i];
 		struct ncclbpf_map *live = NULL;
-		if (!reusable(m->def) || m->pinned)
+		if (m->pinned) {
+			say(r, "map %s: pinned (shared by name)\n", m->def->name);
 			continue;
+		}
+		if (!reusable(m->def)) {
+			say(r, "map %s: new (global data is never reused)\n", m->def->name);
+			continue;
+		}
 		for (struct registry_obj *o = registry_objs; o && !live; o = o->next) {
 			if (!registry_obj_published(o))
 				continue;

@@ -11,6 +11,7 @@ int cmd_exec(int argc, char **argv);
 extern int cmd_verify(int argc, char **argv) __attribute__((weak));
 extern int cmd_bench(int argc, char **argv) __attribute__((weak));
 extern int cmd_trace(int argc, char **argv) __attribute__((weak));
+extern int cmd_ctl(int argc, char **argv) __attribute__((weak));
 
 struct subcommand {
 	const char *name;
@@ -37,6 +38,7 @@ int main(int argc, char **argv)
 				       "                    verify programs, compiler-style diagnostics"},
 		{"bench", cmd_bench, "[--calls N] [--policies a,b]  per-decision cost against native C"},
 		{"trace", cmd_trace, "DIR [-o trace.json] merge NCCLBPF_TRACE logs into a Chrome trace"},
+		{"ctl", cmd_ctl, "list | PID|--all status|maps|dump|update|reload|detach  running jobs"},
 	};
 	const size_t n = sizeof(cmds) / sizeof(cmds[0]);
 
