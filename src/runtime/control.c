@@ -423,8 +423,7 @@ static void *control_main(void *arg)
 				close(fd);
 			}
 		}
-		if (rs.retired_pending)
-			runtime_reclaim();
+		runtime_reclaim(); /* cheap when nothing is retired */
 		if (watch.on)
 			watch_poll();
 	}

@@ -14,6 +14,9 @@
  *
  * Everything on the writer side is serialized by registry_lock; readers take no lock. */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,7 @@ _Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT];
 
 static struct nb_hook_chain *retired;        /* waiting for readers, under the lock */
 static size_t retired_cnt;
+static size_t freed_since_trim;
 static uint64_t version_counter;
 static uint64_t stat_reloads, stat_reload_failures;
 static _Atomic uint64_t fault_counts[NB_HOOK_COUNT];
@@ -175,6 +179,7 @@ static size_t reclaim_locked(void)
 		if (c->retire_tag < min) {
 			*pp = c->retired_next;
 			retired_cnt--;
+			freed_since_trim++;
 			registry_chain_discard(c);
 		} else {
 			pp = &c->retired_next;
@@ -187,7 +192,18 @@ size_t runtime_reclaim(void)
 {
 	pthread_mutex_lock(&registry_lock);
 	size_t n = reclaim_locked();
+	bool trim = freed_since_trim != 0;
+	freed_since_trim = 0;
 	pthread_mutex_unlock(&registry_lock);
+#ifdef __GLIBC__
+	/* A reload frees a whole policy set (loader, verifier and link buffers of many
+	 * sizes): give the free pages back, so resident memory stays flat across reloads
+	 * instead of settling at the allocator's high-water mark. */
+	if (trim)
+		malloc_trim(0);
+#else
+	(void)trim;
+#endif
 	return n;
 }
 
