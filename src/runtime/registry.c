@@ -188,6 +188,11 @@ static size_t reclaim_locked(void)
 	return retired_cnt;
 }
 
+size_t registry_reclaim_locked(void)
+{
+	return reclaim_locked();
+}
+
 size_t runtime_reclaim(void)
 {
 	pthread_mutex_lock(&registry_lock);
@@ -252,7 +257,8 @@ void registry_publish(struct nb_hook_chain *chains[NB_HOOK_COUNT], unsigned mask
 	}
 	activation_version = gated ? version : 0;
 	atomic_store_explicit(&activation_version_pub, activation_version, memory_order_relaxed);
-	reclaim_locked();
+	/* reclamation (a membarrier and a scan of the reader records) is left to the caller:
+	 * it is not part of the swap */
 }
 
 int runtime_activation_done(uint64_t version, bool committed)

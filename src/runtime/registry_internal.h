@@ -31,6 +31,8 @@ void registry_obj_put(struct registry_obj *o);
  * as `version`. gated: the activation layer switches each communicator (see runtime.h). */
 void registry_publish(struct nb_hook_chain *chains[NB_HOOK_COUNT], unsigned mask,
 		      uint64_t version, bool gated);
+/* Frees retired chains whose readers left (under the lock). */
+size_t registry_reclaim_locked(void);
 /* Next reload version (under the lock). */
 uint64_t registry_next_version(void);
 /* The activation layer's begin(): 1 when it takes charge of `version`. */

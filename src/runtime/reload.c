@@ -421,6 +421,7 @@ int runtime_load_policies(const char *spec)
 	load_cleanup(&L);
 	registry_reset_faults();
 	registry_publish(chains, L.hook_mask, L.version, false);
+	registry_reclaim_locked();
 	pthread_mutex_unlock(&registry_lock);
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT, "%d program(s) attached", L.attached);
 	return L.attached;
@@ -474,6 +475,7 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, char *msg, size_t m
 	bool gated = registry_activation_begin(L.version);
 	registry_publish(chains, L.hook_mask, L.version, gated);
 	registry_count_reload(true);
+	registry_reclaim_locked();
 	pthread_mutex_unlock(&registry_lock);
 	say(&r, "%s version %llu\n", gated ? "staged (activating across ranks at an agreed seq)"
 					   : "active", (unsigned long long)L.version);
@@ -517,6 +519,7 @@ int runtime_detach(enum nb_hook_type hook, char *msg, size_t msglen)
 	 * when every rank detaches; with the activation layer it goes through the gate too */
 	bool gated = n > 0 && registry_activation_begin(version);
 	registry_publish(none, mask, version, gated);
+	registry_reclaim_locked();
 	pthread_mutex_unlock(&registry_lock);
 	if (n)
 		runtime_log(NB_LOG_INFO, NB_LOG_INIT, "detached %d program(s) (version %llu)", n,
