@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 			char *reply = NULL;
 			int status = -1;
 			uint64_t t0 = now_ns();
-			int rc = runtime_control_call(sock, NBC_OP_RELOAD, 0, 1, av, 60000, &status,
+			int rc = runtime_control_call(sock, NBC_OP_RELOAD, NBC_FLAG_FORCE, 1, av, 60000, &status,
 						      &reply, NULL, err, sizeof(err));
 			e2e[r] = (double)(now_ns() - t0) / 1000.0;
 			if (rc || status) {
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 			}
 			free(reply);
 			t0 = now_ns();
-			runtime_reload(spec, NB_HOOK_COUNT, msg, 1 << 18);
+			runtime_reload(spec, NB_HOOK_COUNT, RUNTIME_RELOAD_FORCE, msg, 1 << 18);
 			inp[r] = (double)(now_ns() - t0) / 1000.0;
 		}
 		if (ok) {

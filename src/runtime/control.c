@@ -386,7 +386,7 @@ static void watch_poll(void)
 		return;
 	char *msg = malloc(65536);
 	if (msg) {
-		int rc = runtime_reload(spec, NB_HOOK_COUNT, msg, 65536);
+		int rc = runtime_reload(spec, NB_HOOK_COUNT, 0, msg, 65536);
 		if (rc < 0)
 			runtime_log(NB_LOG_WARN, NB_LOG_INIT,
 				    "NCCLBPF_WATCH: %s changed; reload failed, the old policy keeps "
@@ -593,6 +593,16 @@ void runtime_comm_unregister(struct runtime_comm_stats *s)
 	s->next = s->prev = NULL;
 	pthread_mutex_unlock(&list_lock);
 	runtime_control_release();
+}
+
+bool runtime_comm_multi_rank(void)
+{
+	bool multi = false;
+	pthread_mutex_lock(&list_lock);
+	for (struct runtime_comm_stats *s = comms; s && !multi; s = s->next)
+		multi = s->n_ranks > 1;
+	pthread_mutex_unlock(&list_lock);
+	return multi;
 }
 
 void control_foreach_comm(void (*fn)(const struct runtime_comm_stats *s, void *arg), void *arg)

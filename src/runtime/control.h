@@ -12,6 +12,7 @@
 #define NCCLBPF_RUNTIME_CONTROL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,9 @@ static inline void runtime_stat_inc(_Atomic uint64_t *c)
 /* Registers / unregisters (and acquires / releases the control plane). */
 void runtime_comm_register(struct runtime_comm_stats *s);
 void runtime_comm_unregister(struct runtime_comm_stats *s);
+
+/* Whether a registered communicator has more than one rank (reload safety). */
+bool runtime_comm_multi_rank(void);
 
 /* Status sections contributed by other modules (profiler, agreement): fn emits key/value
  * pairs through the emitter, on the control thread. */

@@ -577,7 +577,8 @@ static int reload(const struct nbc_request *req, struct ctl_buf *o)
 		cb_printf(o, "out of memory\n");
 		return -ENOMEM;
 	}
-	int rc = runtime_reload(req->argv[0], hook, msg, len);
+	int rc = runtime_reload(req->argv[0], hook,
+				(req->flags & NBC_FLAG_FORCE) ? RUNTIME_RELOAD_FORCE : 0, msg, len);
 	if (rc >= 0 && hook == NB_HOOK_COUNT)
 		control_watch_set_spec(req->argv[0]);
 	result(req, o, rc, msg);
@@ -591,7 +592,8 @@ static int detach(const struct nbc_request *req, struct ctl_buf *o)
 	char msg[8192];
 	if (parse_hook(req->argc > 0 ? req->argv[0] : NULL, &hook, o))
 		return -EINVAL;
-	int rc = runtime_detach(hook, msg, sizeof(msg));
+	int rc = runtime_detach(hook, (req->flags & NBC_FLAG_FORCE) ? RUNTIME_RELOAD_FORCE : 0, msg,
+				sizeof(msg));
 	if (rc == 0)
 		snprintf(msg, sizeof(msg), "nothing attached\n");
 	result(req, o, rc, msg);

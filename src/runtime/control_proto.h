@@ -25,7 +25,8 @@
 #define NBC_MAX_ARG_LEN 4096
 
 #define NBC_FLAG_JSON 0x1
-#define NBC_FLAGS_KNOWN NBC_FLAG_JSON
+#define NBC_FLAG_FORCE 0x2 /* reload/detach: switch tuner hooks locally in a multi-rank job */
+#define NBC_FLAGS_KNOWN (NBC_FLAG_JSON | NBC_FLAG_FORCE)
 
 enum nbc_op {
 	NBC_OP_HELLO = 1, /* one-line summary (ctl list) */

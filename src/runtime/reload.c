@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "maps/map.h"
+#include "runtime/control.h"
 #include "runtime/registry_internal.h"
 
 /* ---- report buffer ---- */
@@ -427,7 +428,22 @@ int runtime_load_policies(const char *spec)
 	return L.attached;
 }
 
-int runtime_reload(const char *spec, enum nb_hook_type hook, char *msg, size_t msglen)
+/* A local switch of the tuner hooks in a multi-rank job: refused unless forced (runtime.h). */
+static bool split_risk(unsigned mask, bool gated, unsigned flags, struct report *r)
+{
+	unsigned tuner_hooks = (1u << NB_HOOK_TUNER) | (1u << NB_HOOK_TUNER_CHUNK);
+	if (gated || (flags & RUNTIME_RELOAD_FORCE) || !(mask & tuner_hooks) ||
+	    !runtime_comm_multi_rank())
+		return false;
+	say(r, "error: refused: a communicator with several ranks is live and no agreement layer "
+	       "activates the change at the same collective on every rank; ranks switching at "
+	       "different collectives can deadlock NCCL. Use --hook profiler/net/env, or force "
+	       "it (ctl --force) when every rank sees the same change at a quiet point\n");
+	return true;
+}
+
+int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, char *msg,
+		   size_t msglen)
 {
 	struct report r = {msg, 0, msglen};
 	struct load L = {.strict = true, .r = &r};
@@ -473,6 +489,12 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, char *msg, size_t m
 		return rc;
 	}
 	bool gated = registry_activation_begin(L.version);
+	if (split_risk(L.hook_mask, gated, flags, &r)) {
+		discard_all(chains);
+		registry_count_reload(false);
+		pthread_mutex_unlock(&registry_lock);
+		return -EPERM;
+	}
 	registry_publish(chains, L.hook_mask, L.version, gated);
 	registry_count_reload(true);
 	registry_reclaim_locked();
@@ -484,7 +506,7 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, char *msg, size_t m
 	return L.attached;
 }
 
-int runtime_detach(enum nb_hook_type hook, char *msg, size_t msglen)
+int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msglen)
 {
 	struct report r = {msg, 0, msglen};
 	struct nb_hook_chain *none[NB_HOOK_COUNT] = {0};
@@ -515,9 +537,18 @@ int runtime_detach(enum nb_hook_type hook, char *msg, size_t msglen)
 		n += (int)c->len;
 	}
 	uint64_t version = registry_next_version();
-	/* detaching is local on purpose: "no program" is NCCL's own choice on every rank only
-	 * when every rank detaches; with the activation layer it goes through the gate too */
+	/* "no program" is NCCL's own choice on every rank only when every rank detaches at
+	 * the same collective: through the activation layer, like a reload */
 	bool gated = n > 0 && registry_activation_begin(version);
+	unsigned attached_mask = 0;
+	for (unsigned h = 0; h < NB_HOOK_COUNT; h++)
+		if ((mask & (1u << h)) && atomic_load_explicit(&runtime_hook_slots[h],
+							       memory_order_relaxed))
+			attached_mask |= 1u << h;
+	if (n > 0 && split_risk(attached_mask, gated, flags, &r)) {
+		pthread_mutex_unlock(&registry_lock);
+		return -EPERM;
+	}
 	registry_publish(none, mask, version, gated);
 	registry_reclaim_locked();
 	pthread_mutex_unlock(&registry_lock);

@@ -88,12 +88,19 @@ void runtime_unload_policies(void);
  * max_entries and flags match a map of a live object are reused (state survives); global
  * data (.rodata/.data/.bss) is never reused. On failure nothing changes and msg holds the
  * full diagnostic. On success msg lists the programs attached and the maps reused / new.
+ * Tuner hooks decide for every rank: when a communicator with more than one rank is live
+ * and no activation layer takes charge (runtime_activation_ops), ranks would switch at
+ * different collectives and could deadlock NCCL, so replacing a tuner or tuner/chunk chain
+ * is refused (-EPERM) unless flags has RUNTIME_RELOAD_FORCE.
  * Returns programs attached (> 0), or -EINVAL (bad spec / load / verify failure), -ENOENT
  * (no program for the hook), -EBUSY (an earlier reload is still activating across ranks),
- * -ENOMEM. */
-int runtime_reload(const char *spec, enum nb_hook_type hook, char *msg, size_t msglen);
-/* Empties the chain of `hook` (NB_HOOK_COUNT = every hook). Returns programs detached. */
-int runtime_detach(enum nb_hook_type hook, char *msg, size_t msglen);
+ * -EPERM (see above), -ENOMEM. */
+#define RUNTIME_RELOAD_FORCE 0x1u
+int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, char *msg,
+		   size_t msglen);
+/* Empties the chain of `hook` (NB_HOOK_COUNT = every hook), same rules. Returns programs
+ * detached. */
+int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msglen);
 /* Frees retired chains (and objects no chain uses) whose readers have all left. Called by
  * the control thread and after every reload. Returns the number still waiting. */
 size_t runtime_reclaim(void);

@@ -6,8 +6,8 @@
  *   ncclbpf ctl PID|--all maps [--json]
  *   ncclbpf ctl PID|--all dump MAP [--json]
  *   ncclbpf ctl PID|--all update MAP KEY VALUE
- *   ncclbpf ctl PID|--all reload OBJ[:prog][,OBJ...] [--hook H]
- *   ncclbpf ctl PID|--all detach [--hook H]
+ *   ncclbpf ctl PID|--all reload OBJ[:prog][,OBJ...] [--hook H] [--force]
+ *   ncclbpf ctl PID|--all detach [--hook H] [--force]
  * Options: --dir DIR (the control directory; default as the library's), --timeout SEC.
  * Exit status: 0 done, 1 a process answered with an error, 2 usage, 3 no such process /
  * not reachable. */
@@ -29,7 +29,7 @@ int cmd_ctl(int argc, char **argv);
 
 struct ctl_opts {
 	char dir[PATH_MAX];
-	bool json, all;
+	bool json, all, force;
 	const char *hook;
 	int timeout_ms;
 	long pid;
@@ -46,12 +46,14 @@ static void ctl_usage(FILE *f)
 		"       ncclbpf ctl PID|--all maps [--json]\n"
 		"       ncclbpf ctl PID|--all dump MAP [--json]\n"
 		"       ncclbpf ctl PID|--all update MAP KEY VALUE\n"
-		"       ncclbpf ctl PID|--all reload OBJ[:prog][,OBJ...] [--hook HOOK]\n"
-		"       ncclbpf ctl PID|--all detach [--hook HOOK]\n"
+		"       ncclbpf ctl PID|--all reload OBJ[:prog][,OBJ...] [--hook HOOK] [--force]\n"
+		"       ncclbpf ctl PID|--all detach [--hook HOOK] [--force]\n"
 		"  --all          every live process on this node\n"
 		"  --dir DIR      control directory (default: NCCLBPF_CONTROL_DIR, else\n"
 		"                 $XDG_RUNTIME_DIR/ncclbpf, else $TMPDIR/ncclbpf-UID or /tmp/ncclbpf-UID)\n"
 		"  --timeout SEC  reply timeout (default 60)\n"
+		"  --force        replace tuner programs of a multi-rank job without the agreement\n"
+		"                 layer (each rank switches at its next collective: may deadlock NCCL)\n"
 		"  KEY, VALUE     decimal or 0x-hex integer (little-endian, must fit the map's size),\n"
 		"                 or hex:BYTES with exactly the map's size\n"
 		"exit status: 0 done, 1 the process answered with an error, 2 usage, 3 not reachable\n");
@@ -146,7 +148,8 @@ static int call_one(const struct ctl_opts *o, long pid, unsigned op, unsigned ar
 	char *reply = NULL;
 	int status = 0;
 	sock_path(o, pid, path, sizeof(path));
-	int rc = runtime_control_call(path, op, o->json ? NBC_FLAG_JSON : 0, argc, argv,
+	unsigned flags = (o->json ? NBC_FLAG_JSON : 0) | (o->force ? NBC_FLAG_FORCE : 0);
+	int rc = runtime_control_call(path, op, flags, argc, argv,
 				      o->timeout_ms, &status, &reply, NULL, err, sizeof(err));
 	if (rc == -ECONNREFUSED || rc == -ENOENT) {
 		bool dead = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
@@ -211,6 +214,8 @@ static int parse_args(int argc, char **argv, struct ctl_opts *o)
 			o->json = true;
 		} else if (!strcmp(a, "--all")) {
 			o->all = true;
+		} else if (!strcmp(a, "--force")) {
+			o->force = true;
 		} else if (!strcmp(a, "--hook") || !strcmp(a, "--dir") || !strcmp(a, "--timeout")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "ncclbpf ctl: %s needs a value\n", a);
@@ -286,8 +291,8 @@ int cmd_ctl(int argc, char **argv)
 		return 2;
 	}
 	unsigned op = ctl_cmds[ci].op;
-	if (o.hook && op != NBC_OP_RELOAD && op != NBC_OP_DETACH) {
-		fprintf(stderr, "ncclbpf ctl: --hook applies to reload and detach\n");
+	if ((o.hook || o.force) && op != NBC_OP_RELOAD && op != NBC_OP_DETACH) {
+		fprintf(stderr, "ncclbpf ctl: --hook and --force apply to reload and detach\n");
 		return 2;
 	}
 	const char *args[4];

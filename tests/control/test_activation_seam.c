@@ -95,12 +95,12 @@ int main(void)
 	/* round 1: staged at ~2000, activation seqs named at ~5000, committed at the end */
 	run_round(th);
 	wait_progress(2000);
-	int rc = runtime_reload("tests/progs/reload_b.bpf.o", NB_HOOK_TUNER, msg, sizeof(msg));
+	int rc = runtime_reload("tests/progs/reload_b.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg));
 	CHECK(rc == 2);
 	CHECK_STR_CONTAINS(msg, "staged (activating across ranks at an agreed seq)");
 	uint64_t v = atomic_load(&begun_version);
 	CHECK(v > 0 && runtime_activation_pending() == v);
-	CHECK_EQ_U64(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, msg, sizeof(msg)),
+	CHECK_EQ_U64(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)),
 		     (uint64_t)-EBUSY);
 	CHECK_STR_CONTAINS(msg, "still activating across ranks");
 	wait_progress(5000);
@@ -128,7 +128,7 @@ int main(void)
 		atomic_store(&act_seq[c], UINT64_MAX); /* the layer has not decided yet */
 	run_round(th);
 	wait_progress(1000);
-	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, msg, sizeof(msg)) == 2);
+	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)) == 2);
 	uint64_t v2 = atomic_load(&begun_version);
 	CHECK(v2 > v);
 	wait_progress(3000);
@@ -149,9 +149,18 @@ int main(void)
 	CHECK_EQ_U64(rs.retired_pending, 0);
 	CHECK_EQ_U64(rs.objects_live, 1);
 
-	/* without a layer (or when it declines), a reload switches at once */
+	/* without a layer (or when it declines), a tuner reload in a multi-rank job is
+	 * refused: ranks would switch at different collectives */
 	runtime_set_activation_ops(NULL);
-	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, msg, sizeof(msg)) == 2);
+	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)) ==
+	      -EPERM);
+	CHECK_STR_CONTAINS(msg, "can deadlock NCCL");
+	CHECK(runtime_detach(NB_HOOK_TUNER, 0, msg, sizeof(msg)) == -EPERM);
+	t = runtime_hook_chain(NB_HOOK_TUNER);
+	CHECK(t && t->version == v); /* unchanged */
+	/* ... unless forced: then it switches at once */
+	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, RUNTIME_RELOAD_FORCE, msg,
+			     sizeof(msg)) == 2);
 	CHECK_STR_CONTAINS(msg, "active version");
 	t = runtime_hook_chain(NB_HOOK_TUNER);
 	CHECK(t && !atomic_load(&t->gated));

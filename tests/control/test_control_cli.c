@@ -361,10 +361,10 @@ int main(void)
 	free(out);
 
 	/* reload: bad objects leave the old chain running, with the full diagnostic */
-	CHECK_EQ_U64(ctl(&out, "%ld reload policies/unsafe/ctx_write_input.bpf.o", pid), 1);
+	CHECK_EQ_U64(ctl(&out, "%ld reload policies/unsafe/ctx_write_input.bpf.o --force", pid), 1);
 	CHECK_STR_CONTAINS(out, "E-CTX-WRITE");
 	free(out);
-	CHECK_EQ_U64(ctl(&out, "%ld reload CMakeCache.txt", pid), 1);
+	CHECK_EQ_U64(ctl(&out, "%ld reload CMakeCache.txt --force", pid), 1);
 	CHECK_STR_CONTAINS(out, "error: policy");
 	free(out);
 	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o --hook profiler", pid), 1);
@@ -375,8 +375,12 @@ int main(void)
 	CHECK(num(v, "reload_failures") == 3);
 	json_free(v);
 
-	/* a good reload: maps of the same shape keep their contents */
-	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o --hook tuner", pid), 0);
+	/* a tuner reload in a multi-rank job without the agreement layer: refused */
+	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o", pid), 1);
+	CHECK_STR_CONTAINS(out, "can deadlock NCCL");
+	free(out);
+	/* a good reload (forced): maps of the same shape keep their contents */
+	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o --hook tuner --force", pid), 0);
 	CHECK_STR_CONTAINS(out, "map counts: reused (state kept)");
 	CHECK_STR_CONTAINS(out, "map notes: reused (state kept)");
 	CHECK_STR_CONTAINS(out, "map notes_v2: new");
@@ -396,14 +400,17 @@ int main(void)
 	free(out);
 
 	/* detach */
-	CHECK_EQ_U64(ctl(&out, "%ld detach --hook tuner", pid), 0);
+	CHECK_EQ_U64(ctl(&out, "%ld detach --hook tuner", pid), 1);
+	CHECK_STR_CONTAINS(out, "refused");
+	free(out);
+	CHECK_EQ_U64(ctl(&out, "%ld detach --hook tuner --force", pid), 0);
 	CHECK_STR_CONTAINS(out, "detached ctl_maps_v2.bpf.o:ctl_v2 from hook tuner");
 	free(out);
 	v = ctl_json("%ld status --json", pid);
 	CHECK(json_path(v, "hooks.0.programs") && json_path(v, "hooks.0.programs")->n == 0);
 	json_free(v);
 	/* --all reaches every live process */
-	CHECK_EQ_U64(ctl(&out, "--all reload tests/progs/ctl_maps.bpf.o"), 0);
+	CHECK_EQ_U64(ctl(&out, "--all reload tests/progs/ctl_maps.bpf.o --force"), 0);
 	CHECK_STR_CONTAINS(out, "== pid");
 	free(out);
 	v = ctl_json("--all status --json", 0);
