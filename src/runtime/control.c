@@ -530,6 +530,8 @@ static int start_locked(void)
 	watch.on = w && !strcmp(w, "1");
 	if (watch.on && !watch.spec)
 		control_watch_set_spec(getenv("NCCLBPF_POLICY"));
+	if (watch.on)
+		watch_refresh(); /* the files as loaded: changes from now on count */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

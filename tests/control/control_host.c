@@ -4,7 +4,8 @@
  * serializes a communicator's calls), until its stdin closes. Then it finalizes every
  * communicator (the plugin removes its control socket) and exits 0.
  *
- *   control_host [--comms 4] [--threads 2] [--nccl 2.30] [--log FILE] [--pause-us 200]
+ *   control_host [--comms 4] [--threads 2] [--ranks 8] [--nccl 2.30] [--log FILE]
+ *                [--pause-us 200]
  *
  * It prints "ready <pid>" once the communicators exist. --log FILE writes one line per
  * decision whose chosen (algo, proto, channels) differ from the previous one of that
@@ -24,7 +25,7 @@
 
 static struct mock_nccl nccl;
 static struct mock_comm comms[MAX_COMMS];
-static int n_comms = 4, n_threads = 2, pause_us = 200;
+static int n_comms = 4, n_threads = 2, pause_us = 200, n_ranks = 8;
 static atomic_bool stop;
 static atomic_ulong total_calls, failures;
 static FILE *logf;
@@ -87,6 +88,8 @@ int main(int argc, char **argv)
 			n_threads = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--nccl"))
 			release = mock_nccl_parse_release(argv[i + 1]);
+		else if (!strcmp(argv[i], "--ranks"))
+			n_ranks = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--pause-us"))
 			pause_us = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--log"))
@@ -102,7 +105,7 @@ int main(int argc, char **argv)
 	}
 	for (int c = 0; c < n_comms; c++) {
 		/* the same commHash in every process of a job: the multi-process tests need it */
-		if (mock_comm_init(&nccl, &comms[c], 0xc0117000ull + (uint64_t)c, 8, 1)) {
+		if (mock_comm_init(&nccl, &comms[c], 0xc0117000ull + (uint64_t)c, n_ranks, 1)) {
 			fprintf(stderr, "control_host: init of comm %d failed\n", c);
 			return 2;
 		}

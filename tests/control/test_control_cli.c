@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ struct host {
 	int in_fd;
 };
 
-static int start_host(struct host *h, const char *policy)
+static int start_host_ranks(struct host *h, const char *policy, const char *ranks)
 {
 	int in[2], out[2];
 	if (pipe(in) || pipe(out))
@@ -48,7 +49,7 @@ static int start_host(struct host *h, const char *policy)
 		close(out[0]);
 		setenv("NCCLBPF_POLICY", policy, 1);
 		execl("./tests/control/control_host", "control_host", "--comms", "4", "--threads", "2",
-		      (char *)NULL);
+		      "--ranks", ranks, (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
@@ -58,6 +59,11 @@ static int start_host(struct host *h, const char *policy)
 	ssize_t n = read(out[0], line, sizeof(line) - 1);
 	close(out[0]);
 	return n > 6 && !strncmp(line, "ready ", 6) ? 0 : -1;
+}
+
+static int start_host(struct host *h, const char *policy)
+{
+	return start_host_ranks(h, policy, "8");
 }
 
 static int stop_host(struct host *h)
@@ -259,6 +265,89 @@ static void test_stale(void)
 	free(out);
 }
 
+static char *host_log_text(void)
+{
+	char cmd[200], *log = NULL;
+	size_t len;
+	snprintf(cmd, sizeof(cmd), "cat %s", host_log);
+	cli_run_alloc(cmd, &log, &len);
+	return log;
+}
+
+/* Waits up to 10 s for `needle` in the host's status. */
+static bool status_has(long pid, const char *needle)
+{
+	for (int i = 0; i < 100; i++) {
+		char *out = NULL;
+		ctl(&out, "%ld status", pid);
+		bool hit = out && strstr(out, needle);
+		free(out);
+		if (hit)
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+static void replace_file(const char *from, const char *to)
+{
+	char tmp[300], cmd[700];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", to);
+	snprintf(cmd, sizeof(cmd), "cp %s %s && mv %s %s", from, tmp, tmp, to);
+	CHECK(system(cmd) == 0);
+}
+
+/* NCCLBPF_WATCH=1: a changed policy file is reloaded; a broken one is not (the old keeps
+ * running, the diagnostic is logged); in a multi-rank job without the agreement layer the
+ * change is refused. */
+static void test_watch(void)
+{
+	char policy[128], cwd[1024], from[1200];
+	struct host h;
+	snprintf(policy, sizeof(policy), "%s/watched.bpf.o", dir);
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	mkdir(dir, 0700);
+	snprintf(from, sizeof(from), "%s/tests/progs/ctl_maps.bpf.o", cwd);
+	replace_file(from, policy);
+	setenv("NCCLBPF_WATCH", "1", 1);
+	CHECK(start_host_ranks(&h, policy, "1") == 0);
+	CHECK(status_has(h.pid, "watched.bpf.o:ctl_v1"));
+	snprintf(from, sizeof(from), "%s/tests/progs/ctl_maps_v2.bpf.o", cwd);
+	replace_file(from, policy);
+	CHECK(status_has(h.pid, "watched.bpf.o:ctl_v2"));
+	replace_file("CMakeCache.txt", policy); /* not an ELF */
+	for (int i = 0; i < 50; i++) {
+		char *log = host_log_text();
+		bool seen = log && strstr(log, "NCCLBPF_WATCH:") && strstr(log, "reload failed");
+		free(log);
+		if (seen)
+			break;
+		usleep(100000);
+	}
+	char *log = host_log_text();
+	CHECK_STR_CONTAINS(log, "reload failed, the old policy keeps running");
+	free(log);
+	CHECK(status_has(h.pid, "watched.bpf.o:ctl_v2"));
+	CHECK_EQ_U64(stop_host(&h), 0);
+	/* multi-rank, no agreement layer: the change is refused and logged */
+	replace_file(from, policy);
+	CHECK(start_host_ranks(&h, policy, "8") == 0);
+	snprintf(from, sizeof(from), "%s/tests/progs/ctl_maps.bpf.o", cwd);
+	replace_file(from, policy);
+	bool refused = false;
+	for (int i = 0; i < 50 && !refused; i++) {
+		log = host_log_text();
+		refused = log && strstr(log, "can deadlock NCCL");
+		free(log);
+		usleep(100000);
+	}
+	CHECK(refused);
+	CHECK(status_has(h.pid, "watched.bpf.o:ctl_v2"));
+	CHECK_EQ_U64(stop_host(&h), 0);
+	unsetenv("NCCLBPF_WATCH");
+	unlink(policy);
+}
+
 int main(void)
 {
 	char *out = NULL;
@@ -433,6 +522,7 @@ int main(void)
 
 	CHECK_EQ_U64(stop_host(&h), 0);
 	CHECK(access(path, F_OK) != 0); /* removed at finalize */
+	test_watch();
 	rmdir(dir);
 	unlink(host_log);
 	TEST_DONE();

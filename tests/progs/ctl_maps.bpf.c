@@ -1,5 +1,5 @@
 /* Control-plane tests (tests/control): a tuner program with state. `counts` slot 0 counts
- * calls (atomic add); the decision depends on the context only (Ring/Simple, 3 channels), so
+ * calls (atomic add); the decision depends on the context only (Ring/Simple, 1 channel), so
  * it passes the rank-invariance check. `ctl_maps_v2.bpf.c` declares the same maps: a reload
  * from one to the other keeps their contents. */
 #include <ncclbpf/policy.h>
@@ -18,7 +18,7 @@ struct {
 	__type(value, __u64);
 } notes SEC(".maps");
 
-const volatile __u32 channels = 3; /* .rodata: read-only to the control plane too */
+const volatile __u32 channels = 1; /* .rodata: read-only to the control plane too */
 
 SEC("tuner")
 int ctl_v1(struct ncclbpf_tuner_ctx *ctx)
