@@ -104,13 +104,13 @@ void runtime_set_activation_ops(const struct runtime_activation_ops *ops)
 	pthread_mutex_unlock(&registry_lock);
 }
 
-int registry_activation_begin(uint64_t version)
+int registry_activation_begin(uint64_t version, uint64_t content)
 {
 	const struct runtime_activation_ops *ops =
 		atomic_load_explicit(&activation_ops, memory_order_acquire);
 	if (!ops || !ops->begin)
 		return 0;
-	return ops->begin(version, ops->arg) > 0;
+	return ops->begin(version, content, ops->arg) > 0;
 }
 
 uint64_t runtime_activation_pending(void)

@@ -36,7 +36,7 @@ size_t registry_reclaim_locked(void);
 /* Next reload version (under the lock). */
 uint64_t registry_next_version(void);
 /* The activation layer's begin(): 1 when it takes charge of `version`. */
-int registry_activation_begin(uint64_t version);
+int registry_activation_begin(uint64_t version, uint64_t content);
 void registry_count_reload(bool ok);
 /* true while a gated reload is activating; *version = it. */
 bool registry_activation_busy(uint64_t *version);

@@ -428,6 +428,45 @@ int runtime_load_policies(const char *spec)
 	return L.attached;
 }
 
+/* FNV-1a over what a reload activates: each entry's file bytes, program name and the hook
+ * mask. Paths do not enter it: ranks on other nodes reload the same files from elsewhere. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static uint64_t spec_content_hash(const char *spec, unsigned mask)
+{
+	uint64_t h = fnv(0xcbf29ce484222325ull, &mask, sizeof(mask));
+	char *copy = strdup(spec), *save = NULL;
+	uint8_t buf[65536];
+	if (!copy)
+		return h;
+	for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+		while (*e == ' ' || *e == '\t')
+			e++;
+		char *prog = strrchr(e, ':');
+		if (prog && !strchr(prog, '/'))
+			*prog++ = '\0';
+		else
+			prog = NULL;
+		FILE *f = fopen(e, "rb");
+		for (size_t n; f && (n = fread(buf, 1, sizeof(buf), f)) > 0;)
+			h = fnv(h, buf, n);
+		if (f)
+			fclose(f);
+		h = fnv(h, ":", 1);
+		if (prog)
+			h = fnv(h, prog, strlen(prog));
+		h = fnv(h, ",", 1);
+	}
+	free(copy);
+	return h ? h : 1;
+}
+
 /* A local switch of the tuner hooks in a multi-rank job: refused unless forced (runtime.h). */
 static bool split_risk(unsigned mask, bool gated, unsigned flags, struct report *r)
 {
@@ -488,7 +527,7 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, cha
 			    "running", spec);
 		return rc;
 	}
-	bool gated = registry_activation_begin(L.version);
+	bool gated = registry_activation_begin(L.version, spec_content_hash(spec, L.hook_mask));
 	if (split_risk(L.hook_mask, gated, flags, &r)) {
 		discard_all(chains);
 		registry_count_reload(false);
@@ -539,7 +578,7 @@ int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msg
 	uint64_t version = registry_next_version();
 	/* "no program" is NCCL's own choice on every rank only when every rank detaches at
 	 * the same collective: through the activation layer, like a reload */
-	bool gated = n > 0 && registry_activation_begin(version);
+	bool gated = n > 0 && registry_activation_begin(version, 0);
 	unsigned attached_mask = 0;
 	for (unsigned h = 0; h < NB_HOOK_COUNT; h++)
 		if ((mask & (1u << h)) && atomic_load_explicit(&runtime_hook_slots[h],

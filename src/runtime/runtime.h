@@ -145,9 +145,13 @@ static inline const struct nb_hook_chain *runtime_chain_for(const struct nb_hook
 
 /* The activation seam for reloads across ranks (the agreement layer plugs in here). Without
  * it, or when begin() returns 0, a reload switches every communicator at its next call.
- *   begin(version):  a reload is about to publish `version` (service thread). Return 1 to
- *                    take charge: the chains are published gated, every communicator keeps
- *                    the old ones until activation_seq() names its switch point.
+ *   begin(version, content):  a reload is about to publish `version` (service thread,
+ *                    registry lock held: do not call back into the registry). `content` is
+ *                    a hash of what is being activated (object bytes, program names, hooks:
+ *                    identical on every rank that reloads the same files, whatever their
+ *                    paths), 0 for a detach. Return 1 to take charge: the chains are
+ *                    published gated, every communicator keeps the old ones until
+ *                    activation_seq() names its switch point.
  *   activation_seq(comm_id, version): on the decision path (lock-free, no allocation): the
  *                    collective seq from which comm_id runs `version`; UINT64_MAX while not
  *                    decided or when it will not switch.
@@ -156,7 +160,7 @@ static inline const struct nb_hook_chain *runtime_chain_for(const struct nb_hook
  * !committed = no communicator used `version` (the old chains are restored, the new ones
  * freed). Until then, later reloads fail with -EBUSY. */
 struct runtime_activation_ops {
-	int (*begin)(uint64_t version, void *arg);
+	int (*begin)(uint64_t version, uint64_t content, void *arg);
 	uint64_t (*activation_seq)(uint64_t comm_id, uint64_t version, void *arg);
 	void *arg;
 };

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "plugin/tuner/tuner.h"
@@ -28,9 +29,12 @@ static _Atomic uint64_t begun_version;
  * the real layer picks points far enough ahead; this makes "ahead" deterministic */
 static atomic_bool seqs_named;
 
-static int seam_begin(uint64_t version, void *arg)
+static _Atomic uint64_t begun_content;
+
+static int seam_begin(uint64_t version, uint64_t content, void *arg)
 {
 	(void)arg;
+	atomic_store(&begun_content, content);
 	atomic_store(&begun_version, version);
 	return 1; /* the "layer" takes charge */
 }
@@ -99,7 +103,9 @@ int main(void)
 	CHECK(rc == 2);
 	CHECK_STR_CONTAINS(msg, "staged (activating across ranks at an agreed seq)");
 	uint64_t v = atomic_load(&begun_version);
+	uint64_t content_b = atomic_load(&begun_content);
 	CHECK(v > 0 && runtime_activation_pending() == v);
+	CHECK(content_b != 0);
 	CHECK_EQ_U64(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)),
 		     (uint64_t)-EBUSY);
 	CHECK_STR_CONTAINS(msg, "still activating across ranks");
@@ -131,6 +137,8 @@ int main(void)
 	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)) == 2);
 	uint64_t v2 = atomic_load(&begun_version);
 	CHECK(v2 > v);
+	/* the content hash identifies what is activated, not the reload's number */
+	CHECK(atomic_load(&begun_content) != content_b);
 	wait_progress(3000);
 	CHECK_EQ_U64(runtime_activation_done(v2, false), 0);
 	for (int c = 0; c < COMMS; c++)
@@ -141,6 +149,17 @@ int main(void)
 			bad += picked[c][s] != 'B';
 		CHECK_EQ_U64(bad, 0);
 	}
+	/* the same object from another path: the same content hash (ranks on other nodes) */
+	uint64_t content_a = atomic_load(&begun_content);
+	char copy[64];
+	snprintf(copy, sizeof(copy), "/tmp/nbseam-%d.bpf.o", (int)getpid());
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "cp tests/progs/reload_a.bpf.o %s", copy);
+	CHECK(system(cmd) == 0);
+	CHECK(runtime_reload(copy, NB_HOOK_TUNER, 0, msg, sizeof(msg)) == 2);
+	CHECK_EQ_U64(atomic_load(&begun_content), content_a);
+	CHECK_EQ_U64(runtime_activation_done(atomic_load(&begun_version), false), 0);
+	unlink(copy);
 	const struct nb_hook_chain *t = runtime_hook_chain(NB_HOOK_TUNER);
 	CHECK(t && t->version == v && !atomic_load(&t->gated));
 	runtime_reclaim();
