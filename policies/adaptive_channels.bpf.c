@@ -1,107 +1,129 @@
-/* adaptive_channels: closed-loop channel tuning from the profiler's latency statistics.
+/* adaptive_channels: closed-loop channel tuning, rank-consistent by construction.
  *
- * Per (communicator, collective, size bucket):
- *  - the first call keeps NCCL's choice, so the profiler learns the communicator's channel
- *    count (ctx->max_channels from then on);
- *  - then start conservative at 2 channels and hill-climb: after every window of 3
- *    samples measured at the current channel count, keep moving (+2) while the window's
- *    mean latency improves by >= 3 %, reverse direction when it does not;
- *  - contention: a window mean more than 2x the previous one means the network got
- *    congested: halve the channel count and keep going down while that helps;
- *  - recovery falls out of the climb: when the spike ends latency drops, the climb
- *    resumes upward.
- * Samples are read from the built-in ncclbpf_latency map (last_ns, n_channels_last). */
+ * The profiler program records, per (collective, size bucket) and per channel count it saw
+ * NCCL run (slots 1, 2, 4, ..., 64 channels), an EWMA of the collective's latency into the
+ * agreed map ac_lat. The runtime reduces it across the ranks of the communicator with MAX
+ * every 64 collectives: the tuner sees, per channel count, the latency of the SLOWEST rank
+ * - the one that decides when the collective completes - and the same bytes on every rank.
+ *
+ * The tuner program is stateless: its decision is a function of ctx's rank-invariant
+ * fields and the published view only (so it passes strict verification):
+ *  - nothing measured yet: keep NCCL's choice (NCCL's own channel count gets measured and
+ *    tells us the communicator's capacity, ac_lat's CAP entry);
+ *  - explore: the smallest power-of-two count up to the capacity with fewer than 2 samples;
+ *  - exploit: the count with the lowest max-over-ranks latency; every 8th epoch window it
+ *    re-probes a neighbour of the best (alternating up/down), so a count that got faster
+ *    after a contention spike is found again;
+ *  - contention: the current count's latency rises in the view, another count becomes the
+ *    argmin, and the next version moves every rank to it at the same collective. */
 #include <ncclbpf/policy.h>
 
-#define AC_START 2
-#define AC_STEP 2
-#define AC_MIN 2
-#define AC_WINDOW 3
-#define AC_IMPROVE_PCT 3
-#define AC_SPIKE_X 2
-#define AC_ADOPT_AFTER 8 /* samples at another count in a row: adopt what NCCL ran */
+#define AC_SLOTS 7         /* 1, 2, 4, 8, 16, 32, 64 channels */
+#define AC_BUCKETS 64
+#define AC_CAP_KEY (NCCLBPF_NUM_COLLS * AC_BUCKETS) /* entry holding the channel capacity */
+#define AC_MIN_SAMPLES 2
+#define AC_PROBE_PERIOD 8  /* epochs between neighbour probes */
+#define AC_LOG2_EPOCH 6    /* K = 64 collectives */
 
-NCCLBPF_LATENCY_MAP;
-
-struct ac_state {
-	__u64 seen;     /* latency-map count consumed so far */
-	__u64 sum_ns;   /* window sum */
-	__u64 prev_avg; /* previous window's mean, 0 = none */
-	__u32 n;        /* samples in the window */
-	__s32 ch;       /* current channel count */
-	__s32 dir;      /* +1 / -1 */
-	__u32 mismatch; /* consecutive samples at another channel count */
+struct ac_lat {
+	__u64 ewma_ns[AC_SLOTS]; /* EWMA (1/4) of the latency at 2^slot channels */
+	__u64 count[AC_SLOTS];   /* samples (saturating at 1000) */
+	__u64 cap;               /* CAP entry: most channels NCCL ran on this comm */
+	__u64 _pad;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct ncclbpf_latency_key);
-	__type(value, struct ac_state);
-} ac_state SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, AC_CAP_KEY + 1);
+	__type(key, __u32);
+	__type(value, struct ac_lat);
+	__uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, AC_LOG2_EPOCH));
+} ac_lat SEC(".maps");
+
+static __always_inline __u32 slot_of(__u32 ch)
+{
+	__u32 s = 0;
+	if (ch >= 64) return 6;
+	if (ch >= 32) return 5;
+	if (ch >= 16) return 4;
+	if (ch >= 8) return 3;
+	if (ch >= 4) return 2;
+	if (ch >= 2) s = 1;
+	return s;
+}
+
+SEC("profiler")
+int adaptive_channels_record(struct ncclbpf_profiler_ctx *ctx)
+{
+	if (ctx->coll_type >= NCCLBPF_NUM_COLLS || ctx->size_bucket >= AC_BUCKETS ||
+	    ctx->n_channels == 0)
+		return 0;
+	__u64 lat = ctx->gpu_ns ? ctx->gpu_ns : ctx->host_ns;
+	if (lat == 0)
+		return 0;
+	__u32 key = ctx->coll_type * AC_BUCKETS + ctx->size_bucket;
+	struct ac_lat *e = bpf_map_lookup_elem(&ac_lat, &key);
+	if (!e)
+		return 0;
+	__u32 s = slot_of(ctx->n_channels);
+	if (e->count[s] == 0)
+		e->ewma_ns[s] = lat;
+	else
+		e->ewma_ns[s] = e->ewma_ns[s] - (e->ewma_ns[s] >> 2) + (lat >> 2);
+	if (e->count[s] < 1000)
+		e->count[s]++;
+	__u32 cap_key = AC_CAP_KEY;
+	struct ac_lat *cap = bpf_map_lookup_elem(&ac_lat, &cap_key);
+	if (cap && ctx->n_channels > cap->cap)
+		cap->cap = ctx->n_channels;
+	return 0;
+}
 
 SEC("tuner")
 int adaptive_channels(struct ncclbpf_tuner_ctx *ctx)
 {
-	struct ncclbpf_latency_key key = {};
-	key.comm_id = ctx->comm_id;
-	key.coll_type = ctx->coll_type;
-	key.size_bucket = ncclbpf_size_bucket(ctx->n_bytes);
-
-	struct ac_state *st = bpf_map_lookup_elem(&ac_state, &key);
-	if (!st) {
-		struct ac_state init = {};
-		init.ch = AC_START;
-		init.dir = 1;
-		bpf_map_update_elem(&ac_state, &key, &init, BPF_NOEXIST);
-		return 0; /* calibration call: NCCL's own channel count */
-	}
-	__s32 max = ctx->max_channels ? (__s32)ctx->max_channels : 64;
-	if (max > NCCLBPF_MAX_CHANNELS)
-		max = NCCLBPF_MAX_CHANNELS;
-
-	struct ncclbpf_latency_stats *lat = bpf_map_lookup_elem(&ncclbpf_latency, &key);
-	if (lat && lat->count > st->seen) {
-		st->seen = lat->count;
-		if (lat->n_channels_last == (__u64)st->ch) {
-			st->sum_ns += lat->last_ns;
-			st->n++;
-			st->mismatch = 0;
-		} else if (++st->mismatch >= AC_ADOPT_AFTER && lat->n_channels_last > 0 &&
-			   lat->n_channels_last <= NCCLBPF_MAX_CHANNELS) {
-			st->ch = (__s32)lat->n_channels_last;
-			st->sum_ns = 0;
-			st->n = 0;
-			st->mismatch = 0;
+	__u32 bucket = ncclbpf_size_bucket(ctx->n_bytes);
+	if (ctx->coll_type >= NCCLBPF_NUM_COLLS || bucket >= AC_BUCKETS)
+		return 0;
+	__u32 cap_key = AC_CAP_KEY;
+	struct ac_lat *capv = bpf_map_lookup_elem(&ac_lat, &cap_key);
+	if (!capv || capv->cap == 0)
+		return 0; /* nothing agreed yet: NCCL's choice (and its channel count is learned) */
+	__u32 top = slot_of((__u32)(capv->cap > 64 ? 64 : capv->cap));
+	__u32 key = ctx->coll_type * AC_BUCKETS + bucket;
+	struct ac_lat *e = bpf_map_lookup_elem(&ac_lat, &key);
+	if (!e)
+		return 0;
+	if (top < 1)
+		return 0;
+	/* explore: smallest count (>= 2 channels) without enough samples */
+	__u32 best = 0;
+	__u64 best_ns = ~0ull;
+	for (__u32 s = 1; s < AC_SLOTS; s++) {
+		if (s > top)
+			break;
+		if (e->count[s] < AC_MIN_SAMPLES) {
+			ctx->n_channels = 1 << s;
+			return 0;
+		}
+		if (e->ewma_ns[s] < best_ns) {
+			best_ns = e->ewma_ns[s];
+			best = s;
 		}
 	}
-	if (st->n >= AC_WINDOW) {
-		__u64 avg = st->sum_ns / st->n;
-		__u64 prev = st->prev_avg;
-		__s32 ch = st->ch;
-		if (prev && avg > prev * AC_SPIKE_X) {
-			ch = (__s32)((__u32)ch >> 1); /* ch >= 2 here; BPF has no signed div before v4 */
-			st->dir = -1;
-		} else if (!prev || avg * 100 < prev * (100 - AC_IMPROVE_PCT)) {
-			ch += st->dir * AC_STEP;
-		} else {
-			st->dir = -st->dir;
-			ch += st->dir * AC_STEP;
+	if (best == 0)
+		return 0;
+	/* periodic neighbour probe, identical on every rank (comm_seq is rank-invariant) */
+	__u64 epoch = ctx->comm_seq >> AC_LOG2_EPOCH;
+	if (epoch % AC_PROBE_PERIOD == AC_PROBE_PERIOD - 1) {
+		if ((epoch / AC_PROBE_PERIOD) & 1) {
+			if (best < top)
+				best++;
+		} else if (best > 1) {
+			best--;
 		}
-		if (ch <= AC_MIN) {
-			ch = AC_MIN;
-			st->dir = 1;
-		}
-		if (ch >= max) {
-			ch = max;
-			st->dir = -1;
-		}
-		st->ch = ch;
-		st->prev_avg = avg;
-		st->sum_ns = 0;
-		st->n = 0;
 	}
-	ctx->n_channels = st->ch;
+	ctx->n_channels = 1 << best;
 	return 0;
 }
 

@@ -1,37 +1,85 @@
-/* slo_enforcer: a latency target per collective type (config map slo_targets, ns; 0 = no
- * target). After every window of 4 samples of a (communicator, collective, size bucket):
- * mean above the target -> escalate one level; mean below 70 % of it -> relax one level.
- * Levels: 0 NCCL's choice; 1 every channel of the communicator; 2 + Ring/LL128 (if NCCL
- * allows it); 3 + Ring/Simple (if allowed).
- * The first call keeps NCCL's choice so the profiler learns the channel count. */
+/* slo_enforcer: a latency target per collective type, rank-consistent by construction.
+ *
+ * Targets (ns, 0 = none) are configuration in slo_targets, read-only to programs
+ * (BPF_F_RDONLY_PROG): the operator writes the same values on every rank, like an
+ * environment variable. Levels, cheapest first: 0 NCCL's choice; 1 every channel NCCL ran
+ * on this communicator; 2 + Ring/LL128; 3 + Ring/Simple (2 and 3 only where NCCL allows
+ * them).
+ *
+ * The profiler program records an EWMA of each collective's latency under the level that
+ * configuration corresponds to, into the agreed map slo_lat; the runtime reduces it with
+ * MAX over the ranks every 32 collectives. The tuner, stateless, picks the cheapest level
+ * whose measured max-over-ranks latency meets the target; if none does, the cheapest level
+ * not measured yet (an escalation); if all are measured and none meets it, the fastest.
+ * Every 16th epoch window it re-probes level 0, so the job relaxes after a congestion
+ * spike. Same bytes on every rank -> same decision on every rank. */
 #include <ncclbpf/policy.h>
 
-#define SLO_WINDOW 4
-#define SLO_MAX_LEVEL 3
-#define SLO_RELAX_PCT 70
-
-NCCLBPF_LATENCY_MAP;
+#define SLO_LEVELS 4
+#define SLO_BUCKETS 64
+#define SLO_CAP_KEY (NCCLBPF_NUM_COLLS * SLO_BUCKETS)
+#define SLO_LOG2_EPOCH 5 /* K = 32 */
+#define SLO_RELAX_PERIOD 16
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NCCLBPF_NUM_COLLS);
 	__type(key, __u32);
 	__type(value, __u64);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
 } slo_targets SEC(".maps");
 
-struct slo_state {
-	__u64 seen;
-	__u64 sum_ns;
-	__u32 n;
-	__u32 level;
+struct slo_lat {
+	__u64 ewma_ns[SLO_LEVELS];
+	__u64 count[SLO_LEVELS];
+	__u64 cap; /* CAP entry: most channels NCCL ran on this comm */
+	__u64 _pad;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct ncclbpf_latency_key);
-	__type(value, struct slo_state);
-} slo_state SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLO_CAP_KEY + 1);
+	__type(key, __u32);
+	__type(value, struct slo_lat);
+	__uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, SLO_LOG2_EPOCH));
+} slo_lat SEC(".maps");
+
+SEC("profiler")
+int slo_enforcer_record(struct ncclbpf_profiler_ctx *ctx)
+{
+	if (ctx->coll_type >= NCCLBPF_NUM_COLLS || ctx->size_bucket >= SLO_BUCKETS ||
+	    ctx->n_channels == 0)
+		return 0;
+	__u64 lat = ctx->gpu_ns ? ctx->gpu_ns : ctx->host_ns;
+	if (lat == 0)
+		return 0;
+	__u32 cap_key = SLO_CAP_KEY;
+	struct slo_lat *cap = bpf_map_lookup_elem(&slo_lat, &cap_key);
+	if (!cap)
+		return 0;
+	if (ctx->n_channels > cap->cap)
+		cap->cap = ctx->n_channels;
+	/* which level's configuration ran */
+	__u32 level = 0;
+	if (ctx->n_channels >= cap->cap) {
+		level = 1;
+		if (ctx->algo == NCCLBPF_ALGO_RING && ctx->proto == NCCLBPF_PROTO_LL128)
+			level = 2;
+		else if (ctx->algo == NCCLBPF_ALGO_RING && ctx->proto == NCCLBPF_PROTO_SIMPLE)
+			level = 3;
+	}
+	__u32 key = ctx->coll_type * SLO_BUCKETS + ctx->size_bucket;
+	struct slo_lat *e = bpf_map_lookup_elem(&slo_lat, &key);
+	if (!e)
+		return 0;
+	if (e->count[level] == 0)
+		e->ewma_ns[level] = lat;
+	else
+		e->ewma_ns[level] = e->ewma_ns[level] - (e->ewma_ns[level] >> 2) + (lat >> 2);
+	if (e->count[level] < 1000)
+		e->count[level]++;
+	return 0;
+}
 
 SEC("tuner")
 int slo_enforcer(struct ncclbpf_tuner_ctx *ctx)
@@ -40,38 +88,43 @@ int slo_enforcer(struct ncclbpf_tuner_ctx *ctx)
 	__u64 *target = bpf_map_lookup_elem(&slo_targets, &coll);
 	if (!target || *target == 0)
 		return 0;
-	struct ncclbpf_latency_key key = {};
-	key.comm_id = ctx->comm_id;
-	key.coll_type = ctx->coll_type;
-	key.size_bucket = ncclbpf_size_bucket(ctx->n_bytes);
-	struct slo_state *st = bpf_map_lookup_elem(&slo_state, &key);
-	if (!st) {
-		struct slo_state init = {};
-		bpf_map_update_elem(&slo_state, &key, &init, BPF_NOEXIST);
+	__u32 bucket = ncclbpf_size_bucket(ctx->n_bytes);
+	if (coll >= NCCLBPF_NUM_COLLS || bucket >= SLO_BUCKETS)
 		return 0;
+	__u32 cap_key = SLO_CAP_KEY;
+	struct slo_lat *capv = bpf_map_lookup_elem(&slo_lat, &cap_key);
+	__u32 key = coll * SLO_BUCKETS + bucket;
+	struct slo_lat *e = bpf_map_lookup_elem(&slo_lat, &key);
+	if (!capv || !e || capv->cap == 0)
+		return 0;
+	__u32 level = SLO_LEVELS; /* none chosen yet */
+	__u32 fastest = 0, unmeasured = SLO_LEVELS, measured = 0;
+	__u64 fastest_ns = ~0ull;
+	for (__u32 l = 0; l < SLO_LEVELS; l++) {
+		if (e->count[l] == 0) {
+			if (unmeasured == SLO_LEVELS && l > 0)
+				unmeasured = l;
+			continue;
+		}
+		measured++;
+		if (e->ewma_ns[l] <= *target && level == SLO_LEVELS)
+			level = l;
+		if (e->ewma_ns[l] < fastest_ns) {
+			fastest_ns = e->ewma_ns[l];
+			fastest = l;
+		}
 	}
-	struct ncclbpf_latency_stats *lat = bpf_map_lookup_elem(&ncclbpf_latency, &key);
-	if (lat && lat->count > st->seen) {
-		st->seen = lat->count;
-		st->sum_ns += lat->last_ns;
-		st->n++;
-	}
-	if (st->n >= SLO_WINDOW) {
-		__u64 avg = st->sum_ns / st->n;
-		if (avg > *target && st->level < SLO_MAX_LEVEL)
-			st->level++;
-		else if (avg * 100 < *target * SLO_RELAX_PCT && st->level > 0)
-			st->level--;
-		st->sum_ns = 0;
-		st->n = 0;
-	}
-	__s32 max = ctx->max_channels ? (__s32)ctx->max_channels : 32;
-	if (max > NCCLBPF_MAX_CHANNELS)
-		max = NCCLBPF_MAX_CHANNELS;
-	__u32 level = st->level;
+	if (measured == 0)
+		return 0;
+	if (level == SLO_LEVELS)
+		level = unmeasured < SLO_LEVELS ? unmeasured : fastest;
+	/* relax probe: every SLO_RELAX_PERIOD-th window runs NCCL's choice again */
+	if (((ctx->comm_seq >> SLO_LOG2_EPOCH) % SLO_RELAX_PERIOD) == SLO_RELAX_PERIOD - 1)
+		level = 0;
 	if (level == 0)
 		return 0;
-	ctx->n_channels = max;
+	__u64 cap = capv->cap > NCCLBPF_MAX_CHANNELS ? NCCLBPF_MAX_CHANNELS : capv->cap;
+	ctx->n_channels = (__s32)cap;
 	if (level == 2 && NCCLBPF_AVAILABLE(ctx, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL128)) {
 		ctx->algo = NCCLBPF_ALGO_RING;
 		ctx->proto = NCCLBPF_PROTO_LL128;

@@ -79,7 +79,11 @@ struct ncclbpf_tuner_ctx {
 	__s32 algo;          /* 140: NCCLBPF_ALGO_* or NCCLBPF_ALGO_KEEP */
 	__s32 proto;         /* 144: NCCLBPF_PROTO_* or NCCLBPF_PROTO_KEEP */
 	__s32 n_channels;    /* 148: 1..64, or NCCLBPF_CHANNELS_KEEP */
-	__u32 _reserved[2];  /* 152 */
+	/* input (read-only, rank-invariant): collectives tuned so far on this communicator,
+	 * all collective types together (0 for the first). One NCCL collective advances it
+	 * by exactly one on every rank. Epochs of agreed maps and the activation of their
+	 * published versions are counted in it (docs/agreement.md). */
+	__u64 comm_seq;      /* 152 */
 };                           /* 160 bytes */
 
 /* Cost entries are floats; BPF has no FPU. Compare their bit patterns: for non-negative
@@ -164,6 +168,48 @@ struct ncclbpf_latency_stats {
 	__u64 p99_ns;    /* streaming p99 estimate */
 	__u64 n_channels_last; /* channel count of the last sample */
 };
+
+/* ---- agreed maps (docs/agreement.md) ----
+ * An ARRAY map whose map_flags carry NCCLBPF_F_AGREED is agreed across the ranks of each
+ * communicator. Every communicator has its own copy of it in two views:
+ *  - the local contribution: what profiler programs (and the host) of this rank write;
+ *  - the published view: what tuner programs read. At the end of every epoch of K
+ *    collectives (counted in ctx->comm_seq) each rank ships its contribution to the
+ *    communicator's leader (rank 0), which reduces the contributions of all ranks word by
+ *    word (__u64 words; value_size must be a multiple of 8) and publishes version v,
+ *    active from collective comm_seq S_v = (v + 1) * K on every rank. A tuner reading the
+ *    map at comm_seq s sees exactly version floor(s / K) - 1 (version 0, all zeros, before
+ *    that) - the same bytes on every rank - so the verifier treats loads from it as
+ *    rank-invariant and rejects tuner writes to it.
+ * An entry whose contribution is all zero bytes on a rank is "not contributed" by that
+ * rank: MIN/MAX/MEAN/SUM are taken over the ranks that contributed it (0 if none).
+ * Declare with map_flags = NCCLBPF_AGREED(op, log2_K):
+ *
+ *   struct {
+ *           __uint(type, BPF_MAP_TYPE_ARRAY);
+ *           __uint(max_entries, 320);
+ *           __type(key, __u32);
+ *           __type(value, struct my_stats);          // __u64 words only
+ *           __uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, 6)); // max over ranks, K = 64
+ *   } lat SEC(".maps");
+ */
+#define NCCLBPF_F_AGREED (1U << 24)      /* map_flags bit: agreed map (ARRAY only) */
+#define NCCLBPF_AGREE_OP_SHIFT 25        /* map_flags bits 25..27: reduce operation */
+#define NCCLBPF_AGREE_OP_MASK 7U
+#define NCCLBPF_AGREE_SUM 0              /* sum over contributing ranks (wraps mod 2^64) */
+#define NCCLBPF_AGREE_MIN 1              /* unsigned minimum */
+#define NCCLBPF_AGREE_MAX 2              /* unsigned maximum */
+#define NCCLBPF_AGREE_MEAN 3             /* sum / number of contributing ranks (floor) */
+#define NCCLBPF_AGREE_LEADER 4           /* the leader's (rank 0's) contribution */
+#define NCCLBPF_AGREE_NUM_OPS 5
+#define NCCLBPF_AGREE_EPOCH_SHIFT 28     /* map_flags bits 28..31: log2(K), K = 1 .. 32768 */
+#define NCCLBPF_AGREE_EPOCH_MASK 15U
+#define NCCLBPF_AGREED(op, log2_epoch)                                         \
+	(NCCLBPF_F_AGREED | ((unsigned)(op) << NCCLBPF_AGREE_OP_SHIFT) |        \
+	 ((unsigned)(log2_epoch) << NCCLBPF_AGREE_EPOCH_SHIFT))
+#define NCCLBPF_AGREE_OP_OF(flags) (((flags) >> NCCLBPF_AGREE_OP_SHIFT) & NCCLBPF_AGREE_OP_MASK)
+#define NCCLBPF_AGREE_EPOCH_OF(flags)                                          \
+	(1U << (((flags) >> NCCLBPF_AGREE_EPOCH_SHIFT) & NCCLBPF_AGREE_EPOCH_MASK))
 
 #ifdef __bpf__
 /* ---- libbpf-compatible declaration macros ---- */

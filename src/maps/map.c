@@ -51,6 +51,12 @@ static int validate(const struct nb_map_spec *s, const char *name, char *err, si
 	default:
 		return fail(err, errlen, -EINVAL, "map '%s': unsupported map type %u", name, s->type);
 	}
+	if (s->map_flags & NB_MAP_AGREED_BITS) {
+		int rc = map_agreed_validate(s, name, err, errlen);
+		if (rc)
+			return rc;
+		allowed |= NB_MAP_AGREED_BITS;
+	}
 	if (s->key_size == 0 || s->value_size == 0 || s->max_entries == 0)
 		return fail(err, errlen, -EINVAL,
 			    "map '%s': key_size %u, value_size %u, max_entries %u: all must be > 0",
@@ -112,10 +118,16 @@ int map_create(const struct nb_map_spec *spec, struct nb_map **out, char *err, s
 	m->value_size = spec->value_size;
 	m->max_entries = spec->max_entries;
 	m->map_flags = spec->map_flags;
+	m->agreed_slot = -1;
 	switch (m->type) {
 	case NB_MAP_TYPE_ARRAY:
 	case NB_MAP_TYPE_PERCPU_ARRAY:
 		rc = map_array_init(m, err, errlen);
+		if (!rc && (m->map_flags & NB_MAP_F_AGREED)) {
+			rc = map_agreed_init(m, err, errlen);
+			if (rc)
+				map_array_destroy(m);
+		}
 		break;
 	case NB_MAP_TYPE_LRU_HASH:
 		pthread_mutex_init(&m->lru_lock, NULL);
@@ -142,6 +154,7 @@ void map_free(struct nb_map *m)
 	switch (m->type) {
 	case NB_MAP_TYPE_ARRAY:
 	case NB_MAP_TYPE_PERCPU_ARRAY:
+		map_agreed_destroy(m);
 		map_array_destroy(m);
 		break;
 	case NB_MAP_TYPE_LRU_HASH:
@@ -174,6 +187,8 @@ bool map_needs_epoch(const struct nb_map *m)
 
 void *map_lookup(struct nb_map *m, const void *key)
 {
+	if (MAP_UNLIKELY(m->map_flags & NB_MAP_F_AGREED))
+		return map_agreed_lookup(m, key);
 	if (MAP_LIKELY(is_array(m)))
 		return map_array_lookup(m, key);
 	if (m->type == NB_MAP_TYPE_HASH)
@@ -185,6 +200,8 @@ int map_update(struct nb_map *m, const void *key, const void *value, uint64_t fl
 {
 	if (!m || !key || !value)
 		return -EINVAL;
+	if (m->map_flags & NB_MAP_F_AGREED)
+		return map_agreed_update(m, key, value, flags);
 	if (is_array(m))
 		return map_array_update(m, key, value, flags);
 	if (m->type == NB_MAP_TYPE_HASH)
@@ -214,7 +231,7 @@ int map_get_next_key(struct nb_map *m, const void *key, void *next_key)
 
 void *map_array_base(struct nb_map *m)
 {
-	return is_array(m) ? m->array_base : NULL;
+	return is_array(m) && !(m->map_flags & NB_MAP_F_AGREED) ? m->array_base : NULL;
 }
 
 uint32_t map_array_stride(const struct nb_map *m)

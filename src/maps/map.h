@@ -70,6 +70,15 @@
 #define NB_MAP_F_PRESERVE_ELEMS (1u << 11)
 #define NB_MAP_F_INNER_MAP (1u << 12)
 
+/* ncclbpf's own flag (policy.h NCCLBPF_F_AGREED; bits 25..31 carry the reduce operation
+ * and log2 of the epoch length): an ARRAY agreed across ranks (src/agree). Its storage is
+ * per communicator and per role: lookups and updates resolve through the calling thread's
+ * binding (map_agreed_bind). Unbound threads (CLI, host API) use the map's own array.
+ * map_array_base() is NULL for agreed maps, so nothing inlines or aliases that storage. */
+#define NB_MAP_F_AGREED (1u << 24)
+#define NB_MAP_AGREED_BITS 0xff000000u
+#define NB_MAP_AGREED_SLOTS 32
+
 /* Limits as the kernel's (value_size is capped lower than kmalloc's limit). */
 #define NB_MAP_MAX_KEY_SIZE 512u           /* MAX_BPF_STACK */
 #define NB_MAP_MAX_VALUE_SIZE (1u << 20)
@@ -114,6 +123,32 @@ int map_get_next_key(struct nb_map *map, const void *key, void *next_key);
 void *map_array_base(struct nb_map *map);
 /* Array maps only: stride between entries in bytes (value_size rounded up to 8). */
 uint32_t map_array_stride(const struct nb_map *map);
+
+/* ---- agreed maps (map_agreed.c) ---- */
+/* A thread's view of every agreed map: base[slot] is the storage lookups of that map
+ * resolve to (max_entries entries, map_array_stride apart), NULL = the map's all-zero
+ * view when reading, its own array when writing. */
+enum nb_map_bind_mode { NB_BIND_READ = 1, NB_BIND_WRITE = 2 };
+struct nb_map_binding {
+	enum nb_map_bind_mode mode;
+	uint8_t *base[NB_MAP_AGREED_SLOTS];
+};
+/* Binds (or with NULL unbinds) the calling thread. The binding must stay valid until
+ * unbound. READ bindings make updates fail with -EPERM. */
+void map_agreed_bind(const struct nb_map_binding *b);
+const struct nb_map_binding *map_agreed_binding(void);
+/* Immutable description of the agreed map in a slot (registered by map_create). */
+struct nb_map_agreed_desc {
+	char name[64];
+	uint32_t value_size, stride, max_entries, map_flags;
+	uint32_t op;         /* NCCLBPF_AGREE_* */
+	uint32_t epoch;      /* K */
+	uint64_t generation; /* changes when the slot is reused */
+};
+/* Copies the descriptor of slot i; false when the slot is empty. Thread-safe. */
+bool map_agreed_desc(uint32_t slot, struct nb_map_agreed_desc *out);
+/* Slot of an agreed map, or -1. */
+int map_agreed_slot(const struct nb_map *map);
 
 /* Read-side critical section for the calling thread. Cheap (no lock, no syscall; the
  * outermost enter is one store, plus a full fence only where membarrier() is

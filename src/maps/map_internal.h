@@ -82,6 +82,8 @@ struct nb_map {
 	uint32_t key_off_value;   /* hash: offset of the value from data[] (key rounded to 8) */
 	uint32_t map_flags;
 	char *name;
+	int agreed_slot;          /* agreed maps: registry slot, else -1 */
+	uint8_t *agreed_zero;     /* agreed maps: the all-zero view (reads when unbound) */
 
 	/* hash: element pool */
 	uint8_t *pool;            /* n_elems elements of `stride` bytes */
@@ -234,6 +236,13 @@ void map_pool_reclaim(struct nb_map *m, bool wait_for_lock);
 struct map_elem *map_pool_pop_slow(struct nb_map *m);
 /* Elements retired and not yet reclaimed (tests). */
 uint32_t map_pool_pending(struct nb_map *m);
+
+/* ---- agreed maps (map_agreed.c) ---- */
+int map_agreed_validate(const struct nb_map_spec *s, const char *name, char *err, size_t errlen);
+int map_agreed_init(struct nb_map *m, char *err, size_t errlen);
+void map_agreed_destroy(struct nb_map *m);
+void *map_agreed_lookup(struct nb_map *m, const void *key);
+int map_agreed_update(struct nb_map *m, const void *key, const void *value, uint64_t flags);
 
 /* ---- LRU hash (map_lru.c) ---- */
 void *map_lru_lookup(struct nb_map *m, const void *key);

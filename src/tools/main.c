@@ -12,6 +12,7 @@ extern int cmd_verify(int argc, char **argv) __attribute__((weak));
 extern int cmd_bench(int argc, char **argv) __attribute__((weak));
 extern int cmd_trace(int argc, char **argv) __attribute__((weak));
 extern int cmd_ctl(int argc, char **argv) __attribute__((weak));
+extern int cmd_decisions(int argc, char **argv) __attribute__((weak));
 
 struct subcommand {
 	const char *name;
@@ -39,6 +40,7 @@ int main(int argc, char **argv)
 		{"bench", cmd_bench, "[--calls N] [--policies a,b]  per-decision cost against native C"},
 		{"trace", cmd_trace, "DIR [-o trace.json] merge NCCLBPF_TRACE logs into a Chrome trace"},
 		{"ctl", cmd_ctl, "list | PID|--all status|maps|dump|update|reload|detach  running jobs"},
+		{"decisions", cmd_decisions, "[-q] DIR|FILE...  check NCCLBPF_DECISION_LOG files: all ranks agree?"},
 	};
 	const size_t n = sizeof(cmds) / sizeof(cmds[0]);
 

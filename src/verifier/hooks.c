@@ -15,6 +15,7 @@
 
 _Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 140, "tuner ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, comm_seq) == 152, "tuner ctx layout");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 40, "chunk ctx layout");
 _Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 80, "profiler ctx layout");
 _Static_assert(sizeof(struct ncclbpf_net_ctx) == 48, "net ctx layout");
@@ -26,6 +27,7 @@ static const struct nb_ctx_field tuner_fields[] = {
 	RO(coll_type, TCTX, INV),   RO(n_ranks, TCTX, INV),      RO(n_nodes, TCTX, INV),
 	RO(num_pipe_ops, TCTX, INV), RO(reg_buff, TCTX, LOC),    RO(max_channels, TCTX, LOC),
 	RO(avail_mask, TCTX, INV),  RO(abi_version, TCTX, INV),  RO(cost, TCTX, INV),
+	RO(comm_seq, TCTX, INV),
 	/* outputs: the decision must be the same on every rank (hook_output_rank_invariant:
 	 * the verifier rejects one derived from rank-local data) */
 	RW(algo, TCTX, INV),        RW(proto, TCTX, INV),        RW(n_channels, TCTX, INV),

@@ -82,7 +82,8 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 					    "and values must be numbers",
 					    key ? "key" : "value", p->name, map->name);
 			if (!key && id == NB_HELPER_MAP_UPDATE_ELEM &&
-			    (map->origin == NB_MAP_ORIGIN_RODATA || (map->map_flags & (1u << 7))))
+			    (map->origin == NB_MAP_ORIGIN_RODATA || (map->map_flags & (1u << 7)) ||
+			     vtaint_map_agreed_readonly(env, map)))
 				return verr(env, NB_VERR_READONLY_MAP, pc,
 					    "map '%s' is read-only to programs", map->name);
 			break;

@@ -278,6 +278,10 @@ static int map_access(struct verifier_env *env, const struct vreg *r, int64_t of
 	if (write && map_readonly(m))
 		return verr(env, NB_VERR_READONLY_MAP, pc,
 			    "writes to map '%s', which is read-only to programs", m->name);
+	if (write && vtaint_map_agreed_readonly(env, m))
+		return verr(env, NB_VERR_READONLY_MAP, pc,
+			    "writes to agreed map '%s': tuner programs read its published view, "
+			    "only profiler programs contribute to it", m->name);
 	if (write && val && is_pointer(val))
 		return verr(env, NB_VERR_POINTER_LEAK, pc,
 			    "stores a pointer into map '%s'; maps may only hold numbers", m->name);

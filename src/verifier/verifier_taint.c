@@ -29,7 +29,16 @@ uint32_t vtaint_new(struct verifier_env *env, enum vtaint_kind kind, uint32_t ar
 
 bool vtaint_map_writable(const struct nb_map_def *m)
 {
-	return !(m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7)));
+	/* agreed maps (NCCLBPF_F_AGREED, bit 24): tuners read the published version active
+	 * for the collective, the same bytes on every rank (docs/agreement.md) */
+	return !(m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7)) ||
+		 (m->map_flags & (1u << 24)));
+}
+
+bool vtaint_map_agreed_readonly(const struct verifier_env *env, const struct nb_map_def *m)
+{
+	return (m->map_flags & (1u << 24)) &&
+	       (env->hook->type == NB_HOOK_TUNER || env->hook->type == NB_HOOK_TUNER_CHUNK);
 }
 
 static bool map_is_array(const struct nb_map_def *m)

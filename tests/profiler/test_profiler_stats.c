@@ -120,8 +120,8 @@ static void test_policies(void)
 	if (!lat_map)
 		return;
 	struct ncclbpf_object *ao = NULL, *so = NULL;
-	struct ncclbpf_program *ap = load("adaptive_channels", &ao);
-	struct ncclbpf_program *sp = load("slo_enforcer", &so);
+	struct ncclbpf_program *ap = load("adaptive_channels_local", &ao);
+	struct ncclbpf_program *sp = load("slo_enforcer_local", &so);
 	CHECK(ap != NULL);
 	CHECK(sp != NULL);
 	if (!ap || !sp)

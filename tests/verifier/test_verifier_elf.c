@@ -110,11 +110,9 @@ static void check_unsafe(const char *name)
 	loader_close(obj);
 }
 
-/* Programs whose decisions depend on rank-local data by design: the closed-loop policies
- * read the rank's own latency statistics (and per-rank state maps); table_scan decides
- * from a writable map. */
-static const char *const rank_local_progs[] = { "adaptive_channels", "slo_enforcer",
-						"table_scan" };
+/* Programs whose decisions depend on rank-local data by design: table_scan decides from a
+ * writable map. (The closed-loop policies read agreed maps and pass strict mode.) */
+static const char *const rank_local_progs[] = { "table_scan" };
 static int rank_local_seen;
 
 static bool is_rank_local(const char *prog)

@@ -153,7 +153,8 @@ static void test_ctx(void)
 	EXPECT(NB_VERR_CTX_ACCESS, 0, ST(BPF_DW, 1, 148, 0), MOV64_IMM(0, 0), EXIT()); /* + padding */
 	EXPECT_H(NB_HOOK_PROFILER, NB_VERR_CTX_WRITE, 0, ST(BPF_DW, 1, 48, 0), MOV64_IMM(0, 0), EXIT());
 	EXPECT(NB_VERR_POINTER_LEAK, 0, STX(BPF_DW, 1, 10, 144), MOV64_IMM(0, 0), EXIT());
-	EXPECT(NB_VERR_CTX_ACCESS, 0, ST(BPF_DW, 1, 152, 0), MOV64_IMM(0, 0), EXIT()); /* padding */
+	EXPECT(NB_VERR_CTX_WRITE, 0, ST(BPF_DW, 1, 152, 0), MOV64_IMM(0, 0), EXIT()); /* comm_seq: input */
+	OK(LDX(BPF_DW, 0, 1, 152), EXIT());                                   /* comm_seq readable */
 	EXPECT(NB_VERR_CTX_WRITE, 0, ST(BPF_DW, 1, 8, 0), MOV64_IMM(0, 0), EXIT());
 	EXPECT(NB_VERR_CTX_WRITE, 0, ST(BPF_W, 1, 56, 0), MOV64_IMM(0, 0), EXIT());
 	EXPECT(NB_VERR_CTX_ACCESS, 0, ST(BPF_H, 1, 140, 0), MOV64_IMM(0, 0), EXIT());

@@ -43,7 +43,8 @@ int main(int argc, char **argv)
 	bin = argv[1];
 	unsetenv("NCCLBPF_VERIFY"); /* strict verification */
 	char err[2048];
-	static const char *const rank_local[] = { "adaptive_channels", "slo_enforcer" };
+	static const char *const rank_local[] = { "unsafe/rank_local_latency",
+						  "unsafe/rank_local_ktime" };
 	for (int i = 0; i < 2; i++) {
 		CHECK(prepare(rank_local[i], NULL, err, sizeof(err)) == -EACCES);
 		CHECK_STR_CONTAINS(err, "[E-RANK-LOCAL]");
@@ -53,6 +54,9 @@ int main(int argc, char **argv)
 		CHECK(prepare(rank_local[i], "allow", err, sizeof(err)) == 0);
 	}
 	CHECK(prepare("size_aware", NULL, err, sizeof(err)) == 0);
+	/* the closed-loop policies read agreed maps: accepted in strict mode */
+	CHECK(prepare("adaptive_channels", NULL, err, sizeof(err)) == 0);
+	CHECK(prepare("slo_enforcer", NULL, err, sizeof(err)) == 0);
 	CHECK(prepare("table_rules", NULL, err, sizeof(err)) == 0);
 	CHECK(prepare("size_aware", "allow", err, sizeof(err)) == 0);
 	TEST_DONE();

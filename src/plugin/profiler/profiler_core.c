@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agree/agree.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/control.h"
 #include "runtime/runtime.h"
@@ -310,6 +311,8 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 	}
 	pthread_mutex_unlock(&ctx_lock);
 	profiler_latency_map_init();
+	if (c) /* the rank makes this process a member of the comm's agreement group */
+		agree_comm_profiler_open(c->comm_id, c->rank, c->n_ranks);
 	if (!c) {
 		runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
 			    "profiler: no context for comm 0x%llx (out of memory or %d contexts): "
@@ -650,6 +653,7 @@ int profiler_finalize(void *context)
 		ctx_free[ctx_free_cnt++] = c->index;
 	}
 	pthread_mutex_unlock(&ctx_lock);
+	agree_comm_profiler_close(c->comm_id);
 	if (c->trace)
 		trace_writer_flush_all();
 	if (was_live)

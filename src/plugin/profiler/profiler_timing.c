@@ -5,6 +5,7 @@
  * updates the latency statistics and the learned channel count, and frees the slot. */
 #include <string.h>
 
+#include "agree/agree.h"
 #include "plugin/comm_channels.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
@@ -54,7 +55,10 @@ static void coll_complete(struct profiler_event *e)
 		if (chain) {
 			/* programs get a copy: even a faulting one cannot change what we record */
 			struct ncclbpf_profiler_ctx ro = pc;
+			/* writes to agreed maps go to this comm's local contribution */
+			agree_profiler_begin(pc.comm_id);
 			int faults = runtime_chain_run(chain, &ro, sizeof(ro));
+			agree_profiler_end();
 			if (faults)
 				atomic_fetch_add_explicit(&profiler_cnt_faults, (uint64_t)faults,
 							  memory_order_relaxed);

@@ -68,6 +68,7 @@ void tuner_translate(float *table, int num_algo, int num_proto, int algo, int pr
 int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto);
 
 /* ---- per-communicator shim state (tuner_core.c) ---- */
+struct agree_comm;
 struct tuner_comm {
 	uint64_t comm_id;  /* NCCL commHash (v5/v6), 0 for v3/v4 */
 	uint32_t n_ranks;
@@ -79,6 +80,8 @@ struct tuner_comm {
 	 * a policy changed the table or the channels, faults, clamps: read by `ncclbpf ctl
 	 * status` on the control thread, hence relaxed atomics (single writer: no lock prefix) */
 	struct runtime_comm_stats stats;
+	uint64_t comm_seq; /* collectives on this comm, all types (ctx->comm_seq) */
+	struct agree_comm *agree; /* agreement state (src/agree), NULL without comm_id */
 };
 
 /* Called by every version's init. Never fails NCCL: on error *out is NULL and the comm

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree/agree.h"
 #include "ncclbpf/ncclbpf.h"
 #include "plugin/comm_channels.h"
 #include "plugin/tuner/tuner.h"
@@ -75,6 +76,7 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->stats.n_ranks = tc->n_ranks;
 	tc->stats.n_nodes = tc->n_nodes;
 	tc->stats.abi_version = abi_version;
+	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
 	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
@@ -94,8 +96,19 @@ int tuner_comm_close(void *ctx)
 		    " changed by policy",
 		    tc->comm_id, atomic_load(&tc->stats.calls), atomic_load(&tc->stats.changed));
 	runtime_comm_unregister(&tc->stats);
+	agree_comm_tuner_close(tc->agree);
 	free(tc);
 	return NB_NCCL_SUCCESS;
+}
+
+/* Counts one NCCL collective: the per-type sequence (ctx->seq) and the per-communicator
+ * one (ctx->comm_seq) that agreed-map epochs and activations use. The one place that
+ * decides what advances them (rank-invariant: every rank counts the same calls). */
+static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t *seq,
+				  uint64_t *comm_seq)
+{
+	*seq = tc->seq[coll_type]++;
+	*comm_seq = tc->comm_seq++;
 }
 
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
@@ -106,14 +119,31 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (!tc || !cost_table || !n_channels || coll_type < 0 ||
 	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
 		return NB_NCCL_SUCCESS;
-	uint64_t seq = tc->seq[coll_type]++;
-	uint64_t comm_seq = atomic_load_explicit(&tc->stats.calls, memory_order_relaxed);
+	uint64_t seq, comm_seq;
+	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
 	atomic_store_explicit(&tc->stats.calls, comm_seq + 1, memory_order_relaxed);
 	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
-	const struct nb_hook_chain *chain =
-		runtime_chain_for(runtime_chain_enter(NB_HOOK_TUNER), tc->comm_id, comm_seq);
-	if (!chain || chain->len == 0) {
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
+	if (!chain) {
 		runtime_chain_exit();
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		return NB_NCCL_SUCCESS;
+	}
+	/* agreed maps: activate the version due at comm_seq; after a failed agreement every
+	 * rank keeps NCCL's defaults from the same collective on */
+	if (agree_tuner_begin(tc->agree, comm_seq) == AGREE_FALLBACK) {
+		agree_tuner_end();
+		runtime_chain_exit();
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		return NB_NCCL_SUCCESS;
+	}
+	/* a reload activating across ranks: old or new chain, as the agreed view at comm_seq
+	 * says (after agree_tuner_begin, which binds that view) */
+	chain = runtime_chain_for(chain, tc->comm_id, comm_seq);
+	if (!chain || chain->len == 0) {
+		agree_tuner_end();
+		runtime_chain_exit();
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return NB_NCCL_SUCCESS;
 	}
 
@@ -134,6 +164,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
 	c.abi_version = tc->abi_version;
 	tuner_ctx_fill(&c, table, num_algo, num_proto);
+	c.comm_seq = comm_seq;
 
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's
@@ -150,12 +181,14 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
 		}
 	}
+	agree_tuner_end();
 	if (atomic_load_explicit(&tc->stats.chain_version, memory_order_relaxed) != chain->version)
 		atomic_store_explicit(&tc->stats.chain_version, chain->version, memory_order_relaxed);
 
 	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
 		runtime_chain_exit();
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return NB_NCCL_SUCCESS;
 	}
 	struct tuner_applied applied;
@@ -169,6 +202,8 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
 	runtime_chain_exit();
+	agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo, applied.proto,
+			   applied.n_channels);
 	return NB_NCCL_SUCCESS;
 }
 

@@ -49,8 +49,7 @@ void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_a
 	ctx->algo = NCCLBPF_ALGO_KEEP;
 	ctx->proto = NCCLBPF_PROTO_KEEP;
 	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
-	ctx->_reserved[0] = 0;
-	ctx->_reserved[1] = 0;
+	ctx->comm_seq = 0;
 }
 
 int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto)

@@ -1,0 +1,525 @@
+#define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
+/* agree: configuration, the communicator registry, and the NCCL-thread side of agreement:
+ * the collective sequence counter, activation of published versions (with the bounded,
+ * yielding wait), fallback, and the profiler's contribution binding. Nothing here takes a
+ * lock or allocates on the decision path once a communicator's first collective is done. */
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agree/agree_internal.h"
+#include "ncclbpf/policy.h"
+#include "runtime/runtime.h"
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static struct agree_config config;
+/* recursive: the service thread holds it while dispatching, and closing a connection
+ * looks the registry up again */
+static pthread_mutex_t registry_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+static struct agree_comm *registry[AGREE_MAX_COMMS];
+static struct agree_comm *_Atomic lookup_table[AGREE_MAX_COMMS]; /* lock-free reads */
+
+uint64_t agree_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t env_u64(const char *name, uint64_t def)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end;
+	unsigned long long x = strtoull(v, &end, 10);
+	return *end ? def : (uint64_t)x;
+}
+
+/* "host:port" -> parts; false if malformed. */
+static bool split_addr(const char *s, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
+		return false;
+	char *end;
+	unsigned long p = strtoul(colon + 1, &end, 10);
+	if (*end || p == 0 || p > 65535)
+		return false;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	*port = (uint16_t)p;
+	return true;
+}
+
+static void parse_faults(const char *s)
+{
+	/* comma-separated key=value; test-only (docs/agreement.md "Testing") */
+	while (s && *s) {
+		unsigned long long v = 0;
+		if (sscanf(s, "leader_delay_ms=%llu", &v) == 1)
+			config.fault_leader_delay_ns = v * 1000000ull;
+		else if (sscanf(s, "drop_after_epochs=%llu", &v) == 1)
+			config.fault_drop_after_epochs = v;
+		else if (sscanf(s, "stall_service_ms=%llu", &v) == 1)
+			config.fault_stall_service_ns = v * 1000000ull;
+		s = strchr(s, ',');
+		if (s)
+			s++;
+	}
+}
+
+static void config_init(void)
+{
+	const char *a = getenv("NCCLBPF_AGREE");
+	config.enabled = true;
+	config.wait_ns = env_u64("NCCLBPF_AGREE_WAIT_MS", AGREE_DEFAULT_WAIT_MS) * 1000000ull;
+	config.collect_ns = config.wait_ns / 4;
+	if (a && strcmp(a, "off") == 0) {
+		config.enabled = false;
+	} else if (a && *a) {
+		if (split_addr(a, config.host, sizeof(config.host), &config.port))
+			config.have_addr = true;
+		else
+			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
+				    "agree: NCCLBPF_AGREE='%s' is not host:port or off; agreement "
+				    "disabled (agreed maps read as zeros on every rank)", a);
+	} else {
+		const char *h = getenv("MASTER_ADDR"), *p = getenv("MASTER_PORT");
+		unsigned long port = p ? strtoul(p, NULL, 10) : 0;
+		if (h && *h && port > 0 && port + AGREE_PORT_OFFSET <= 65535 &&
+		    strlen(h) < sizeof(config.host)) {
+			snprintf(config.host, sizeof(config.host), "%s", h);
+			config.port = (uint16_t)(port + AGREE_PORT_OFFSET);
+			config.have_addr = true;
+		}
+	}
+	const char *secret = getenv("NCCLBPF_AGREE_SECRET");
+	config.secret_hash = secret ? agree_fnv1a(secret, strlen(secret), AGREE_FNV_INIT) : 0;
+	parse_faults(getenv("NCCLBPF_AGREE_TEST_FAULT"));
+}
+
+const struct agree_config *agree_config(void)
+{
+	pthread_once(&config_once, config_init);
+	return &config;
+}
+
+uint64_t agree_job_token(uint64_t comm_id)
+{
+	uint64_t h = agree_fnv1a("ncclbpf-agree-1", 15, AGREE_FNV_INIT);
+	h = agree_fnv1a(&comm_id, sizeof(comm_id), h);
+	h = agree_fnv1a(&agree_config()->secret_hash, 8, h);
+	return h;
+}
+
+/* ---- registry ---- */
+
+void agree_registry_lock(void) { pthread_mutex_lock(&registry_lock); }
+void agree_registry_unlock(void) { pthread_mutex_unlock(&registry_lock); }
+struct agree_comm *agree_registry_at(size_t i) { return i < AGREE_MAX_COMMS ? registry[i] : NULL; }
+
+static struct agree_comm *find_locked(uint64_t comm_id)
+{
+	for (size_t i = 0; i < AGREE_MAX_COMMS; i++)
+		if (registry[i] && registry[i]->comm_id == comm_id)
+			return registry[i];
+	return NULL;
+}
+
+static void free_comm(struct agree_comm *ac)
+{
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		free(s->contrib);
+		struct agree_version *v = atomic_load(&s->first);
+		while (v) {
+			struct agree_version *n = atomic_load(&v->next);
+			free(v);
+			v = n;
+		}
+	}
+	free(ac->log_ring);
+	free(ac);
+}
+
+void agree_comm_release(struct agree_comm *ac)
+{
+	if (ac && atomic_fetch_sub(&ac->refs, 1) == 1)
+		free_comm(ac);
+}
+
+/* Creates or finds the state of comm_id under the lock; NULL when the table is full. */
+static struct agree_comm *get_or_create_locked(uint64_t comm_id, uint32_t n_ranks)
+{
+	struct agree_comm *ac = find_locked(comm_id);
+	if (ac)
+		return ac;
+	size_t free_slot = AGREE_MAX_COMMS;
+	for (size_t i = 0; i < AGREE_MAX_COMMS; i++)
+		if (!registry[i]) {
+			free_slot = i;
+			break;
+		}
+	if (free_slot == AGREE_MAX_COMMS)
+		return NULL;
+	ac = calloc(1, sizeof(*ac));
+	if (!ac)
+		return NULL;
+	ac->comm_id = comm_id;
+	ac->token = agree_job_token(comm_id);
+	ac->n_ranks = n_ranks;
+	atomic_init(&ac->rank, -1);
+	atomic_init(&ac->refs, 1); /* the registry's (service side) */
+	atomic_init(&ac->fallback_seq, AGREE_NO_FALLBACK);
+	ac->fd = -1;
+	ac->read_bind.mode = NB_BIND_READ;
+	ac->write_bind.mode = NB_BIND_WRITE;
+	registry[free_slot] = ac;
+	atomic_store_explicit(&lookup_table[free_slot], ac, memory_order_release);
+	return ac;
+}
+
+struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
+{
+	if (comm_id == 0)
+		return NULL;
+	agree_config();
+	pthread_mutex_lock(&registry_lock);
+	struct agree_comm *ac = get_or_create_locked(comm_id, n_ranks);
+	if (ac) {
+		if (ac->n_ranks == 0)
+			ac->n_ranks = n_ranks;
+		ac->tuner_open = true;
+		atomic_fetch_add(&ac->refs, 1);
+	}
+	pthread_mutex_unlock(&registry_lock);
+	if (!ac)
+		runtime_log(NB_LOG_WARN, NB_LOG_TUNING,
+			    "agree: no state for comm 0x%" PRIx64 " (out of memory or %d "
+			    "communicators): its agreed maps read as zeros", comm_id, AGREE_MAX_COMMS);
+	if (ac && agree_decision_log_enabled()) {
+		ac->log_cap = 1u << 16;
+		ac->log_ring = calloc(ac->log_cap, sizeof(*ac->log_ring));
+		if (!ac->log_ring)
+			ac->log_cap = 0;
+	}
+	if (ac && ac->log_ring)
+		agree_service_start(); /* the writer; agreement starts it at the first collective */
+	return ac;
+}
+
+void agree_comm_profiler_open(uint64_t comm_id, int rank, int n_ranks)
+{
+	if (comm_id == 0 || rank < 0 || n_ranks <= 0 || rank >= n_ranks)
+		return;
+	agree_config();
+	pthread_mutex_lock(&registry_lock);
+	struct agree_comm *ac = get_or_create_locked(comm_id, (uint32_t)n_ranks);
+	if (ac && !ac->profiler_open) {
+		ac->profiler_open = true;
+		atomic_fetch_add(&ac->refs, 1);
+		atomic_store(&ac->rank, rank);
+		if (ac->n_ranks == 0)
+			ac->n_ranks = (uint32_t)n_ranks;
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+void agree_comm_tuner_close(struct agree_comm *ac)
+{
+	if (!ac)
+		return;
+	/* its decisions reach the file before NCCL (and maybe the process) goes on */
+	agree_decision_log_drain(true);
+	if (ac->grouped) {
+		struct agree_stats st;
+		agree_get_stats(&st);
+		uint64_t f = atomic_load(&ac->fallback_seq);
+		/* a fallback point after the last collective (the group ended because ranks
+		 * destroyed the communicator) changed no decision */
+		char fb[32] = "none";
+		if (f != AGREE_NO_FALLBACK && f <= atomic_load(&ac->tuner_seq))
+			snprintf(fb, sizeof(fb), "%" PRIu64, f);
+		runtime_log(NB_LOG_INFO, NB_LOG_TUNING,
+			    "agree: comm 0x%" PRIx64 " rank %d closed at collective %" PRIu64
+			    ": %" PRIu64 " versions activated, %" PRIu64 " waits (longest %" PRIu64
+			    " us), fallback at %s; %" PRIu64 " bytes sent, %" PRIu64 " received, %"
+			    PRIu64 " messages refused",
+			    ac->comm_id, atomic_load(&ac->rank), atomic_load(&ac->tuner_seq),
+			    st.versions_active, st.waits, st.wait_ns_max / 1000, fb, st.bytes_sent,
+			    st.bytes_received, st.msgs_refused);
+	}
+	pthread_mutex_lock(&registry_lock);
+	ac->tuner_open = false;
+	atomic_store(&ac->closing, true);
+	pthread_mutex_unlock(&registry_lock);
+	agree_service_wake();
+	agree_comm_release(ac);
+}
+
+void agree_comm_profiler_close(uint64_t comm_id)
+{
+	pthread_mutex_lock(&registry_lock);
+	struct agree_comm *ac = find_locked(comm_id);
+	bool drop = ac && ac->profiler_open;
+	if (drop)
+		ac->profiler_open = false;
+	pthread_mutex_unlock(&registry_lock);
+	if (drop)
+		agree_comm_release(ac);
+}
+
+/* Called by the service thread when it has detached a closed communicator. */
+void agree_registry_remove_locked(size_t i);
+void agree_registry_remove_locked(size_t i)
+{
+	atomic_store(&lookup_table[i], NULL);
+	registry[i] = NULL;
+}
+
+/* ---- streams: set up by the tuner at the communicator's first collective ---- */
+
+static bool group_possible(const struct agree_comm *ac);
+
+static void setup_streams(struct agree_comm *ac)
+{
+	uint32_t n = 0;
+	for (uint32_t slot = 0; slot < NB_MAP_AGREED_SLOTS && n < AGREE_MAX_STREAMS; slot++) {
+		struct agree_stream *s = &ac->streams[n];
+		if (!map_agreed_desc(slot, &s->desc))
+			continue;
+		s->slot = slot;
+		s->bytes = (size_t)s->desc.stride * s->desc.max_entries;
+		s->k = s->desc.epoch ? s->desc.epoch : 1;
+		s->contrib = calloc(1, s->bytes);
+		if (!s->contrib)
+			break;
+		atomic_init(&s->gate, 0);
+		ac->write_bind.base[slot] = s->contrib;
+		n++;
+	}
+	ac->n_streams = n;
+	/* no rank (tuner-only), one rank, or agreement off: no group; version 0 (all zeros)
+	 * forever, identically on every rank */
+	ac->grouped = group_possible(ac);
+	if (ac->grouped)
+		agree_service_start();
+	atomic_store_explicit(&ac->streams_ready, true, memory_order_release);
+	agree_service_wake();
+}
+
+static bool group_possible(const struct agree_comm *ac)
+{
+	return ac->n_streams && atomic_load_explicit(&ac->rank, memory_order_relaxed) >= 0 &&
+	       agree_config()->enabled && agree_config()->have_addr && ac->n_ranks > 1;
+}
+
+/* Next seq at which any stream closes an epoch or activates a version. */
+static uint64_t next_event_after(const struct agree_comm *ac, uint64_t seq)
+{
+	uint64_t best = UINT64_MAX;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		uint64_t k = ac->streams[i].k;
+		uint64_t nxt = (seq / k + 1) * k;
+		if (nxt < best)
+			best = nxt;
+	}
+	return best;
+}
+
+uint64_t agree_first_uncommitted_seq(struct agree_comm *ac)
+{
+	uint64_t best = UINT64_MAX;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t g = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
+		uint64_t f = (g + 2) * s->k; /* S_{g+1} */
+		if (f < best)
+			best = f;
+	}
+	return best;
+}
+
+uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why)
+{
+	/* versions activating at or after F are never committed any more (commit checks it);
+	 * earlier ones still are */
+	uint64_t cur = atomic_load(&ac->fallback_seq);
+	while (f < cur && !atomic_compare_exchange_weak(&ac->fallback_seq, &cur, f))
+		;
+	uint64_t eff = atomic_load(&ac->fallback_seq);
+	if (!atomic_exchange(&ac->fallback_logged, true)) {
+		AGREE_STAT(fallbacks, 1);
+		/* a communicator being destroyed everywhere is not a failure: INFO */
+		bool orderly = why && strstr(why, "destroyed");
+		runtime_log(orderly ? NB_LOG_INFO : NB_LOG_WARN, NB_LOG_TUNING,
+			    "agree: comm 0x%" PRIx64 " rank %d: agreement impossible (%s); NCCL's "
+			    "default decisions from collective %" PRIu64 " on, on every rank",
+			    ac->comm_id, atomic_load(&ac->rank), why, eff);
+	}
+	agree_service_wake();
+	return eff;
+}
+
+/* Waits (bounded, yielding) until version `need` of stream s is committed. Returns the
+ * version, or NULL when the stream fell back. */
+static struct agree_version *wait_version(struct agree_comm *ac, struct agree_stream *s,
+					  uint64_t need, uint64_t seq)
+{
+	uint64_t g = atomic_load_explicit(&s->gate, memory_order_acquire);
+	if ((g & ~AGREE_GATE_FALLBACK) < need && !(g & AGREE_GATE_FALLBACK)) {
+		uint64_t t0 = agree_now_ns(), spins = 0;
+		AGREE_STAT(waits, 1);
+		agree_service_wake();
+		for (;;) {
+			g = atomic_load_explicit(&s->gate, memory_order_acquire);
+			if ((g & ~AGREE_GATE_FALLBACK) >= need || (g & AGREE_GATE_FALLBACK))
+				break;
+			if (seq >= atomic_load_explicit(&ac->fallback_seq, memory_order_acquire))
+				break; /* the group fell back at or before this collective */
+			uint64_t el = agree_now_ns() - t0;
+			if (el >= agree_config()->wait_ns) {
+				/* the gate CAS decides between this timeout and a commit racing it */
+				if (atomic_compare_exchange_strong(&s->gate, &g, g | AGREE_GATE_FALLBACK)) {
+					char why[96];
+					snprintf(why, sizeof(why), "version %" PRIu64 " of '%s' not agreed "
+						 "within %" PRIu64 " ms", need, s->desc.name,
+						 agree_config()->wait_ns / 1000000);
+					agree_comm_fallback(ac, seq, why);
+				}
+				continue;
+			}
+			if (++spins < 64)
+				sched_yield();
+			else {
+				struct timespec ts = {0, 50000};
+				nanosleep(&ts, NULL);
+			}
+		}
+		agree_stat_max(offsetof(struct agree_stats, wait_ns_max), agree_now_ns() - t0);
+	}
+	if ((g & ~AGREE_GATE_FALLBACK) < need)
+		return NULL;
+	/* committed: walk forward from the active version (versions are linked in order) */
+	struct agree_version *v = s->active ? s->active : atomic_load_explicit(&s->first,
+									     memory_order_acquire);
+	while (v && v->number < need)
+		v = atomic_load_explicit(&v->next, memory_order_acquire);
+	return v && v->number == need ? v : NULL;
+}
+
+/* Slow path at an epoch boundary or activation point. */
+static enum agree_verdict tuner_event(struct agree_comm *ac, uint64_t seq)
+{
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t epochs = seq / s->k; /* epochs 0..epochs-1 have ended */
+		if (epochs > atomic_load_explicit(&s->closed_epoch, memory_order_relaxed)) {
+			atomic_store_explicit(&s->closed_epoch, epochs, memory_order_release);
+			agree_service_wake();
+		}
+		uint64_t need = epochs >= 1 ? epochs - 1 : 0;
+		uint64_t have = s->active ? s->active->number : 0;
+		if (need <= have)
+			continue;
+		if (seq >= atomic_load(&ac->fallback_seq))
+			return AGREE_FALLBACK;
+		struct agree_version *v = wait_version(ac, s, need, seq);
+		if (!v)
+			return AGREE_FALLBACK;
+		s->active = v;
+		ac->read_bind.base[s->slot] = v->data;
+		atomic_store_explicit(&s->active_number, v->number, memory_order_release);
+		AGREE_STAT(versions_active, 1);
+	}
+	return seq >= atomic_load(&ac->fallback_seq) ? AGREE_FALLBACK : AGREE_RUN;
+}
+
+static const struct nb_map_binding zero_binding = {.mode = NB_BIND_READ};
+
+enum agree_verdict agree_tuner_begin(struct agree_comm *ac, uint64_t seq)
+{
+	if (!ac) {
+		map_agreed_bind(&zero_binding);
+		return AGREE_RUN;
+	}
+	if (__builtin_expect(!ac->started, 0)) {
+		ac->started = true;
+		setup_streams(ac);
+		ac->next_event = ac->grouped ? next_event_after(ac, seq) : UINT64_MAX;
+	}
+	atomic_store_explicit(&ac->tuner_seq, seq, memory_order_relaxed);
+	enum agree_verdict verdict = AGREE_RUN;
+	if (__builtin_expect(seq >= ac->next_event, 0)) {
+		verdict = tuner_event(ac, seq);
+		ac->next_event = next_event_after(ac, seq);
+		if (verdict == AGREE_FALLBACK)
+			ac->next_event = UINT64_MAX; /* permanent; checked below from now on */
+	} else if (__builtin_expect(seq >= atomic_load_explicit(&ac->fallback_seq,
+								  memory_order_relaxed), 0)) {
+		verdict = AGREE_FALLBACK;
+	}
+	map_agreed_bind(&ac->read_bind);
+	return verdict;
+}
+
+void agree_tuner_end(void)
+{
+	map_agreed_bind(NULL);
+}
+
+/* ---- profiler side ---- */
+
+static struct agree_comm *lookup_comm(uint64_t comm_id)
+{
+	for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
+		struct agree_comm *ac = atomic_load_explicit(&lookup_table[i], memory_order_acquire);
+		if (ac && ac->comm_id == comm_id)
+			return ac;
+	}
+	return NULL;
+}
+
+void agree_profiler_begin(uint64_t comm_id)
+{
+	struct agree_comm *ac = lookup_comm(comm_id);
+	if (ac && atomic_load_explicit(&ac->streams_ready, memory_order_acquire))
+		map_agreed_bind(&ac->write_bind);
+	else
+		map_agreed_bind(NULL);
+}
+
+void agree_profiler_end(void)
+{
+	map_agreed_bind(NULL);
+}
+
+int agree_contribute(uint64_t comm_id, const char *map_name, uint32_t key, const void *value,
+		     size_t value_size)
+{
+	struct agree_comm *ac = lookup_comm(comm_id);
+	if (!ac || !atomic_load_explicit(&ac->streams_ready, memory_order_acquire))
+		return -ENOENT;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		if (strcmp(s->desc.name, map_name) != 0)
+			continue;
+		if (value_size != s->desc.value_size || key >= s->desc.max_entries)
+			return -EINVAL;
+		uint8_t *dst = s->contrib + (size_t)key * s->desc.stride;
+		for (size_t o = 0; o + 8 <= value_size; o += 8) {
+			uint64_t w;
+			memcpy(&w, (const uint8_t *)value + o, 8);
+			atomic_store_explicit((_Atomic uint64_t *)(void *)(dst + o), w,
+					      memory_order_relaxed);
+		}
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,682 @@
+/* agree: the group protocol of one communicator, run by the service thread
+ * (docs/agreement.md "Protocol").
+ *
+ * Follower: find the leader through the hub, connect, HELLO; after WELCOME ship a
+ * CONTRIB (delta of its contribution) whenever its tuner closes an epoch; ACK every DATA;
+ * on COMMIT make the version visible to the tuner (gate CAS, then link it).
+ * Leader: accept HELLOs; reduce epoch e into version e+1 once every rank's contribution
+ * for e arrived (or collect_ns after the first did); send it as DATA; once every rank
+ * acked it, close the gate to it (CAS) and send COMMIT. A version is committed only when
+ * every rank holds its bytes, so at activation every rank that has the commit uses the
+ * same bytes; a rank without it waits, then falls back, and the leader falls back at
+ * the same seq.
+ * Any member lost after joining, a refused member, or a fallback reported by any rank
+ * ends agreement: FALLBACK(F) with F = the first activation seq not committed. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "agree/agree_internal.h"
+#include "runtime/runtime.h"
+
+#define PRODUCE_AHEAD 16 /* produced-but-uncommitted versions the leader keeps */
+
+struct agree_peer {
+	int fd;        /* -1 once gone */
+	uint32_t rank;
+	bool gone;     /* left after joining: its acks are frozen */
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t my_rank(const struct agree_comm *ac)
+{
+	int r = atomic_load(&ac->rank);
+	return r < 0 ? 0 : (uint32_t)r;
+}
+
+static void send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
+			uint64_t number)
+{
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, t, my_rank(ac), ac->comm_id, ac->token);
+	if (t == AGREE_MSG_FALLBACK || t == AGREE_MSG_WELCOME) {
+		agree_buf_u64(&b, number);
+	} else if (t == AGREE_MSG_REFUSE) {
+		agree_buf_u32(&b, stream);
+	} else if (t != AGREE_MSG_BYE) {
+		agree_buf_u32(&b, stream);
+		agree_buf_u64(&b, number);
+	}
+	agree_wire_end(&b, f);
+	agree_conn_send(fd, &b);
+	agree_buf_free(&b);
+}
+
+static struct agree_version *version_new(const struct agree_stream *s, uint64_t number,
+					 const uint8_t *data)
+{
+	struct agree_version *v = malloc(sizeof(*v) + s->bytes);
+	if (!v)
+		return NULL;
+	v->number = number;
+	v->activation = (number + 1) * s->k;
+	atomic_init(&v->next, NULL);
+	memcpy(v->data, data, s->bytes);
+	return v;
+}
+
+/* Makes committed version v visible to the tuner. false when the gate is closed (the
+ * tuner or a FALLBACK got there first): v is then discarded. */
+static bool commit_version(struct agree_comm *ac, struct agree_stream *s,
+			   struct agree_version *v)
+{
+	uint64_t expect = v->number - 1;
+	if (v->activation >= atomic_load(&ac->fallback_seq) ||
+	    !atomic_compare_exchange_strong(&s->gate, &expect, v->number)) {
+		free(v);
+		return false;
+	}
+	if (s->last)
+		atomic_store_explicit(&s->last->next, v, memory_order_release);
+	else
+		atomic_store_explicit(&s->first, v, memory_order_release);
+	s->last = v;
+	return true;
+}
+
+/* Frees versions older than the tuner's active one (it never reads them again). */
+static void reclaim(struct agree_stream *s)
+{
+	uint64_t active = atomic_load_explicit(&s->active_number, memory_order_acquire);
+	struct agree_version *v = atomic_load(&s->first);
+	while (v && v->number < active) {
+		struct agree_version *n = atomic_load(&v->next);
+		if (!n)
+			break;
+		atomic_store(&s->first, n);
+		free(v);
+		v = n;
+	}
+}
+
+static void snapshot(const struct agree_stream *s, uint8_t *dst)
+{
+	const uint64_t *src = (const uint64_t *)(const void *)s->contrib;
+	uint64_t *d = (uint64_t *)(void *)dst;
+	for (size_t i = 0; i < s->bytes / 8; i++)
+		d[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+/* No further agreement: fall back from F on (versions before F still activate). */
+static void end_group_at(struct agree_comm *ac, uint64_t f, const char *why)
+{
+	ac->group_dead = true;
+	agree_comm_fallback(ac, f, why); /* the smallest F wins */
+}
+
+static void end_group(struct agree_comm *ac, const char *why)
+{
+	end_group_at(ac, agree_first_uncommitted_seq(ac), why);
+}
+
+/* A follower that lost its leader after joining: every version it received and acked may
+ * have been committed (the leader commits what all ranks acked, and still does after
+ * losing this rank), so it activates all of them and falls back after the last one. The
+ * leader computes the same F from this rank's last ACKs (leader_on_close). */
+static void follower_lost_leader(struct agree_comm *ac, const char *why)
+{
+	uint64_t f = UINT64_MAX;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t g = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
+		for (uint64_t v = g + 1; v <= s->latest_number; v++) {
+			uint32_t slot = (uint32_t)(v % s->pending_cap);
+			struct agree_version *ver = s->pending[slot];
+			if (!ver || ver->number != v)
+				break;
+			s->pending[slot] = NULL;
+			if (!commit_version(ac, s, ver))
+				break;
+		}
+		uint64_t fs = (s->latest_number + 2) * s->k; /* S of the first version not acked */
+		if (fs < f)
+			f = fs;
+	}
+	end_group_at(ac, f, why);
+}
+
+/* ---------------------------------------------------------------- follower ---- */
+
+static void follower_hello(struct agree_comm *ac)
+{
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, my_rank(ac), ac->comm_id, ac->token);
+	agree_buf_u32(&b, ac->n_ranks);
+	agree_buf_u32(&b, ac->n_streams);
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		const struct nb_map_agreed_desc *d = &ac->streams[i].desc;
+		agree_buf_u64(&b, agree_fnv1a(d->name, strlen(d->name), AGREE_FNV_INIT));
+		agree_buf_u32(&b, d->value_size);
+		agree_buf_u32(&b, d->max_entries);
+		agree_buf_u32(&b, d->map_flags);
+	}
+	agree_wire_end(&b, f);
+	agree_conn_send(ac->fd, &b);
+	agree_buf_free(&b);
+}
+
+static void follower_ship(struct agree_comm *ac, struct agree_stream *s, uint32_t idx)
+{
+	uint64_t closed = atomic_load_explicit(&s->closed_epoch, memory_order_acquire);
+	if (closed <= s->shipped_epochs)
+		return;
+	snapshot(s, s->snap);
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, my_rank(ac), ac->comm_id, ac->token);
+	agree_buf_u32(&b, idx);
+	agree_buf_u64(&b, closed - 1);
+	agree_buf_u32(&b, s->desc.value_size);
+	size_t count_off = b.len;
+	agree_buf_u32(&b, 0);
+	uint32_t n = agree_wire_put_delta(&b, s->snap, s->shipped, s->desc.max_entries,
+					  s->desc.stride, s->desc.value_size);
+	if (!b.oom) {
+		memcpy(b.p + count_off, &n, 4); /* little-endian host (x86-64, aarch64) */
+		agree_wire_end(&b, f);
+		agree_conn_send(ac->fd, &b);
+		memcpy(s->shipped, s->snap, s->bytes);
+		s->shipped_epochs = closed;
+	}
+	agree_buf_free(&b);
+}
+
+static void follower_step(struct agree_comm *ac, uint64_t now)
+{
+	if (ac->fd < 0) {
+		if (ac->group_dead || now < ac->next_try_ns)
+			return;
+		ac->next_try_ns = now + 20000000ull;
+		if (!ac->leader_port && agree_hub_lookup(ac) != 0)
+			return;
+		if (!ac->leader_port)
+			return;
+		int fd = agree_conn_connect(ac->leader_addr, (uint16_t)ac->leader_port);
+		if (fd < 0) {
+			ac->leader_port = 0; /* ask the hub again */
+			return;
+		}
+		ac->fd = fd;
+		agree_conn_register(fd, ac);
+		follower_hello(ac);
+		return;
+	}
+	if (!ac->joined)
+		return;
+	uint64_t f = atomic_load(&ac->fallback_seq);
+	if (f != AGREE_NO_FALLBACK && !ac->fallback_sent) {
+		send_simple(ac, ac->fd, AGREE_MSG_FALLBACK, 0, f);
+		ac->fallback_sent = true;
+	}
+	uint64_t drop = agree_config()->fault_drop_after_epochs;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		follower_ship(ac, &ac->streams[i], i);
+		reclaim(&ac->streams[i]);
+		if (drop && ac->streams[i].shipped_epochs >= drop && ac->fd >= 0) {
+			/* test-only: the connection drops (docs/agreement.md "Testing"); FIN after
+			 * everything sent, like a process that closes its socket */
+			shutdown(ac->fd, SHUT_WR);
+			agree_conn_close(ac->fd);
+			ac->fd = -1;
+			follower_lost_leader(ac, "lost the connection to the leader (injected)");
+			return;
+		}
+	}
+}
+
+static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
+{
+	switch (m->h.type) {
+	case AGREE_MSG_WELCOME:
+		ac->joined = true;
+		if (m->seq != AGREE_NO_FALLBACK)
+			end_group(ac, "joined after the group fell back");
+		return true;
+	case AGREE_MSG_REFUSE: {
+		char why[96];
+		snprintf(why, sizeof(why), "the leader refused this rank (reason %u)", m->reason);
+		end_group(ac, why);
+		return false;
+	}
+	case AGREE_MSG_BYE: /* the leader's communicator was destroyed */
+		follower_lost_leader(ac, "the communicator was destroyed on the leader");
+		return false;
+	case AGREE_MSG_FALLBACK:
+		/* keep the link: COMMITs of versions activating before F may still come */
+		agree_comm_fallback(ac, m->seq, "the leader announced it");
+		return true;
+	case AGREE_MSG_DATA: {
+		if (m->stream >= ac->n_streams)
+			return false;
+		struct agree_stream *s = &ac->streams[m->stream];
+		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0 ||
+		    m->number != s->latest_number + 1)
+			return false;
+		agree_wire_apply(s->latest, s->desc.stride, m);
+		s->latest_number = m->number;
+		struct agree_version *v = version_new(s, m->number, s->latest);
+		if (!v) {
+			end_group(ac, "out of memory");
+			return true;
+		}
+		uint32_t slot = (uint32_t)(m->number % s->pending_cap);
+		free(s->pending[slot]);
+		s->pending[slot] = v;
+		send_simple(ac, ac->fd, AGREE_MSG_ACK, m->stream, m->number);
+		return true;
+	}
+	case AGREE_MSG_COMMIT: {
+		if (m->stream >= ac->n_streams)
+			return false;
+		struct agree_stream *s = &ac->streams[m->stream];
+		uint32_t slot = (uint32_t)(m->number % s->pending_cap);
+		struct agree_version *v = s->pending[slot];
+		if (!v || v->number != m->number)
+			return false;
+		s->pending[slot] = NULL;
+		commit_version(ac, s, v);
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+/* ------------------------------------------------------------------ leader ---- */
+
+static bool streams_match(const struct agree_comm *ac, const struct agree_msg *m)
+{
+	if (m->n_streams != ac->n_streams)
+		return false;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		const struct nb_map_agreed_desc *d = &ac->streams[i].desc;
+		if (m->streams[i].name_hash != agree_fnv1a(d->name, strlen(d->name), AGREE_FNV_INIT) ||
+		    m->streams[i].value_size != d->value_size ||
+		    m->streams[i].max_entries != d->max_entries || m->streams[i].map_flags != d->map_flags)
+			return false;
+	}
+	return true;
+}
+
+/* Encodes DATA(v) as a delta against prev once; the same bytes go to every follower. */
+static void encode_data(struct agree_comm *ac, struct agree_buf *b, struct agree_stream *s,
+			uint32_t idx, const struct agree_version *v, const uint8_t *prev)
+{
+	size_t f = agree_wire_begin(b, AGREE_MSG_DATA, 0, ac->comm_id, ac->token);
+	agree_buf_u32(b, idx);
+	agree_buf_u64(b, v->number);
+	agree_buf_u32(b, s->desc.value_size);
+	size_t count_off = b->len;
+	agree_buf_u32(b, 0);
+	uint32_t n = agree_wire_put_delta(b, v->data, prev, s->desc.max_entries, s->desc.stride,
+					  s->desc.value_size);
+	if (!b->oom) {
+		memcpy(b->p + count_off, &n, 4);
+		agree_wire_end(b, f);
+	}
+}
+
+static void send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
+		      const struct agree_version *v, const uint8_t *prev)
+{
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_DATA, 0, ac->comm_id, ac->token);
+	agree_buf_u32(&b, idx);
+	agree_buf_u64(&b, v->number);
+	agree_buf_u32(&b, s->desc.value_size);
+	size_t count_off = b.len;
+	agree_buf_u32(&b, 0);
+	uint32_t n = agree_wire_put_delta(&b, v->data, prev, s->desc.max_entries, s->desc.stride,
+					  s->desc.value_size);
+	if (!b.oom) {
+		memcpy(b.p + count_off, &n, 4);
+		agree_wire_end(&b, f);
+		agree_conn_send(fd, &b);
+	}
+	agree_buf_free(&b);
+}
+
+/* All DATA a (late) joiner lacks: every produced, uncommitted version, in order. */
+static void catch_up(struct agree_comm *ac, int fd)
+{
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t committed = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
+		const uint8_t *prev = s->last ? s->last->data : NULL;
+		for (uint64_t v = committed + 1; v <= s->produced; v++) {
+			struct agree_version *ver = s->produced_ring[v % PRODUCE_AHEAD];
+			if (!ver)
+				break;
+			send_data(ac, fd, s, i, ver, prev);
+			prev = ver->data;
+		}
+	}
+}
+
+static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m)
+{
+	uint32_t r = m->h.rank;
+	if (m->h.type == AGREE_MSG_HELLO) {
+		uint32_t reason = 0;
+		if (r == 0 || r >= ac->n_ranks || m->n_ranks != ac->n_ranks || ac->peers[r])
+			reason = AGREE_REFUSE_RANK; /* also a rank that left: no rejoining */
+		else if (!streams_match(ac, m))
+			reason = AGREE_REFUSE_STREAMS;
+		if (reason) {
+			AGREE_STAT(msgs_refused, 1);
+			send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
+			if (reason == AGREE_REFUSE_STREAMS) /* a real member that cannot agree */
+				end_group(ac, "a rank loaded different agreed maps");
+			return false;
+		}
+		struct agree_peer *p = calloc(1, sizeof(*p));
+		if (!p)
+			return false;
+		p->fd = fd;
+		p->rank = r;
+		ac->peers[r] = p;
+		ac->joined_count++;
+		send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
+		if (atomic_load(&ac->fallback_seq) == AGREE_NO_FALLBACK)
+			catch_up(ac, fd);
+		return true;
+	}
+	if (r == 0 || r >= ac->n_ranks || !ac->peers[r] || ac->peers[r]->gone ||
+	    ac->peers[r]->fd != fd)
+		return false; /* only a joined member may speak, on its own connection */
+	switch (m->h.type) {
+	case AGREE_MSG_CONTRIB: {
+		if (m->stream >= ac->n_streams)
+			return false;
+		struct agree_stream *s = &ac->streams[m->stream];
+		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0)
+			return false;
+		for (uint32_t k = 0; k < m->n_entries; k++) {
+			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
+			uint32_t idx;
+			memcpy(&idx, e, 4);
+			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
+				end_group(ac, "out of memory");
+				return true;
+			}
+		}
+		if (m->number + 1 > s->rank_epochs[r])
+			s->rank_epochs[r] = m->number + 1;
+		return true;
+	}
+	case AGREE_MSG_ACK:
+		if (m->stream >= ac->n_streams)
+			return false;
+		if (m->number > ac->streams[m->stream].rank_acked[r])
+			ac->streams[m->stream].rank_acked[r] = m->number;
+		return true;
+	case AGREE_MSG_FALLBACK:
+		agree_comm_fallback(ac, m->seq, "a rank could not agree in time");
+		return true;
+	case AGREE_MSG_BYE:
+		ac->peer_bye = true; /* on_close: destroyed, not lost */
+		return false;
+	default:
+		return false;
+	}
+}
+
+static bool leader_alloc(struct agree_comm *ac)
+{
+	ac->peers = calloc(ac->n_ranks, sizeof(*ac->peers));
+	if (!ac->peers)
+		return false;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		s->rank_views = calloc(ac->n_ranks, sizeof(*s->rank_views));
+		s->reduce_cnt = calloc(s->desc.max_entries, sizeof(uint32_t));
+		s->rank_epochs = calloc(ac->n_ranks, sizeof(uint64_t));
+		s->rank_acked = calloc(ac->n_ranks, sizeof(uint64_t));
+		s->produced_ring = calloc(PRODUCE_AHEAD, sizeof(*s->produced_ring));
+		if (!s->rank_views || !s->reduce_cnt || !s->rank_epochs || !s->rank_acked ||
+		    !s->produced_ring)
+			return false;
+	}
+	return true;
+}
+
+static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32_t idx,
+			   uint64_t now)
+{
+	uint64_t committed = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
+	if (s->produced - committed >= PRODUCE_AHEAD - 1)
+		return;
+	uint64_t e = s->produced; /* epoch e makes version e + 1 */
+	s->rank_epochs[0] = atomic_load_explicit(&s->closed_epoch, memory_order_acquire);
+	uint32_t have = 0;
+	for (uint32_t r = 0; r < ac->n_ranks; r++)
+		have += s->rank_epochs[r] > e;
+	if (have == 0)
+		return;
+	if (s->first_arrival_ns == 0)
+		s->first_arrival_ns = now;
+	uint64_t delay = agree_config()->fault_leader_delay_ns;
+	if (delay && now - s->first_arrival_ns < delay)
+		return; /* test-only: a slow leader */
+	if (have < ac->n_ranks && now - s->first_arrival_ns < agree_config()->collect_ns)
+		return;
+	uint64_t c0 = thread_cpu_ns();
+	snapshot(s, s->snap); /* the leader's own contribution */
+	struct agree_version *v = malloc(sizeof(*v) + s->bytes);
+	if (!v) {
+		end_group(ac, "out of memory");
+		return;
+	}
+	v->number = e + 1;
+	v->activation = (e + 2) * s->k;
+	atomic_init(&v->next, NULL);
+	agree_reduce(&s->desc, v->data, s->reduce_cnt, s->snap, s->rank_views + 1,
+		     ac->n_ranks - 1);
+	const uint8_t *prev = s->latest_number ? s->latest : NULL;
+	struct agree_buf data = {0};
+	encode_data(ac, &data, s, idx, v, prev);
+	for (uint32_t r = 1; r < ac->n_ranks; r++)
+		if (ac->peers[r] && !ac->peers[r]->gone)
+			agree_conn_send(ac->peers[r]->fd, &data);
+	agree_buf_free(&data);
+	memcpy(s->latest, v->data, s->bytes);
+	s->latest_number = v->number;
+	free(s->produced_ring[v->number % PRODUCE_AHEAD]);
+	s->produced_ring[v->number % PRODUCE_AHEAD] = v;
+	s->produced = v->number;
+	s->first_arrival_ns = 0;
+	AGREE_STAT(epochs_reduced, 1);
+	AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
+}
+
+static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_t idx)
+{
+	for (;;) {
+		uint64_t g = atomic_load(&s->gate);
+		if (g & AGREE_GATE_FALLBACK)
+			return;
+		uint64_t next = g + 1;
+		if (next > s->produced)
+			return;
+		for (uint32_t r = 1; r < ac->n_ranks; r++)
+			if (!ac->peers[r] || s->rank_acked[r] < next)
+				return;
+		uint64_t c0 = thread_cpu_ns();
+		struct agree_version *v = s->produced_ring[next % PRODUCE_AHEAD];
+		s->produced_ring[next % PRODUCE_AHEAD] = NULL;
+		if (!v || v->number != next || !commit_version(ac, s, v))
+			return; /* commit_version freed v: fallback before its activation */
+		for (uint32_t r = 1; r < ac->n_ranks; r++)
+			if (!ac->peers[r]->gone)
+				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_COMMIT, idx, next);
+		AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
+	}
+}
+
+static void leader_step(struct agree_comm *ac, uint64_t now)
+{
+	if (!ac->registered) {
+		int rc = agree_hub_register(ac);
+		if (rc == 0)
+			ac->registered = true;
+		else if (rc != -EAGAIN)
+			end_group(ac, "the rendezvous hub has this communicator from another job");
+	}
+	uint64_t f = atomic_load(&ac->fallback_seq);
+	if (f != AGREE_NO_FALLBACK && f != ac->fallback_sent_seq) {
+		for (uint32_t r = 1; r < ac->n_ranks; r++)
+			if (ac->peers[r] && !ac->peers[r]->gone)
+				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
+		ac->fallback_sent_seq = f;
+		ac->group_dead = true;
+	}
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		if (f == AGREE_NO_FALLBACK) /* after a fallback: only commits of earlier versions */
+			leader_produce(ac, &ac->streams[i], i, now);
+		leader_commit(ac, &ac->streams[i], i);
+		reclaim(&ac->streams[i]);
+	}
+}
+
+/* ------------------------------------------------------------------ common ---- */
+
+static bool stream_alloc(struct agree_comm *ac)
+{
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		s->shipped = calloc(1, s->bytes);
+		s->snap = calloc(1, s->bytes);
+		s->latest = calloc(1, s->bytes);
+		s->pending_cap = PRODUCE_AHEAD;
+		s->pending = calloc(s->pending_cap, sizeof(*s->pending));
+		if (!s->shipped || !s->snap || !s->latest || !s->pending)
+			return false;
+	}
+	return true;
+}
+
+void agree_group_step(struct agree_comm *ac, uint64_t now)
+{
+	if (ac->role == AGREE_ROLE_NONE) {
+		ac->role = atomic_load(&ac->rank) == 0 ? AGREE_ROLE_LEADER : AGREE_ROLE_FOLLOWER;
+		if (!stream_alloc(ac) || (ac->role == AGREE_ROLE_LEADER && !leader_alloc(ac))) {
+			ac->group_dead = true;
+			agree_comm_fallback(ac, agree_first_uncommitted_seq(ac), "out of memory");
+			ac->role = AGREE_ROLE_FOLLOWER; /* stays idle: group_dead */
+			return;
+		}
+	}
+	if (ac->role == AGREE_ROLE_LEADER)
+		leader_step(ac, now);
+	else
+		follower_step(ac, now);
+}
+
+bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m, bool *adopt)
+{
+	(void)adopt;
+	if (ac->role == AGREE_ROLE_LEADER)
+		return leader_on_msg(ac, fd, m);
+	if (ac->role == AGREE_ROLE_FOLLOWER && fd == ac->fd)
+		return follower_on_msg(ac, m);
+	return false;
+}
+
+void agree_group_on_close(struct agree_comm *ac, int fd)
+{
+	if (ac->role == AGREE_ROLE_LEADER) {
+		for (uint32_t r = 1; ac->peers && r < ac->n_ranks; r++) {
+			struct agree_peer *p = ac->peers[r];
+			if (p && !p->gone && p->fd == fd) {
+				/* it activates every version it acked (follower_lost_leader): those
+				 * still commit here once the others ack; F is the first it did not */
+				p->gone = true;
+				p->fd = -1;
+				uint64_t f = UINT64_MAX;
+				for (uint32_t i = 0; i < ac->n_streams; i++) {
+					struct agree_stream *s = &ac->streams[i];
+					uint64_t fs = (s->rank_acked[r] + 2) * s->k;
+					if (fs < f)
+						f = fs;
+				}
+				char why[80];
+				snprintf(why, sizeof(why), ac->peer_bye ? "rank %u: the communicator "
+					 "was destroyed there" : "rank %u left the group", r);
+				ac->peer_bye = false;
+				end_group_at(ac, f, why);
+			}
+		}
+		return;
+	}
+	if (fd != ac->fd)
+		return;
+	ac->fd = -1;
+	if (ac->joined)
+		follower_lost_leader(ac, "lost the connection to the leader");
+	else
+		ac->leader_port = 0; /* not joined yet: find the leader again (late start) */
+}
+
+void agree_group_detach(struct agree_comm *ac)
+{
+	if (ac->role == AGREE_ROLE_FOLLOWER && ac->fd >= 0) {
+		send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
+		agree_conn_flush_close(ac->fd);
+		ac->fd = -1;
+	}
+	if (ac->role == AGREE_ROLE_LEADER && ac->peers) {
+		for (uint32_t r = 1; r < ac->n_ranks; r++)
+			if (ac->peers[r]) {
+				if (!ac->peers[r]->gone) {
+					send_simple(ac, ac->peers[r]->fd, AGREE_MSG_BYE, 0, 0);
+					agree_conn_flush_close(ac->peers[r]->fd);
+				}
+				free(ac->peers[r]);
+			}
+	}
+	free(ac->peers);
+	ac->peers = NULL;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		free(s->shipped);
+		free(s->snap);
+		free(s->latest);
+		for (uint32_t k = 0; s->pending && k < s->pending_cap; k++)
+			free(s->pending[k]);
+		free(s->pending);
+		for (uint32_t r = 0; s->rank_views && r < ac->n_ranks; r++)
+			agree_sparse_free(&s->rank_views[r]);
+		free(s->rank_views);
+		free(s->reduce_cnt);
+		s->reduce_cnt = NULL;
+		free(s->rank_epochs);
+		free(s->rank_acked);
+		for (uint32_t k = 0; s->produced_ring && k < PRODUCE_AHEAD; k++)
+			free(s->produced_ring[k]);
+		free(s->produced_ring);
+		s->shipped = s->snap = s->latest = NULL;
+		s->rank_views = NULL;
+		s->pending = NULL;
+		s->produced_ring = NULL;
+		s->rank_epochs = s->rank_acked = NULL;
+	}
+}

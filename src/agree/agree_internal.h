@@ -1,0 +1,191 @@
+/* agree module internals: communicator state shared by the tuner path (agree_core.c), the
+ * service thread (agree_service.c, agree_group.c) and the decision log (decision_log.c).
+ *
+ * Ownership: fields marked [T] belong to the communicator's tuner thread, [S] to the
+ * service thread, [A] are atomics both use. Versions are immutable once linked into a
+ * stream's list; the service frees a version only after the tuner published (active) a
+ * newer one, and the tuner reads only its active version and the ones after it. */
+#ifndef NCCLBPF_AGREE_INTERNAL_H
+#define NCCLBPF_AGREE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agree/agree.h"
+#include "agree/agree_wire.h"
+#include "maps/map.h"
+
+#define AGREE_GATE_FALLBACK (1ull << 63) /* gate bit: this stream fell back */
+#define AGREE_NO_FALLBACK UINT64_MAX
+#define AGREE_MAX_COMMS 256
+
+struct agree_version {
+	uint64_t number;                       /* v >= 1 */
+	uint64_t activation;                   /* S_v = (v + 1) * K */
+	struct agree_version *_Atomic next;    /* newer committed version */
+	uint8_t data[];                        /* stride * max_entries bytes */
+};
+
+struct agree_peer; /* a follower as the leader sees it (agree_group.c) */
+
+/* A rank's contribution as the leader keeps it: the non-zero entries, sorted by index. */
+struct agree_sparse {
+	uint32_t n, cap;
+	uint32_t *idx;
+	uint8_t *vals; /* n x value_size */
+};
+
+struct agree_stream {
+	struct nb_map_agreed_desc desc;
+	uint32_t slot;                         /* map slot (binding index) */
+	size_t bytes;                          /* stride * max_entries */
+	uint64_t k;                            /* epoch length */
+	uint8_t *contrib;                      /* local contribution (profiler writes) */
+	/* [T] */
+	struct agree_version *active;          /* NULL = version 0 (zeros) */
+	/* [A] */
+	_Atomic uint64_t active_number;        /* tuner's active version number */
+	_Atomic uint64_t gate;                 /* committed version | AGREE_GATE_FALLBACK */
+	_Atomic uint64_t closed_epoch;         /* epochs 0..closed-1 ended on this rank */
+	struct agree_version *_Atomic first;   /* oldest committed version still allocated */
+	/* [S] */
+	struct agree_version *last;            /* newest committed version (append point) */
+	uint8_t *shipped;                      /* contribution as last shipped (delta base) */
+	uint8_t *snap;                         /* scratch: snapshot of contrib */
+	uint64_t shipped_epochs;               /* CONTRIB sent for epochs < this */
+	uint8_t *latest;                       /* newest version's data (received or produced) */
+	uint64_t latest_number;
+	/* [S] follower: versions received, not yet committed */
+	struct agree_version **pending;        /* ring by number % pending_cap */
+	uint32_t pending_cap;
+	/* [S] leader */
+	struct agree_sparse *rank_views;       /* n_ranks: latest contribution per rank (sparse) */
+	uint32_t *reduce_cnt;                  /* max_entries: contributors per entry (scratch) */
+	uint64_t *rank_epochs;                 /* epochs received per rank */
+	uint64_t *rank_acked;                  /* highest version acked per rank */
+	uint64_t produced;                     /* versions 1..produced sent as DATA */
+	uint64_t first_arrival_ns;             /* when epoch `produced` first got a contribution */
+	struct agree_version **produced_ring;  /* produced but uncommitted versions */
+};
+
+enum agree_role { AGREE_ROLE_NONE, AGREE_ROLE_LEADER, AGREE_ROLE_FOLLOWER };
+
+struct agree_comm {
+	uint64_t comm_id;
+	uint64_t token;
+	uint32_t n_ranks;
+	_Atomic int rank;                      /* -1 until the profiler tells */
+	_Atomic int refs;                      /* tuner + profiler + service */
+	bool tuner_open, profiler_open;        /* under the registry lock */
+	/* [T] */
+	uint64_t next_event;                   /* seq at which the slow path must run */
+	bool started;                          /* first collective seen */
+	struct nb_map_binding read_bind;
+	/* [A] */
+	_Atomic bool streams_ready;            /* streams[] set up (by the tuner at seq 0) */
+	bool grouped;                          /* agreement runs (set before streams_ready) */
+	_Atomic uint64_t fallback_seq;         /* AGREE_NO_FALLBACK or F */
+	_Atomic bool fallback_logged;
+	_Atomic bool closing;                  /* tuner closed: the service says BYE */
+	_Atomic uint64_t tuner_seq;            /* last seq the tuner saw (diagnostics) */
+	struct nb_map_binding write_bind;      /* immutable once streams_ready */
+	uint32_t n_streams;
+	struct agree_stream streams[AGREE_MAX_STREAMS];
+	/* [S] group state */
+	enum agree_role role;
+	bool joined;                           /* follower: WELCOME received */
+	bool group_dead;                       /* no further agreement possible */
+	int fd;                                /* follower: connection to the leader */
+	struct agree_buf out;                  /* follower: pending output */
+	struct agree_buf in;
+	uint64_t next_try_ns;                  /* follower: lookup/connect retry */
+	uint32_t leader_addr, leader_port;     /* follower: from the hub */
+	bool registered;                       /* leader: REGISTER acknowledged / local */
+	struct agree_peer **peers;             /* leader: by rank (NULL = not joined) */
+	uint32_t joined_count;
+	bool fallback_sent;                    /* follower: FALLBACK reported to the leader */
+	uint64_t fallback_sent_seq;            /* leader: F last announced */
+	bool peer_bye;                         /* leader: the closing peer said BYE */
+	/* decision log ring [T] producer, [S] consumer */
+	struct agree_decision *log_ring;
+	uint32_t log_cap;
+	_Atomic uint64_t log_head, log_tail;
+};
+
+struct agree_decision {
+	uint64_t seq, n_bytes;
+	int32_t coll, algo, proto, channels;
+};
+
+/* ---- process-wide (agree_core.c) ---- */
+struct agree_config {
+	bool enabled;               /* NCCLBPF_AGREE != off */
+	char host[256];
+	uint16_t port;
+	bool have_addr;
+	uint64_t secret_hash;
+	uint64_t wait_ns;           /* NCCLBPF_AGREE_WAIT_MS */
+	uint64_t collect_ns;        /* leader: wait for stragglers' contributions */
+	/* test-only fault injection (NCCLBPF_AGREE_TEST_FAULT, docs/agreement.md) */
+	uint64_t fault_leader_delay_ns;
+	uint64_t fault_drop_after_epochs;
+	uint64_t fault_stall_service_ns;
+};
+const struct agree_config *agree_config(void);
+uint64_t agree_now_ns(void);
+uint64_t agree_job_token(uint64_t comm_id);
+
+/* Registry snapshot for the service thread. */
+void agree_registry_lock(void);
+void agree_registry_unlock(void);
+struct agree_comm *agree_registry_at(size_t i); /* under the lock; NULL = empty slot */
+void agree_comm_release(struct agree_comm *ac); /* drops a reference; frees at 0 */
+
+/* Falls back from comm_seq F on (the smallest F wins; logs once). Versions activating
+ * before F still commit. Returns the effective F. */
+uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why);
+/* Smallest activation seq of a version not yet committed, over all streams. */
+uint64_t agree_first_uncommitted_seq(struct agree_comm *ac);
+
+/* ---- service thread (agree_service.c) ---- */
+void agree_service_start(void);
+void agree_service_wake(void);
+void agree_stat_add(size_t offset, uint64_t v);
+#define AGREE_STAT(field, v) agree_stat_add(offsetof(struct agree_stats, field), (v))
+void agree_stat_max(size_t offset, uint64_t v);
+
+/* ---- group protocol (agree_group.c), service thread only ---- */
+void agree_group_step(struct agree_comm *ac, uint64_t now);
+/* A message for communicator ac arrived on a connection; returns false to close it. */
+bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m, bool *adopt);
+void agree_group_on_close(struct agree_comm *ac, int fd);
+void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, free [S] */
+int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
+int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
+void agree_conn_register(int fd, struct agree_comm *owner); /* poll it; owner for follower conns */
+void agree_conn_close(int fd);
+/* Sends what is queued (bounded wait), then closes with FIN: a BYE before detaching. */
+void agree_conn_flush_close(int fd);
+bool agree_is_hub(void);
+int agree_hub_register(struct agree_comm *ac);           /* leader */
+int agree_hub_lookup(struct agree_comm *ac);             /* follower: sends LOOKUP */
+uint16_t agree_listen_port(void);
+bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port);
+
+/* ---- reduction (agree_reduce.c) ---- */
+/* out (dense, stride x max_entries) = op over the leader's own dense view `self` and the
+ * sparse views of the others; entries nobody contributed stay 0. LEADER: out = self.
+ * cnt: max_entries scratch. */
+void agree_reduce(const struct nb_map_agreed_desc *d, uint8_t *out, uint32_t *cnt,
+		  const uint8_t *self, const struct agree_sparse *views, uint32_t n_views);
+/* Sets entry `key` of a sparse view (an all-zero value removes it). 0 or -ENOMEM. */
+int agree_sparse_set(struct agree_sparse *v, uint32_t value_size, uint32_t key,
+		     const uint8_t *value);
+void agree_sparse_free(struct agree_sparse *v);
+
+/* ---- decision log (decision_log.c) ---- */
+void agree_decision_log_drain(bool final);
+
+#endif

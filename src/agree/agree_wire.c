@@ -1,0 +1,281 @@
+/* Agreement protocol: frame parsing and encoding (agree_wire.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agree/agree_wire.h"
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+static long bad(char *err, size_t errlen, long rc, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+uint64_t agree_fnv1a(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *s = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* Fixed payload sizes before any variable part. */
+static long need(uint32_t type)
+{
+	switch (type) {
+	case AGREE_MSG_HELLO: return 8;      /* n_ranks, n_streams */
+	case AGREE_MSG_WELCOME: return 8;    /* fallback seq */
+	case AGREE_MSG_REFUSE: return 4;     /* reason */
+	case AGREE_MSG_CONTRIB:
+	case AGREE_MSG_DATA: return 20;      /* stream, number, value_size, n_entries */
+	case AGREE_MSG_ACK:
+	case AGREE_MSG_COMMIT: return 12;    /* stream, number */
+	case AGREE_MSG_FALLBACK: return 8;   /* seq */
+	case AGREE_MSG_BYE: return 0;
+	case AGREE_MSG_REGISTER: return 4;   /* port */
+	case AGREE_MSG_LOOKUP: return 0;
+	case AGREE_MSG_LEADER: return 8;     /* addr, port */
+	default: return -1;
+	}
+}
+
+long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char *err,
+		      size_t errlen)
+{
+	if (len < AGREE_HDR_SIZE)
+		return 0;
+	memset(m, 0, sizeof(*m));
+	m->h.magic = rd32(buf);
+	m->h.version = (uint16_t)(buf[4] | buf[5] << 8);
+	m->h.type = (uint16_t)(buf[6] | buf[7] << 8);
+	m->h.length = rd32(buf + 8);
+	m->h.rank = rd32(buf + 12);
+	m->h.comm_id = rd64(buf + 16);
+	m->h.token = rd64(buf + 24);
+	if (m->h.magic != AGREE_MAGIC)
+		return bad(err, errlen, -EPROTO, "bad magic 0x%08x", m->h.magic);
+	if (m->h.version != AGREE_WIRE_VERSION)
+		return bad(err, errlen, -EPROTO, "protocol version %u, expected %u", m->h.version,
+			   AGREE_WIRE_VERSION);
+	long fixed = need(m->h.type);
+	if (fixed < 0)
+		return bad(err, errlen, -EPROTO, "unknown message type %u", m->h.type);
+	if (m->h.length > AGREE_MAX_PAYLOAD)
+		return bad(err, errlen, -EMSGSIZE, "payload length %u over the %u-byte limit",
+			   m->h.length, AGREE_MAX_PAYLOAD);
+	if ((uint64_t)m->h.length < (uint64_t)fixed)
+		return bad(err, errlen, -EBADMSG, "type %u: payload %u bytes, needs >= %ld",
+			   m->h.type, m->h.length, fixed);
+	if (len - AGREE_HDR_SIZE < m->h.length)
+		return 0;
+	const uint8_t *p = buf + AGREE_HDR_SIZE;
+	uint32_t n = m->h.length;
+	switch (m->h.type) {
+	case AGREE_MSG_HELLO:
+		m->n_ranks = rd32(p);
+		m->n_streams = rd32(p + 4);
+		if (m->n_streams > AGREE_MAX_STREAMS)
+			return bad(err, errlen, -EBADMSG, "HELLO: %u streams (max %d)", m->n_streams,
+				   AGREE_MAX_STREAMS);
+		if (n != 8 + m->n_streams * 20u)
+			return bad(err, errlen, -EBADMSG, "HELLO: %u bytes for %u streams", n,
+				   m->n_streams);
+		for (uint32_t i = 0; i < m->n_streams; i++) {
+			const uint8_t *s = p + 8 + i * 20;
+			m->streams[i].name_hash = rd64(s);
+			m->streams[i].value_size = rd32(s + 8);
+			m->streams[i].max_entries = rd32(s + 12);
+			m->streams[i].map_flags = rd32(s + 16);
+		}
+		break;
+	case AGREE_MSG_WELCOME:
+	case AGREE_MSG_FALLBACK:
+		if (n != 8)
+			return bad(err, errlen, -EBADMSG, "type %u: %u bytes, expected 8", m->h.type, n);
+		m->seq = rd64(p);
+		break;
+	case AGREE_MSG_REFUSE:
+		if (n != 4)
+			return bad(err, errlen, -EBADMSG, "REFUSE: %u bytes", n);
+		m->reason = rd32(p);
+		break;
+	case AGREE_MSG_CONTRIB:
+	case AGREE_MSG_DATA: {
+		m->stream = rd32(p);
+		m->number = rd64(p + 4);
+		m->value_size = rd32(p + 12);
+		m->n_entries = rd32(p + 16);
+		if (m->value_size == 0 || m->value_size % 8 || m->value_size > (1u << 20))
+			return bad(err, errlen, -EBADMSG, "type %u: value size %u", m->h.type,
+				   m->value_size);
+		uint64_t body = (uint64_t)m->n_entries * (4u + m->value_size);
+		if (body != n - 20u)
+			return bad(err, errlen, -EBADMSG,
+				   "type %u: %u entries of %u bytes need %llu bytes, payload has %u",
+				   m->h.type, m->n_entries, m->value_size, (unsigned long long)body,
+				   n - 20u);
+		m->entries = p + 20;
+		break;
+	}
+	case AGREE_MSG_ACK:
+	case AGREE_MSG_COMMIT:
+		if (n != 12)
+			return bad(err, errlen, -EBADMSG, "type %u: %u bytes, expected 12", m->h.type, n);
+		m->stream = rd32(p);
+		m->number = rd64(p + 4);
+		break;
+	case AGREE_MSG_BYE:
+	case AGREE_MSG_LOOKUP:
+		if (n != 0)
+			return bad(err, errlen, -EBADMSG, "type %u: unexpected payload", m->h.type);
+		break;
+	case AGREE_MSG_REGISTER:
+		if (n != 4)
+			return bad(err, errlen, -EBADMSG, "REGISTER: %u bytes", n);
+		m->port = rd32(p);
+		if (m->port == 0 || m->port > 65535)
+			return bad(err, errlen, -EBADMSG, "REGISTER: port %u", m->port);
+		break;
+	case AGREE_MSG_LEADER:
+		if (n != 8)
+			return bad(err, errlen, -EBADMSG, "LEADER: %u bytes", n);
+		memcpy(&m->addr, p, 4); /* network order, as stored */
+		m->port = rd32(p + 4);
+		if (m->port > 65535)
+			return bad(err, errlen, -EBADMSG, "LEADER: port %u", m->port);
+		break;
+	}
+	if ((m->h.type == AGREE_MSG_CONTRIB || m->h.type == AGREE_MSG_DATA ||
+	     m->h.type == AGREE_MSG_ACK || m->h.type == AGREE_MSG_COMMIT) &&
+	    m->stream >= AGREE_MAX_STREAMS)
+		return bad(err, errlen, -EBADMSG, "stream %u out of range", m->stream);
+	return AGREE_HDR_SIZE + (long)n;
+}
+
+int agree_wire_check_entries(const struct agree_msg *m, uint32_t max_entries,
+			     uint32_t value_size)
+{
+	if (m->value_size != value_size)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < m->n_entries; i++)
+		if (rd32(m->entries + (size_t)i * (4u + value_size)) >= max_entries)
+			return -EBADMSG;
+	return 0;
+}
+
+void agree_wire_apply(uint8_t *view, uint32_t stride, const struct agree_msg *m)
+{
+	for (uint32_t i = 0; i < m->n_entries; i++) {
+		const uint8_t *e = m->entries + (size_t)i * (4u + m->value_size);
+		memcpy(view + (size_t)rd32(e) * stride, e + 4, m->value_size);
+	}
+}
+
+void agree_buf_free(struct agree_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+void agree_buf_put(struct agree_buf *b, const void *src, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n)
+			cap *= 2;
+		uint8_t *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, src, n);
+	b->len += n;
+}
+
+void agree_buf_u32(struct agree_buf *b, uint32_t v)
+{
+	uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	agree_buf_put(b, x, 4);
+}
+
+void agree_buf_u64(struct agree_buf *b, uint64_t v)
+{
+	agree_buf_u32(b, (uint32_t)v);
+	agree_buf_u32(b, (uint32_t)(v >> 32));
+}
+
+size_t agree_wire_begin(struct agree_buf *b, enum agree_msg_type type, uint32_t rank,
+			uint64_t comm_id, uint64_t token)
+{
+	size_t off = b->len;
+	agree_buf_u32(b, AGREE_MAGIC);
+	uint8_t vt[4] = {AGREE_WIRE_VERSION, 0, (uint8_t)type, (uint8_t)(type >> 8)};
+	agree_buf_put(b, vt, 4);
+	agree_buf_u32(b, 0);
+	agree_buf_u32(b, rank);
+	agree_buf_u64(b, comm_id);
+	agree_buf_u64(b, token);
+	return off;
+}
+
+void agree_wire_end(struct agree_buf *b, size_t off)
+{
+	if (b->oom || b->len < off + AGREE_HDR_SIZE)
+		return;
+	uint32_t n = (uint32_t)(b->len - off - AGREE_HDR_SIZE);
+	uint8_t *p = b->p + off + 8;
+	p[0] = (uint8_t)n;
+	p[1] = (uint8_t)(n >> 8);
+	p[2] = (uint8_t)(n >> 16);
+	p[3] = (uint8_t)(n >> 24);
+}
+
+uint32_t agree_wire_put_delta(struct agree_buf *b, const uint8_t *cur, const uint8_t *prev,
+			      uint32_t max_entries, uint32_t stride, uint32_t value_size)
+{
+	static const uint8_t zero[64];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < max_entries; i++) {
+		const uint8_t *c = cur + (size_t)i * stride;
+		bool same;
+		if (prev)
+			same = memcmp(c, prev + (size_t)i * stride, value_size) == 0;
+		else {
+			same = true;
+			for (uint32_t o = 0; o < value_size && same; o += sizeof(zero)) {
+				uint32_t k = value_size - o < sizeof(zero) ? value_size - o : sizeof(zero);
+				same = memcmp(c + o, zero, k) == 0;
+			}
+		}
+		if (same)
+			continue;
+		agree_buf_u32(b, i);
+		agree_buf_put(b, c, value_size);
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,129 @@
+/* Decision log (NCCLBPF_DECISION_LOG=DIR): one JSON line per tuned collective, one file per
+ * process, decisions-<host>-<pid>.jsonl. The tuner thread appends a fixed-size record to
+ * its communicator's ring (no lock, no allocation, no I/O); the service thread formats and
+ * writes them. A full ring drops the record and counts it (agree_stats.decisions_dropped)
+ * and the file says so in a {"dropped":N} line, so a checker never mistakes a gap for
+ * agreement. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agree/agree_internal.h"
+#include "ncclbpf/policy.h"
+#include "runtime/runtime.h"
+
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static FILE *log_file;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_open(void)
+{
+	const char *dir = getenv("NCCLBPF_DECISION_LOG");
+	if (!dir || !*dir)
+		return;
+	char host[128] = "host", path[4096];
+	gethostname(host, sizeof(host) - 1);
+	for (char *p = host; *p; p++)
+		if (*p == '/' || *p == '"')
+			*p = '_';
+	snprintf(path, sizeof(path), "%s/decisions-%s-%d.jsonl", dir, host, (int)getpid());
+	log_file = fopen(path, "w");
+	if (!log_file)
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
+			    "agree: cannot write the decision log %s: %m", path);
+	else
+		setvbuf(log_file, NULL, _IOFBF, 1 << 16);
+}
+
+bool agree_decision_log_enabled(void)
+{
+	pthread_once(&log_once, log_open);
+	return log_file != NULL;
+}
+
+void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t n_bytes,
+			int algo, int proto, int n_channels)
+{
+	if (!ac || !ac->log_ring)
+		return;
+	uint64_t head = atomic_load_explicit(&ac->log_head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&ac->log_tail, memory_order_acquire);
+	if (head - tail >= ac->log_cap) {
+		AGREE_STAT(decisions_dropped, 1);
+		return;
+	}
+	struct agree_decision *d = &ac->log_ring[head & (ac->log_cap - 1)];
+	d->seq = seq;
+	d->n_bytes = n_bytes;
+	d->coll = coll;
+	d->algo = algo;
+	d->proto = proto;
+	d->channels = n_channels;
+	atomic_store_explicit(&ac->log_head, head + 1, memory_order_release);
+	if (head - tail > ac->log_cap / 2)
+		agree_service_wake();
+}
+
+static const char *coll_name(int c)
+{
+	static const char *n[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+	return c >= 0 && c < NCCLBPF_NUM_COLLS ? n[c] : "?";
+}
+
+static void put_name(char *buf, size_t len, int v, const char *const *names, int count)
+{
+	if (v < 0 || v >= count)
+		snprintf(buf, len, "null");
+	else
+		snprintf(buf, len, "\"%s\"", names[v]);
+}
+
+static void drain_comm(struct agree_comm *ac)
+{
+	static const char *algos[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS",
+				      "NVLSTree", "PAT"};
+	static const char *protos[] = {"LL", "LL128", "Simple"};
+	uint64_t tail = atomic_load_explicit(&ac->log_tail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&ac->log_head, memory_order_acquire);
+	int rank = atomic_load(&ac->rank);
+	for (; tail < head; tail++) {
+		const struct agree_decision *d = &ac->log_ring[tail & (ac->log_cap - 1)];
+		char a[32], p[32];
+		put_name(a, sizeof(a), d->algo, algos, 7);
+		put_name(p, sizeof(p), d->proto, protos, 3);
+		fprintf(log_file,
+			"{\"comm\":\"0x%" PRIx64 "\",\"rank\":%d,\"seq\":%" PRIu64 ",\"coll\":\"%s\","
+			"\"bytes\":%" PRIu64 ",\"algo\":%s,\"proto\":%s,\"channels\":%d}\n",
+			ac->comm_id, rank, d->seq, coll_name(d->coll), d->n_bytes, a, p, d->channels);
+		AGREE_STAT(decisions_logged, 1);
+	}
+	atomic_store_explicit(&ac->log_tail, tail, memory_order_release);
+}
+
+void agree_decision_log_drain(bool final)
+{
+	if (!log_file)
+		return;
+	pthread_mutex_lock(&log_lock);
+	agree_registry_lock();
+	for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
+		struct agree_comm *ac = agree_registry_at(i);
+		if (ac && ac->log_ring)
+			drain_comm(ac);
+	}
+	agree_registry_unlock();
+	static uint64_t dropped_reported;
+	struct agree_stats st;
+	agree_get_stats(&st);
+	if (st.decisions_dropped != dropped_reported) {
+		fprintf(log_file, "{\"dropped\":%" PRIu64 "}\n", st.decisions_dropped - dropped_reported);
+		dropped_reported = st.decisions_dropped;
+	}
+	if (final)
+		fflush(log_file);
+	else
+		fflush(log_file); /* buffered in the ring; one write per service pass */
+	pthread_mutex_unlock(&log_lock);
+}

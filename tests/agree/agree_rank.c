@@ -1,0 +1,110 @@
+/* One rank of a simulated job for the agreement tests: the mock NCCL host dlopens the built
+ * libncclbpf.so as NCCL 2.30 does (tuner v6 + profiler v6 from the same library), creates
+ * one communicator as rank R of N, and runs S AllReduce collectives: getCollInfo ->
+ * NCCL's selection -> a synthetic latency that depends on the rank and the channel count
+ * -> the profiler's events (so the policy's profiler program contributes to its agreed
+ * map). Decisions go to NCCLBPF_DECISION_LOG; the test script checks them with
+ * `ncclbpf decisions`.
+ *
+ * usage: agree_rank LIB.so RANK NRANKS STEPS [--sleep-us U] [--late-ms L] [--comm HEX]
+ *                   [--bytes B] [--seed X]
+ * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mock_nccl.h"
+#include "profiler_host.h"
+
+static void sleep_us(unsigned long us)
+{
+	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+	nanosleep(&ts, NULL);
+}
+
+/* Latency of one collective at ch channels on this rank: every rank has a different best
+ * channel count and base speed, plus a little deterministic jitter. */
+static uint64_t synth_latency(int rank, int ch, uint64_t step, uint64_t seed)
+{
+	int best = 4 << (rank % 3);                  /* 4, 8, 16 */
+	int d = ch > best ? ch - best : best - ch;
+	uint64_t base = 40000 + 5000ull * (uint64_t)rank;
+	uint64_t x = (step * 2654435761ull) ^ (seed + (uint64_t)rank * 97);
+	uint64_t jitter = (x >> 7) % 2000;
+	return base + 3000ull * (uint64_t)(d * d) + jitter;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 5) {
+		fprintf(stderr, "usage: %s LIB.so RANK NRANKS STEPS [--sleep-us U] [--late-ms L] "
+				"[--comm HEX] [--bytes B] [--seed X]\n", argv[0]);
+		return 2;
+	}
+	const char *lib = argv[1];
+	int rank = atoi(argv[2]), n_ranks = atoi(argv[3]);
+	long steps = atol(argv[4]);
+	unsigned long sleep = 0, late_ms = 0;
+	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1;
+	for (int i = 5; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--sleep-us"))
+			sleep = strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--late-ms"))
+			late_ms = strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--comm"))
+			comm = strtoull(argv[i + 1], NULL, 16);
+		else if (!strcmp(argv[i], "--bytes"))
+			bytes = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--seed"))
+			seed = strtoull(argv[i + 1], NULL, 10);
+	}
+	if (rank < 0 || rank >= n_ranks || steps <= 0)
+		return 2;
+	if (late_ms)
+		sleep_us(late_ms * 1000); /* a rank that joins late */
+
+	static struct mock_nccl m;
+	if (mock_nccl_load_tuner(&m, 230, lib, 0) != 0 || m.tuner_version != 6) {
+		fprintf(stderr, "rank %d: load tuner: %s\n", rank, m.err);
+		return 1;
+	}
+	struct ph_host h;
+	char err[256];
+	if (ph_open(&h, lib, 6, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rank %d: load profiler: %s\n", rank, err);
+		return 1;
+	}
+	int n_nodes = n_ranks;
+	struct ph_comm pc;
+	if (ph_comm_init(&h, &pc, comm, "agree", n_nodes, n_ranks, rank) != 0)
+		return 1;
+	struct mock_comm mc;
+	if (mock_comm_init(&m, &mc, comm, n_ranks, n_nodes) != 0)
+		return 1;
+
+	for (long s = 0; s < steps; s++) {
+		float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		mock_cost_table(table, MOCK_TOPO_MULTI_NODE, 4, bytes, n_ranks, n_nodes);
+		int n_ch = 0, algo = 1, proto = 2;
+		mock_comm_get_coll_info(&mc, 4, bytes, 1, 0, table, &n_ch);
+		if (mock_select(230, table, &algo, &proto) != 0)
+			return 1;
+		int ch = n_ch > 0 && n_ch < mc.nccl_channels ? n_ch : mc.nccl_channels;
+		struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo, .proto = proto,
+				    .n_channels = ch,
+				    .gpu_ns = synth_latency(rank, ch, (uint64_t)s, seed)};
+		ph_coll_run(&pc, &k);
+		if (sleep)
+			sleep_us(sleep);
+	}
+	ph_comm_finalize(&pc);
+	mock_comm_finalize(&mc);
+	printf("rank %d done: %ld collectives\n", rank, steps);
+	fflush(stdout);
+	ph_close(&h);
+	mock_nccl_unload(&m);
+	return 0;
+}

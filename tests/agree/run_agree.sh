@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Multi-process agreement tests: 4 processes of the mock NCCL host (tuner + profiler through
+# the real libncclbpf.so, policies/adaptive_channels.bpf.o in strict mode), each fed
+# different synthetic latencies, under each failure of docs/agreement.md. Every scenario
+# checks with `ncclbpf decisions` that the ranks' decision logs agree, that no process hangs
+# or crashes, that the waits stay under the bound, and the scenario's expected outcome
+# (no fallback / every rank falls back at the same collective).
+#
+# usage: run_agree.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
+# AGREE_LONG=1: >= 1000 epochs per scenario and the extra scenarios (minutes).
+set -u
+RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
+LONG=${AGREE_LONG:-0}
+STEPS=6600          # >= 100 epochs of K = 64 (adaptive_channels)
+[ "$LONG" = 1 ] && STEPS=66000
+WAIT_MS=3000        # the stated bound of a rank's wait (NCCLBPF_AGREE_WAIT_MS)
+rm -rf "$RUN"
+mkdir -p "$RUN"
+fail=0
+BASEPORT=$(( 20000 + ($$ % 20000) ))
+scen_no=0
+
+die() { echo "FAIL [$SCEN]: $*"; fail=1; }
+
+# start_rank NAME RANK STEPS [extra agree_rank args...]; env from the caller
+start_rank() {
+	local name=$1 rank=$2 steps=$3; shift 3
+	timeout -s KILL 120 "$RANKBIN" "$LIB" "$rank" 4 "$steps" --sleep-us "${SLEEP_US:-100}" "$@" \
+		>"$DIR/out.$name" 2>"$DIR/err.$name" &
+	PIDS[$rank]=$!
+}
+
+begin() {
+	SCEN=$1
+	scen_no=$((scen_no + 1))
+	DIR=$RUN/$SCEN
+	mkdir -p "$DIR/log"
+	PORT=$((BASEPORT + scen_no))
+	export NCCLBPF_POLICY=$POLICIES/adaptive_channels.bpf.o
+	export NCCLBPF_DECISION_LOG=$DIR/log
+	export NCCLBPF_AGREE=127.0.0.1:$PORT
+	export NCCLBPF_AGREE_WAIT_MS=$WAIT_MS
+	export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING
+	unset NCCLBPF_AGREE_TEST_FAULT NCCLBPF_AGREE_SECRET NCCLBPF_VERIFY NCCLBPF_RANK_LOCAL
+	PIDS=()
+	echo "== $SCEN"
+}
+
+# wait_all [expected exit codes...]: every started rank must exit (0 unless killed)
+wait_all() {
+	for r in "${!PIDS[@]}"; do
+		wait "${PIDS[$r]}"
+		local rc=$?
+		if [ "${KILLED:-}" = "$r" ]; then continue; fi
+		[ $rc -eq 0 ] || die "rank $r exited with $rc (137 = killed by the hang timeout)"
+	done
+	KILLED=
+}
+
+# check_decisions: all logs agree (exit 0 of ncclbpf decisions)
+check_decisions() {
+	"$CLI" decisions "$DIR/log" >"$DIR/decisions.txt" 2>&1
+	local rc=$?
+	cat "$DIR/decisions.txt" | sed 's/^/   /'
+	[ $rc -eq 0 ] || die "ncclbpf decisions exit $rc"
+}
+
+# fallback_of RANK: "none" or the collective the rank fell back from
+fallback_of() { sed -n 's/.*closed at collective [0-9]*: .*fallback at \([0-9a-z]*\);.*/\1/p' "$DIR/err.$1" | tail -1; }
+waits_us_of() { sed -n 's/.* waits (longest \([0-9]*\) us).*/\1/p' "$DIR/err.$1" | tail -1; }
+versions_of() { sed -n 's/.*: \([0-9]*\) versions activated.*/\1/p' "$DIR/err.$1" | tail -1; }
+
+check_waits() {
+	for r in "$@"; do
+		local w; w=$(waits_us_of "$r")
+		[ -n "$w" ] || { die "rank $r printed no statistics"; continue; }
+		[ "$w" -le $(( WAIT_MS * 1000 + 200000 )) ] || die "rank $r waited ${w} us > bound"
+	done
+}
+
+expect_no_fallback() {
+	for r in "$@"; do
+		[ "$(fallback_of "$r")" = none ] || die "rank $r fell back ($(fallback_of "$r"))"
+		local v; v=$(versions_of "$r")
+		[ "${v:-0}" -ge "${MIN_VERSIONS:-100}" ] || die "rank $r activated only ${v:-0} versions"
+	done
+}
+
+# expect_same_fallback RANKS...: all fell back, at the same collective
+expect_same_fallback() {
+	local first=""
+	for r in "$@"; do
+		local f; f=$(fallback_of "$r")
+		[ -n "$f" ] && [ "$f" != none ] || { die "rank $r did not fall back"; continue; }
+		[ -z "$first" ] && first=$f
+		[ "$f" = "$first" ] || die "rank $r fell back at $f, another rank at $first"
+	done
+	echo "   every rank fell back at collective $first"
+}
+
+# ---- 1. steady state: >= 100 epochs, no fallback --------------------------------------
+begin steady
+for r in 0 1 2 3; do start_rank $r $r $STEPS --seed 7; done
+wait_all
+check_decisions
+expect_no_fallback 0 1 2 3
+check_waits 0 1 2 3
+
+# ---- 2. slow leader: each version 15 ms late; ranks wait, nobody falls back ------------
+begin slow_leader
+NCCLBPF_AGREE_TEST_FAULT=leader_delay_ms=15 start_rank 0 0 2200
+for r in 1 2 3; do start_rank $r $r 2200; done
+wait_all
+check_decisions
+MIN_VERSIONS=30 expect_no_fallback 0 1 2 3
+check_waits 0 1 2 3
+
+# ---- 3. leader stalled beyond the bound: every rank falls back at the same collective --
+begin stalled_leader
+export NCCLBPF_AGREE_WAIT_MS=400
+NCCLBPF_AGREE_TEST_FAULT=stall_service_ms=1500 start_rank 0 0 1000
+for r in 1 2 3; do start_rank $r $r 1000; done
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 3
+WAIT_MS=400 check_waits 0 1 2 3
+
+# ---- 4. a connection drops: the lost rank and the group fall back at the same point ----
+begin connection_drop
+NCCLBPF_AGREE_TEST_FAULT=drop_after_epochs=20 start_rank 2 2 3000
+for r in 0 1 3; do start_rank $r $r 3000; done
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 3
+check_waits 0 1 2 3
+
+# ---- 5. the leader process is killed: no follower hangs, the logs agree ----------------
+begin leader_killed
+SLEEP_US=300 start_rank 0 0 8000
+for r in 1 2 3; do SLEEP_US=300 start_rank $r $r 8000; done
+sleep 0.8
+# the rank runs under `timeout`: kill the rank process itself (the child of that pid)
+kill -9 $(pgrep -P "${PIDS[0]}") 2>/dev/null
+KILLED=0
+wait_all
+check_decisions
+expect_same_fallback 1 2 3
+check_waits 1 2 3
+
+# ---- 6. a rank joins late (within the bound): the others wait, nobody falls back -------
+begin late_join
+for r in 0 1 2; do start_rank $r $r 2200; done
+start_rank 3 3 2200 --late-ms 1200
+wait_all
+check_decisions
+MIN_VERSIONS=30 expect_no_fallback 0 1 2 3
+check_waits 0 1 2 3
+
+# ---- 7. a communicator destroyed mid-epoch on one rank ---------------------------------
+begin comm_destroyed
+start_rank 1 1 1317            # stops 37 collectives into an epoch
+for r in 0 2 3; do start_rank $r $r 2600; done
+wait_all
+check_decisions
+expect_same_fallback 0 2 3
+
+# ---- 8. garbage, truncated and oversize messages on the rendezvous port ---------------
+begin garbage
+for r in 0 1 2 3; do start_rank $r $r 3000; done
+sleep 0.3
+for i in 1 2 3; do
+	head -c 3000 /dev/urandom >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
+	# valid magic and version, 2 GiB length
+	printf 'NBAG\x01\x00\x05\x00\xff\xff\xff\x7f' >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
+	# a truncated HELLO, then the connection closes
+	printf 'NBAG\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00\x00\x00' >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
+	# a well-formed HELLO for the job's communicator with a wrong token
+	printf 'NBAG\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00\x00\x00\x01\x00\xee\xa9\x00\x00\x00\x00\xde\xad\xbe\xef\x00\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00' >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
+done
+wait_all
+check_decisions
+MIN_VERSIONS=40 expect_no_fallback 0 1 2 3
+grep -q "refused a connection" "$DIR"/err.* || die "no refusal logged"
+
+# ---- 9. a second job on the same port (other communicator, other secret) ---------------
+begin second_job
+for r in 0 1 2 3; do NCCLBPF_AGREE_SECRET=jobA start_rank a$r $r 2200; done
+for r in 0 1 2 3; do
+	NCCLBPF_AGREE_SECRET=jobB timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 2200 --sleep-us 100 \
+		--comm b0b0b0b0 --seed 3 >"$DIR/out.b$r" 2>"$DIR/err.b$r" &
+	PIDS[$((r + 4))]=$!
+done
+wait_all
+check_decisions
+MIN_VERSIONS=30 expect_no_fallback a0 a1 a2 a3 b0 b1 b2 b3
+
+if [ "$LONG" = 1 ]; then
+	# ---- long: a rank that joins after the bound: every rank falls back, it too ----
+	begin late_join_beyond_bound
+	export NCCLBPF_AGREE_WAIT_MS=500
+	for r in 0 1 2; do start_rank $r $r 2000; done
+	start_rank 3 3 2000 --late-ms 2500
+	wait_all
+	check_decisions
+	expect_same_fallback 0 1 2 3
+	# ---- long: a member with the wrong secret is refused; the job falls back together
+	begin wrong_secret
+	export NCCLBPF_AGREE_WAIT_MS=500
+	for r in 0 1 3; do NCCLBPF_AGREE_SECRET=right start_rank $r $r 1500; done
+	NCCLBPF_AGREE_SECRET=wrong start_rank 2 2 1500
+	wait_all
+	check_decisions
+	expect_same_fallback 0 1 2 3
+	# ---- long: ranks far apart in speed (one 10x slower) ----
+	begin far_behind
+	for r in 0 1 2; do SLEEP_US=50 start_rank $r $r 20000; done
+	SLEEP_US=500 start_rank 3 3 20000
+	wait_all
+	check_decisions
+	expect_no_fallback 0 1 2 3
+fi
+
+[ $fail -eq 0 ] && echo "all agreement scenarios passed" || echo "SOME SCENARIOS FAILED"
+exit $fail
