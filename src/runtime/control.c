@@ -154,13 +154,17 @@ const char *runtime_control_path(void)
 
 /* ---- the service thread ---- */
 
+/* Waits for a client's socket; a stop request (finalize) interrupts it, so a stalled
+ * client never delays NCCL's communicator destruction. */
 static int io_wait(int fd, short ev)
 {
-	struct pollfd p = {fd, ev, 0};
+	struct pollfd p[2] = {{fd, ev, 0}, {wake_rd, POLLIN, 0}};
 	int rc;
 	do
-		rc = poll(&p, 1, IO_TIMEOUT_MS);
+		rc = poll(p, 2, IO_TIMEOUT_MS);
 	while (rc < 0 && errno == EINTR);
+	if (rc > 0 && p[1].revents)
+		return -ECANCELED;
 	return rc > 0 ? 0 : -ETIMEDOUT;
 }
 

@@ -527,8 +527,13 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, cha
 			    "running", spec);
 		return rc;
 	}
+	unsigned changing = 0; /* hooks whose chain is or becomes non-empty */
+	for (unsigned h = 0; h < NB_HOOK_COUNT; h++)
+		if ((L.hook_mask & (1u << h)) &&
+		    (chains[h] || atomic_load_explicit(&runtime_hook_slots[h], memory_order_relaxed)))
+			changing |= 1u << h;
 	bool gated = registry_activation_begin(L.version, spec_content_hash(spec, L.hook_mask));
-	if (split_risk(L.hook_mask, gated, flags, &r)) {
+	if (split_risk(changing, gated, flags, &r)) {
 		discard_all(chains);
 		registry_count_reload(false);
 		pthread_mutex_unlock(&registry_lock);

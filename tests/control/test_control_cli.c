@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../tools/cli_run.h"
@@ -520,7 +521,18 @@ int main(void)
 	CHECK_EQ_U64(ctl(&out, "999999999 status"), 3);
 	free(out);
 
+	/* a client that connects and stalls must not hold up finalize (the read would wait
+	 * 5 s; the stop request interrupts it) */
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int stall = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(connect(stall, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CHECK(write(stall, "NB", 2) == 2); /* a partial header: the thread waits for more */
+	usleep(200000);
+	time_t t0 = time(NULL);
 	CHECK_EQ_U64(stop_host(&h), 0);
+	CHECK(time(NULL) - t0 < 4);
+	close(stall);
 	CHECK(access(path, F_OK) != 0); /* removed at finalize */
 	test_watch();
 	rmdir(dir);
