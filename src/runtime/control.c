@@ -411,7 +411,7 @@ static void *control_main(void *arg)
 		int timeout = -1;
 		struct runtime_registry_stats rs;
 		runtime_registry_stats(&rs);
-		if (rs.retired_pending)
+		if (rs.retired_pending || runtime_activation_pending())
 			timeout = 20;
 		if (watch.on && (timeout < 0 || timeout > 500))
 			timeout = 500;
@@ -427,7 +427,8 @@ static void *control_main(void *arg)
 				close(fd);
 			}
 		}
-		runtime_reclaim(); /* cheap when nothing is retired */
+		runtime_activation_poll(); /* a reload activating across ranks */
+		runtime_reclaim();         /* cheap when nothing is retired */
 		if (watch.on)
 			watch_poll();
 	}

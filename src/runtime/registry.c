@@ -113,6 +113,18 @@ int registry_activation_begin(uint64_t version, uint64_t content)
 	return ops->begin(version, content, ops->arg) > 0;
 }
 
+void runtime_activation_poll(void)
+{
+	uint64_t v = atomic_load_explicit(&activation_version_pub, memory_order_relaxed);
+	const struct runtime_activation_ops *ops =
+		atomic_load_explicit(&activation_ops, memory_order_acquire);
+	if (!v || !ops || !ops->poll)
+		return;
+	int verdict = ops->poll(v, ops->arg);
+	if (verdict)
+		runtime_activation_done(v, verdict > 0);
+}
+
 uint64_t runtime_activation_pending(void)
 {
 	return atomic_load_explicit(&activation_version_pub, memory_order_relaxed);

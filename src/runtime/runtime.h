@@ -158,12 +158,19 @@ static inline const struct nb_hook_chain *runtime_chain_for(const struct nb_hook
  * The layer ends the activation with runtime_activation_done(version, committed):
  * committed = every communicator switched or will at its seq (the old chains are retired);
  * !committed = no communicator used `version` (the old chains are restored, the new ones
- * freed). Until then, later reloads fail with -EBUSY. */
+ * freed). Until then, later reloads fail with -EBUSY.
+ *   poll(version):   optional; the control thread asks every 20 ms while `version` is
+ *                    activating: 1 = committed, -1 = abandoned (then it calls
+ *                    runtime_activation_done for the layer), 0 = not yet.
+ */
 struct runtime_activation_ops {
 	int (*begin)(uint64_t version, uint64_t content, void *arg);
 	uint64_t (*activation_seq)(uint64_t comm_id, uint64_t version, void *arg);
+	int (*poll)(uint64_t version, void *arg);
 	void *arg;
 };
+/* The control thread's step: asks ops->poll about the pending version and ends it. */
+void runtime_activation_poll(void);
 void runtime_set_activation_ops(const struct runtime_activation_ops *ops); /* NULL = none */
 int runtime_activation_done(uint64_t version, bool committed);
 /* Version being activated across ranks, 0 when none. */

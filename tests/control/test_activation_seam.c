@@ -47,6 +47,13 @@ static uint64_t seam_seq(uint64_t comm_id, uint64_t version, void *arg)
 	return atomic_load_explicit(&act_seq[comm_id - 0x7000], memory_order_acquire);
 }
 
+static atomic_int poll_verdict;
+static int seam_poll(uint64_t version, void *arg)
+{
+	(void)arg;
+	return version == atomic_load(&begun_version) ? atomic_load(&poll_verdict) : 0;
+}
+
 static void *worker(void *arg)
 {
 	int c = (int)(long)arg;
@@ -89,7 +96,7 @@ int main(void)
 	pthread_t th[COMMS];
 	setenv("NCCLBPF_CONTROL", "off", 1);
 	setenv("NCCLBPF_POLICY", "tests/progs/reload_a.bpf.o", 1);
-	struct runtime_activation_ops ops = {seam_begin, seam_seq, NULL};
+	struct runtime_activation_ops ops = {seam_begin, seam_seq, NULL, NULL};
 	runtime_set_activation_ops(&ops);
 	for (int c = 0; c < COMMS; c++) {
 		atomic_store(&act_seq[c], UINT64_MAX);
@@ -167,6 +174,18 @@ int main(void)
 	runtime_registry_stats(&rs);
 	CHECK_EQ_U64(rs.retired_pending, 0);
 	CHECK_EQ_U64(rs.objects_live, 1);
+
+	/* the control thread's poll ends an activation when the layer says so */
+	struct runtime_activation_ops ops_poll = {seam_begin, seam_seq, seam_poll, NULL};
+	runtime_set_activation_ops(&ops_poll);
+	CHECK(runtime_reload("tests/progs/reload_b.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)) == 2);
+	runtime_activation_poll();
+	CHECK(runtime_activation_pending() == atomic_load(&begun_version)); /* 0: not yet */
+	atomic_store(&poll_verdict, -1);
+	runtime_activation_poll();
+	CHECK_EQ_U64(runtime_activation_pending(), 0); /* abandoned */
+	t = runtime_hook_chain(NB_HOOK_TUNER);
+	CHECK(t && t->version == v && !atomic_load(&t->gated));
 
 	/* without a layer (or when it declines), a tuner reload in a multi-rank job is
 	 * refused: ranks would switch at different collectives */
