@@ -80,6 +80,11 @@ static int mode_from_env(void)
 	runtime_load_policies_from_env();
 	if (runtime_hook_chain(NB_HOOK_PROFILER) || runtime_find_map("ncclbpf_latency"))
 		return PROFILER_MODE_COLL;
+	/* reloads activated through the agreement layer need its group, which forms once the
+	 * profiler has told it the rank (tuner_reload.c) */
+	const char *ra = getenv("NCCLBPF_RELOAD_AGREE");
+	if (ra && !strcmp(ra, "1"))
+		return PROFILER_MODE_COLL;
 	return PROFILER_MODE_OFF;
 }
 

@@ -77,6 +77,7 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->stats.n_nodes = tc->n_nodes;
 	tc->stats.abi_version = abi_version;
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
+	tuner_reload_comm_open(tc);
 	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
@@ -96,6 +97,7 @@ int tuner_comm_close(void *ctx)
 		    " changed by policy",
 		    tc->comm_id, atomic_load(&tc->stats.calls), atomic_load(&tc->stats.changed));
 	runtime_comm_unregister(&tc->stats);
+	tuner_reload_comm_close(tc);
 	agree_comm_tuner_close(tc->agree);
 	free(tc);
 	return NB_NCCL_SUCCESS;
@@ -139,7 +141,8 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	}
 	/* a reload activating across ranks: old or new chain, as the agreed view at comm_seq
 	 * says (after agree_tuner_begin, which binds that view) */
-	chain = runtime_chain_for(chain, tc->comm_id, comm_seq);
+	if (__builtin_expect(atomic_load_explicit(&chain->gated, memory_order_relaxed) != 0, 0))
+		chain = tuner_reload_gate(tc, chain, comm_seq);
 	if (!chain || chain->len == 0) {
 		agree_tuner_end();
 		runtime_chain_exit();
