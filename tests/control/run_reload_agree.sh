@@ -17,15 +17,18 @@ die() { echo "FAIL [$SCEN]: $*"; fail=1; }
 
 run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD
 	SCEN=$1; shift
-	DIR=$RUN/$SCEN; mkdir -p "$DIR/log" "$DIR/ctl"
+	DIR=$RUN/$SCEN; rm -rf "$DIR"; mkdir -p "$DIR/log" "$DIR/ctl"
 	PORT=$((PORT + 1))
 	export NCCLBPF_POLICY=$POLICIES/size_aware.bpf.o NCCLBPF_DECISION_LOG=$DIR/log
 	export NCCLBPF_AGREE=127.0.0.1:$PORT NCCLBPF_RELOAD_AGREE=1 NCCLBPF_CONTROL_DIR=$DIR/ctl
 	export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING
+	# a generous wait bound: this test is about reloads, not about agreement timeouts on a
+	# machine shared with parallel builds (tests/agree covers those)
+	export NCCLBPF_AGREE_WAIT_MS=30000
 	echo "== $SCEN"
 	local pids=()
 	for r in 0 1 2 3; do
-		timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 9000 --sleep-us 150 --comm c0ffee01 \
+		timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 6000 --sleep-us 150 --comm c0ffee01 \
 			>"$DIR/out.$r" 2>"$DIR/err.$r" &
 		pids[$r]=$!
 	done
@@ -57,12 +60,15 @@ run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD
 	echo "   switch seq per rank: ${SWITCH[*]:-none}"
 }
 
-# The agreement group itself can fail to form on an overloaded machine (then every rank
-# falls back to NCCL's defaults at the same collective, which is agree's business, not
-# this test's): retry such a run once on another port.
+# The agreement layer itself can fall back on an overloaded machine (a rank's wait for a
+# version exceeds its bound; tests/agree covers that behaviour): such a run says nothing
+# about reloads and is retried, up to twice, on another port.
 group_failed() { grep -q "fallback at [0-9]" "$DIR"/err.* 2>/dev/null; }
 prev=$fail; run all 4
-if group_failed; then echo "   agreement group did not form; retrying"; fail=$prev; run all 4; fi
+for _ in 1 2; do
+	group_failed || break
+	echo "   the agreement layer fell back (overloaded machine); retrying"; fail=$prev; run all 4
+done
 [ ${#SWITCH[@]} -eq 4 ] || die "expected 4 decision logs, got ${#SWITCH[@]}"
 for s in "${SWITCH[@]}"; do
 	[ -n "$s" ] || die "a rank never switched"
@@ -70,7 +76,10 @@ for s in "${SWITCH[@]}"; do
 done
 
 prev=$fail; run three 3
-if group_failed; then echo "   agreement group did not form; retrying"; fail=$prev; run three 3; fi
+for _ in 1 2; do
+	group_failed || break
+	echo "   the agreement layer fell back (overloaded machine); retrying"; fail=$prev; run three 3
+done
 for s in "${SWITCH[@]}"; do
 	[ -z "$s" ] || die "a rank switched although rank 3 never staged the reload: ${SWITCH[*]}"
 done
