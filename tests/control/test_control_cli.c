@@ -392,6 +392,8 @@ int main(void)
 	CHECK(!strcmp(str(v, "hooks.0.programs.0.mode"), "JIT"));
 	CHECK(strstr(str(v, "hooks.0.programs.0.loaded_at"), "T") != NULL);
 	CHECK(num(v, "hooks.0.version") >= 1);
+	CHECK(!strcmp(str(v, "agreement.reload_activation"), "local"));
+	CHECK(num(v, "agreement.fallbacks") == 0);
 	const struct jv *comms = json_get(v, "communicators");
 	CHECK(comms && comms->n == 4);
 	double decisions = 0;

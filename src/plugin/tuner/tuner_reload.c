@@ -28,6 +28,7 @@
 #include "maps/map.h"
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/tuner.h"
+#include "runtime/control.h"
 #include "runtime/runtime.h"
 
 #define RELOAD_EPOCH_LOG2 4
@@ -134,8 +135,27 @@ static int ops_poll(uint64_t version, void *arg)
 	return verdict;
 }
 
+/* `ncclbpf ctl status`: the agreement section (control thread). */
+static void agreement_status(struct runtime_status_emit *e)
+{
+	struct agree_stats st;
+	agree_get_stats(&st);
+	e->str(e, "reload_activation", enabled ? "agreed (NCCLBPF_RELOAD_AGREE=1)" : "local");
+	e->u64(e, "reload_pending", runtime_activation_pending());
+	e->u64(e, "versions_active", st.versions_active);
+	e->u64(e, "waits", st.waits);
+	e->u64(e, "wait_ns_max", st.wait_ns_max);
+	e->u64(e, "fallbacks", st.fallbacks);
+	e->u64(e, "bytes_sent", st.bytes_sent);
+	e->u64(e, "bytes_received", st.bytes_received);
+	e->u64(e, "msgs_refused", st.msgs_refused);
+	e->u64(e, "epochs_reduced", st.epochs_reduced);
+	e->u64(e, "decisions_logged", st.decisions_logged);
+}
+
 static void create_maps(void)
 {
+	runtime_status_provider("agreement", agreement_status);
 	const char *a = getenv("NCCLBPF_AGREE"), *r = getenv("NCCLBPF_RELOAD_AGREE");
 	if (!r || strcmp(r, "1") || (a && !strcmp(a, "off")))
 		return;
