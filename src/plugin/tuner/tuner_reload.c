@@ -88,8 +88,11 @@ static uint64_t ops_activation_seq(uint64_t comm_id, uint64_t version, void *arg
 	(void)arg;
 	for (int i = 0; i < RELOAD_SLOTS; i++) {
 		struct reload_slot *s = &slots[i];
-		if (atomic_load_explicit(&s->comm_id, memory_order_relaxed) == comm_id &&
-		    atomic_load_explicit(&s->version, memory_order_relaxed) == version)
+		if (atomic_load_explicit(&s->comm_id, memory_order_relaxed) != comm_id)
+			continue;
+		if (atomic_load_explicit(&s->n_ranks, memory_order_relaxed) < 2)
+			return 0; /* one rank: nobody to agree with */
+		if (atomic_load_explicit(&s->version, memory_order_relaxed) == version)
 			return atomic_load_explicit(&s->switch_at, memory_order_acquire);
 	}
 	return UINT64_MAX;
@@ -223,8 +226,10 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 {
 	if (!enabled) /* another activation layer (tests) */
 		return runtime_chain_gate(c, tc->comm_id, seq);
+	if (tc->n_ranks < 2)
+		return c; /* one rank: nobody to agree with */
 	if (tc->reload_slot < 0)
-		return c->prev; /* not managed: never switch alone */
+		return c->prev; /* not managed (no commHash, ABI v3/v4): switches at the commit */
 	struct reload_slot *s = &slots[tc->reload_slot];
 	if (atomic_load_explicit(&s->version, memory_order_relaxed) != c->version)
 		return c->prev;
@@ -238,11 +243,12 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 	if (!tc->reload_staged || tc->reload_staged_version != c->version) {
 		/* first collective since the stage: contribute {content, stage seq, 1} */
 		uint64_t mn[2] = {content, seq ? seq : 1}, one = 1;
-		agree_contribute(tc->comm_id, "ncclbpf_reload_min", 0, mn, 16);
-		agree_contribute(tc->comm_id, "ncclbpf_reload_max", 0, &content, 8);
-		agree_contribute(tc->comm_id, "ncclbpf_reload_cnt", 0, &one, 8);
-		tc->reload_staged = true;
-		tc->reload_staged_version = c->version;
+		if (agree_contribute(tc->comm_id, "ncclbpf_reload_min", 0, mn, 16) == 0 &&
+		    agree_contribute(tc->comm_id, "ncclbpf_reload_max", 0, &content, 8) == 0 &&
+		    agree_contribute(tc->comm_id, "ncclbpf_reload_cnt", 0, &one, 8) == 0) {
+			tc->reload_staged = true; /* else: again at the next collective */
+			tc->reload_staged_version = c->version;
+		}
 	}
 	/* the published view at seq: identical on every rank (agree_tuner_begin bound it) */
 	uint32_t k = 0;
