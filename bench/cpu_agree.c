@@ -53,6 +53,10 @@ static int bench_lookup(const char *obj_path, int batches, int calls)
 {
 	struct ncclbpf_object *obj = NULL;
 	char err[1024];
+	/* decision log into a scratch directory: its append cost is measured too */
+	char logdir[] = "/tmp/ncclbpf-bench-agree-XXXXXX";
+	if (mkdtemp(logdir))
+		setenv("NCCLBPF_DECISION_LOG", logdir, 1);
 	if (ncclbpf_object_open_file(obj_path, &obj, err, sizeof(err))) {
 		fprintf(stderr, "%s: %s\n", obj_path, err);
 		return 1;
@@ -92,6 +96,7 @@ static int bench_lookup(const char *obj_path, int batches, int calls)
 	double *tp = calloc((size_t)batches, sizeof(double));
 	double *ta = calloc((size_t)batches, sizeof(double));
 	double *tb = calloc((size_t)batches, sizeof(double));
+	double *tl = calloc((size_t)batches, sizeof(double));
 	uint64_t r0;
 	struct agree_comm *ac = agree_comm_tuner_open(0xbe7c4u, 1); /* 1 rank: no group */
 	for (int b = 0; b < batches; b++) {
@@ -108,7 +113,12 @@ static int bench_lookup(const char *obj_path, int batches, int calls)
 			agree_tuner_end();
 		}
 		uint64_t t3 = now_ns();
+		for (int i = 0; i < calls; i++)
+			agree_log_decision(ac, (uint64_t)(b * calls + i), 4, c.n_bytes, -1, -1, 8);
+		uint64_t t4 = now_ns();
+		agree_decision_log_drain(false); /* what the service thread does, untimed */
 		map_agreed_bind(&bind);
+		tl[b] = (double)(t4 - t3) / calls;
 		tp[b] = (double)(t1 - t0) / calls;
 		ta[b] = (double)(t2 - t1) / calls;
 		tb[b] = (double)(t3 - t2) / calls;
@@ -118,6 +128,7 @@ static int bench_lookup(const char *obj_path, int batches, int calls)
 	qsort(tp, (size_t)batches, sizeof(double), cmp_d);
 	qsort(ta, (size_t)batches, sizeof(double), cmp_d);
 	qsort(tb, (size_t)batches, sizeof(double), cmp_d);
+	qsort(tl, (size_t)batches, sizeof(double), cmp_d);
 	int p50 = batches / 2, p99 = batches * 99 / 100;
 	printf("tuner decision with one map lookup, JIT, %d batches x %d calls (ns per call)\n",
 	       batches, calls);
@@ -127,6 +138,9 @@ static int bench_lookup(const char *obj_path, int batches, int calls)
 	       ta[p50] / tp[p50]);
 	printf("  activation check per decision (agree_tuner_begin/end, steady state): P50 %.2f ns\n",
 	       tb[p50]);
+	printf("  decision log append per decision (NCCLBPF_DECISION_LOG set): P50 %.2f ns, P99 %.2f ns%s\n",
+	       tl[p50], tl[p99], agree_decision_log_enabled() ? "" : " (log not enabled!)");
+	free(tl);
 	free(tp);
 	free(ta);
 	free(tb);
@@ -187,7 +201,16 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	uint16_t port = (uint16_t)(30000 + getpid() % 20000);
+	/* a free port below the ephemeral range (other processes' connections live there) */
+	uint16_t port = 0;
+	for (uint16_t p = (uint16_t)(20000 + getpid() % 10000); !port; p++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(p)};
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			port = p;
+		close(fd);
+	}
 	char addr[64];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
 	setenv("NCCLBPF_AGREE", addr, 1);

@@ -1,4 +1,5 @@
-/* Native C baseline of policies/adaptive_channels.bpf.c: the same hill climb, the state in
+/* Native C baseline of tests/profiler/progs/adaptive_channels_local.bpf.c (the rank-local
+ * predecessor of policies/adaptive_channels.bpf.c): the same hill climb, the state in
  * a small open-addressing table (1024 slots, like the policy's hash map), the latency
  * statistics through a lookup function the caller installs (the benchmark and the tests
  * point it at the profiler's ncclbpf_latency data). Single-threaded use only. */

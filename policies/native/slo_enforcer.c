@@ -1,4 +1,5 @@
-/* Native C baseline of policies/slo_enforcer.bpf.c: same levels and windows; targets per
+/* Native C baseline of tests/profiler/progs/slo_enforcer_local.bpf.c (the rank-local
+ * predecessor of policies/slo_enforcer.bpf.c): same levels and windows; targets per
  * collective type set with native_slo_enforcer_set_target, statistics through a lookup
  * function the caller installs. Single-threaded use only. */
 #include <stdbool.h>

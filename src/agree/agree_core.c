@@ -185,6 +185,17 @@ static struct agree_comm *get_or_create_locked(uint64_t comm_id, uint32_t n_rank
 	return ac;
 }
 
+static bool remove_locked(struct agree_comm *ac)
+{
+	for (size_t i = 0; i < AGREE_MAX_COMMS; i++)
+		if (registry[i] == ac) {
+			atomic_store(&lookup_table[i], NULL);
+			registry[i] = NULL;
+			return true;
+		}
+	return false;
+}
+
 struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 {
 	if (comm_id == 0)
@@ -196,6 +207,7 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 		if (ac->n_ranks == 0)
 			ac->n_ranks = n_ranks;
 		ac->tuner_open = true;
+		ac->tuner_seen = true;
 		atomic_fetch_add(&ac->refs, 1);
 	}
 	pthread_mutex_unlock(&registry_lock);
@@ -258,7 +270,13 @@ void agree_comm_tuner_close(struct agree_comm *ac)
 	pthread_mutex_lock(&registry_lock);
 	ac->tuner_open = false;
 	atomic_store(&ac->closing, true);
+	/* without a service thread there is no group to leave */
+	if (!agree_service_running())
+		ac->detached = true;
+	bool remove = ac->detached && !ac->profiler_open && remove_locked(ac);
 	pthread_mutex_unlock(&registry_lock);
+	if (remove)
+		agree_comm_release(ac); /* the registry's reference */
 	agree_service_wake();
 	agree_comm_release(ac);
 }
@@ -270,17 +288,23 @@ void agree_comm_profiler_close(uint64_t comm_id)
 	bool drop = ac && ac->profiler_open;
 	if (drop)
 		ac->profiler_open = false;
+	/* the last side to close removes it: a profiler-only communicator, or one whose
+	 * tuner closed and whose group was left already */
+	bool remove = drop && !ac->tuner_open && (!ac->tuner_seen || ac->detached) &&
+		      remove_locked(ac);
 	pthread_mutex_unlock(&registry_lock);
+	if (remove)
+		agree_comm_release(ac);
 	if (drop)
 		agree_comm_release(ac);
 }
 
-/* Called by the service thread when it has detached a closed communicator. */
-void agree_registry_remove_locked(size_t i);
-void agree_registry_remove_locked(size_t i)
+/* The service thread, after leaving a closed communicator's group: removes it when the
+ * profiler side closed too (else agree_comm_profiler_close will). */
+bool agree_registry_remove_detached_locked(struct agree_comm *ac)
 {
-	atomic_store(&lookup_table[i], NULL);
-	registry[i] = NULL;
+	ac->detached = true;
+	return !ac->profiler_open && remove_locked(ac);
 }
 
 /* ---- streams: set up by the tuner at the communicator's first collective ---- */
@@ -411,7 +435,12 @@ static struct agree_version *wait_version(struct agree_comm *ac, struct agree_st
 									     memory_order_acquire);
 	while (v && v->number < need)
 		v = atomic_load_explicit(&v->next, memory_order_acquire);
-	return v && v->number == need ? v : NULL;
+	if (v && v->number == need)
+		return v;
+	/* cannot happen (versions are linked before the gate moves); never continue on a
+	 * stale version silently */
+	agree_comm_fallback(ac, seq, "internal error: a committed version is missing");
+	return NULL;
 }
 
 /* Slow path at an epoch boundary or activation point. */
@@ -476,12 +505,22 @@ void agree_tuner_end(void)
 
 /* ---- profiler side ---- */
 
+/* Per-thread cache of the last slot found (profiler threads see few communicators); the
+ * slot is re-checked, so a communicator replaced in it is never returned. */
+static __thread size_t cached_slot __attribute__((tls_model("initial-exec")));
+
 static struct agree_comm *lookup_comm(uint64_t comm_id)
 {
+	struct agree_comm *ac = atomic_load_explicit(&lookup_table[cached_slot],
+						     memory_order_acquire);
+	if (ac && ac->comm_id == comm_id)
+		return ac;
 	for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
-		struct agree_comm *ac = atomic_load_explicit(&lookup_table[i], memory_order_acquire);
-		if (ac && ac->comm_id == comm_id)
+		ac = atomic_load_explicit(&lookup_table[i], memory_order_acquire);
+		if (ac && ac->comm_id == comm_id) {
+			cached_slot = i;
 			return ac;
+		}
 	}
 	return NULL;
 }

@@ -75,14 +75,16 @@ static struct agree_version *version_new(const struct agree_stream *s, uint64_t 
 	return v;
 }
 
-/* Makes committed version v visible to the tuner. false when the gate is closed (the
- * tuner or a FALLBACK got there first): v is then discarded. */
+/* Makes committed version v visible to the tuner. The version is linked into the list
+ * first and the gate moved after (release), so a tuner that sees gate >= v always finds v
+ * in the list (regression: the reverse order let a tuner see the gate, miss the version and
+ * continue on the previous one - a divergence test_agree_group caught under ASan). false
+ * when the gate is closed (the tuner's timeout or a fallback got there first): v stays
+ * linked but is never activated. */
 static bool commit_version(struct agree_comm *ac, struct agree_stream *s,
 			   struct agree_version *v)
 {
-	uint64_t expect = v->number - 1;
-	if (v->activation >= atomic_load(&ac->fallback_seq) ||
-	    !atomic_compare_exchange_strong(&s->gate, &expect, v->number)) {
+	if (v->activation >= atomic_load(&ac->fallback_seq)) {
 		free(v);
 		return false;
 	}
@@ -91,7 +93,8 @@ static bool commit_version(struct agree_comm *ac, struct agree_stream *s,
 	else
 		atomic_store_explicit(&s->first, v, memory_order_release);
 	s->last = v;
-	return true;
+	uint64_t expect = v->number - 1;
+	return atomic_compare_exchange_strong(&s->gate, &expect, v->number);
 }
 
 /* Frees versions older than the tuner's active one (it never reads them again). */
@@ -215,8 +218,9 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 			ac->leader_port = 0; /* ask the hub again */
 			return;
 		}
+		if (!agree_conn_register(fd, ac))
+			return; /* retried later */
 		ac->fd = fd;
-		agree_conn_register(fd, ac);
 		follower_hello(ac);
 		return;
 	}
@@ -234,8 +238,7 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (drop && ac->streams[i].shipped_epochs >= drop && ac->fd >= 0) {
 			/* test-only: the connection drops (docs/agreement.md "Testing"); FIN after
 			 * everything sent, like a process that closes its socket */
-			shutdown(ac->fd, SHUT_WR);
-			agree_conn_close(ac->fd);
+			agree_conn_flush_close(ac->fd);
 			ac->fd = -1;
 			follower_lost_leader(ac, "lost the connection to the leader (injected)");
 			return;
@@ -524,7 +527,7 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		struct agree_version *v = s->produced_ring[next % PRODUCE_AHEAD];
 		s->produced_ring[next % PRODUCE_AHEAD] = NULL;
 		if (!v || v->number != next || !commit_version(ac, s, v))
-			return; /* commit_version freed v: fallback before its activation */
+			return; /* fallback before its activation: v is not used */
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (!ac->peers[r]->gone)
 				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_COMMIT, idx, next);

@@ -79,6 +79,8 @@ struct agree_comm {
 	_Atomic int rank;                      /* -1 until the profiler tells */
 	_Atomic int refs;                      /* tuner + profiler + service */
 	bool tuner_open, profiler_open;        /* under the registry lock */
+	bool tuner_seen;                       /* a tuner ever opened it */
+	bool detached;                         /* its group was left (or never existed) */
 	/* [T] */
 	uint64_t next_event;                   /* seq at which the slow path must run */
 	bool started;                          /* first collective seen */
@@ -142,6 +144,7 @@ void agree_registry_lock(void);
 void agree_registry_unlock(void);
 struct agree_comm *agree_registry_at(size_t i); /* under the lock; NULL = empty slot */
 void agree_comm_release(struct agree_comm *ac); /* drops a reference; frees at 0 */
+bool agree_registry_remove_detached_locked(struct agree_comm *ac);
 
 /* Falls back from comm_seq F on (the smallest F wins; logs once). Versions activating
  * before F still commit. Returns the effective F. */
@@ -151,6 +154,7 @@ uint64_t agree_first_uncommitted_seq(struct agree_comm *ac);
 
 /* ---- service thread (agree_service.c) ---- */
 void agree_service_start(void);
+bool agree_service_running(void);
 void agree_service_wake(void);
 void agree_stat_add(size_t offset, uint64_t v);
 #define AGREE_STAT(field, v) agree_stat_add(offsetof(struct agree_stats, field), (v))
@@ -164,7 +168,8 @@ void agree_group_on_close(struct agree_comm *ac, int fd);
 void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, free [S] */
 int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
-void agree_conn_register(int fd, struct agree_comm *owner); /* poll it; owner for follower conns */
+/* Polls a connecting follower link; false (fd closed) when the table is full. */
+bool agree_conn_register(int fd, struct agree_comm *owner);
 void agree_conn_close(int fd);
 /* Sends what is queued (bounded wait), then closes with FIN: a BYE before detaching. */
 void agree_conn_flush_close(int fd);

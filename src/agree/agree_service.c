@@ -130,13 +130,14 @@ static struct conn *conn_add(int fd, enum conn_kind kind)
 	return c;
 }
 
-void agree_conn_register(int fd, struct agree_comm *owner)
+bool agree_conn_register(int fd, struct agree_comm *owner)
 {
-	struct conn *c = conn_add(fd, CONN_LINK);
-	if (c) {
-		c->connecting = true;
-		c->link_owner = owner;
-	}
+	struct conn *c = conn_add(fd, CONN_LINK); /* closes fd on failure */
+	if (!c)
+		return false;
+	c->connecting = true;
+	c->link_owner = owner;
+	return true;
 }
 
 static void conn_drop(struct conn *c, bool notify)
@@ -168,6 +169,7 @@ static void conn_drop(struct conn *c, bool notify)
 }
 
 static void conn_flush(struct conn *c);
+static void conn_drop(struct conn *c, bool notify);
 
 void agree_conn_flush_close(int fd)
 {
@@ -211,6 +213,12 @@ int agree_conn_send(int fd, const struct agree_buf *b)
 	struct conn *c = conn_of(fd);
 	if (!c || b->oom)
 		return -EPIPE;
+	if (c->out.len - c->out_off > (64u << 20)) {
+		/* a peer that stopped reading: drop it rather than queue without bound (for the
+		 * group it is a lost member, with the usual fallback point) */
+		conn_drop(c, true);
+		return -ENOBUFS;
+	}
 	agree_buf_put(&c->out, b->p, b->len);
 	if (c->out.oom)
 		return -ENOMEM;
@@ -538,27 +546,35 @@ static void hub_connect(uint64_t now)
 
 /* ---- the loop ---- */
 
+/* Groups still agreeing: the loop then wakes every 2 ms for deadlines (collect window,
+ * lookups, retries); otherwise every 100 ms (decision-log flushing only). */
+static unsigned live_groups;
+
 static void step_comms(uint64_t now)
 {
+	unsigned live = 0;
 	agree_registry_lock();
 	for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
 		struct agree_comm *ac = agree_registry_at(i);
 		if (!ac)
 			continue;
 		bool ready = atomic_load_explicit(&ac->streams_ready, memory_order_acquire);
-		if (ready && ac->grouped && !atomic_load(&ac->closing))
+		if (ready && ac->grouped && !atomic_load(&ac->closing)) {
 			agree_group_step(ac, now);
-		if (atomic_load(&ac->closing) && !ac->tuner_open) {
+			live += !ac->group_dead;
+		}
+		if (atomic_load(&ac->closing) && !ac->tuner_open && !ac->detached) {
 			agree_decision_log_drain(false); /* its last decisions, before it goes */
 			agree_group_detach(ac);
-			extern void agree_registry_remove_locked(size_t i);
-			agree_registry_remove_locked(i);
-			agree_registry_unlock();
-			agree_comm_release(ac);
-			agree_registry_lock();
+			if (agree_registry_remove_detached_locked(ac)) {
+				agree_registry_unlock();
+				agree_comm_release(ac);
+				agree_registry_lock();
+			}
 		}
 	}
 	agree_registry_unlock();
+	live_groups = live;
 }
 
 static void *service_main(void *arg)
@@ -598,7 +614,7 @@ static void *service_main(void *arg)
 			pfd[n] = (struct pollfd){.fd = fd, .events = ev};
 			idx[n++] = fd;
 		}
-		int r = poll(pfd, n, 2);
+		int r = poll(pfd, n, live_groups ? 2 : 100);
 		agree_registry_lock();
 		if (agree_config()->fault_stall_service_ns) {
 			struct timespec ts = {0, (long)(agree_config()->fault_stall_service_ns % 1000000000ull)};
@@ -659,6 +675,11 @@ static void start_once_fn(void)
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
 			    "agree: cannot start the service thread; agreed maps read as zeros "
 			    "and versions never activate (NCCL's defaults after the wait bound)");
+}
+
+bool agree_service_running(void)
+{
+	return service_running;
 }
 
 void agree_service_start(void)

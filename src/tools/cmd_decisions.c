@@ -387,7 +387,8 @@ int cmd_decisions(int argc, char **argv)
 	}
 	if (rc)
 		goto out;
-	qsort(d.r, d.n, sizeof(*d.r), cmp_rec);
+	if (d.n) /* qsort(NULL, 0) is undefined (found by fuzz_decisions) */
+		qsort(d.r, d.n, sizeof(*d.r), cmp_rec);
 	size_t i = 0;
 	uint64_t comms = 0;
 	while (i < d.n) {

@@ -7,7 +7,7 @@
 # (no fallback / every rank falls back at the same collective).
 #
 # usage: run_agree.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
-# AGREE_LONG=1: >= 1000 epochs per scenario and the extra scenarios (minutes).
+# AGREE_LONG=1: the steady scenario for >= 1000 epochs, and three more scenarios (~1 min).
 set -u
 RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
 LONG=${AGREE_LONG:-0}
@@ -17,7 +17,9 @@ WAIT_MS=3000        # the stated bound of a rank's wait (NCCLBPF_AGREE_WAIT_MS)
 rm -rf "$RUN"
 mkdir -p "$RUN"
 fail=0
-BASEPORT=$(( 20000 + ($$ % 20000) ))
+# rendezvous ports below Linux's ephemeral range (32768+), where connections of other
+# processes cannot be sitting on them; skipped when something listens there
+BASEPORT=$(( 20000 + ($$ % 600) * 20 ))
 scen_no=0
 
 die() { echo "FAIL [$SCEN]: $*"; fail=1; }
@@ -36,6 +38,7 @@ begin() {
 	DIR=$RUN/$SCEN
 	mkdir -p "$DIR/log"
 	PORT=$((BASEPORT + scen_no))
+	while (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; do PORT=$((PORT + 1)); done
 	export NCCLBPF_POLICY=$POLICIES/adaptive_channels.bpf.o
 	export NCCLBPF_DECISION_LOG=$DIR/log
 	export NCCLBPF_AGREE=127.0.0.1:$PORT
@@ -97,6 +100,27 @@ expect_same_fallback() {
 	done
 	echo "   every rank fell back at collective $first"
 }
+
+# ---- 0. the checker itself: exit codes on consistent, divergent, malformed, empty and
+#         truncated logs (regression: an empty log was qsort(NULL, 0), found by fuzzing)
+SCEN=checker
+C=$RUN/checker
+mkdir -p "$C"
+L0='{"comm":"0x1f","rank":0,"seq":7,"coll":"AllReduce","bytes":4096,"algo":"Tree","proto":"Simple","channels":4}'
+L1='{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce","bytes":4096,"algo":"Tree","proto":"Simple","channels":4}'
+L1b='{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce","bytes":4096,"algo":null,"proto":"Simple","channels":4}'
+echo "$L0" >"$C/a.jsonl"; echo "$L1" >"$C/b.jsonl"; echo "$L1b" >"$C/c.jsonl"
+"$CLI" decisions -q "$C/a.jsonl" "$C/b.jsonl" >/dev/null 2>&1; [ $? -eq 0 ] || die "consistent logs: exit != 0"
+"$CLI" decisions "$C/a.jsonl" "$C/c.jsonl" >"$C/out" 2>&1; [ $? -eq 3 ] || die "divergent logs: exit != 3"
+grep -q "DIVERGENT: comm 0x1f seq 7" "$C/out" || die "divergence not reported"
+echo '{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce"}' >"$C/m.jsonl"
+"$CLI" decisions "$C/m.jsonl" >"$C/out" 2>&1; [ $? -eq 2 ] || die "malformed line: exit != 2"
+grep -q "m.jsonl:1:.*missing key" "$C/out" || die "malformed line not located"
+: >"$C/empty.jsonl"
+"$CLI" decisions "$C/empty.jsonl" >/dev/null 2>&1; [ $? -eq 0 ] || die "empty log: exit != 0"
+printf '%s\n%s' "$L0" '{"comm":"0x1f","ra' >"$C/t.jsonl"
+"$CLI" decisions "$C/t.jsonl" "$C/b.jsonl" >"$C/out" 2>&1; [ $? -eq 0 ] || die "truncated last line: exit != 0"
+grep -q "truncated last line ignored" "$C/out" || die "truncated line not reported"
 
 # ---- 1. steady state: >= 100 epochs, no fallback --------------------------------------
 begin steady
@@ -167,7 +191,10 @@ expect_same_fallback 0 2 3
 # ---- 8. garbage, truncated and oversize messages on the rendezvous port ---------------
 begin garbage
 for r in 0 1 2 3; do start_rank $r $r 3000; done
-sleep 0.3
+for i in $(seq 100); do   # until the hub listens (the ranks start it at their first collective)
+	(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
+	sleep 0.05
+done
 for i in 1 2 3; do
 	head -c 3000 /dev/urandom >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
 	# valid magic and version, 2 GiB length

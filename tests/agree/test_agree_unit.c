@@ -215,6 +215,17 @@ static void test_tuner_without_group(void)
 	agree_get_stats(&st);
 	CHECK_EQ_U64(st.waits, 0);
 	CHECK_EQ_U64(st.fallbacks, 0);
+	/* regression: closed communicators free their registry slot (there are 256), also
+	 * without a service thread and for profiler-only communicators */
+	for (uint64_t i = 0; i < 600; i++) {
+		struct agree_comm *c = agree_comm_tuner_open(0x1000 + i, 2);
+		CHECK(c != NULL);
+		agree_comm_profiler_open(0x1000 + i, 1, 2);
+		agree_comm_tuner_close(c);
+		agree_comm_profiler_close(0x1000 + i);
+		agree_comm_profiler_open(0x9000 + i, 0, 2);
+		agree_comm_profiler_close(0x9000 + i);
+	}
 }
 
 int main(void)

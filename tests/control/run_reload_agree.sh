@@ -12,13 +12,16 @@ set -u
 RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
 rm -rf "$RUN"; mkdir -p "$RUN"
 fail=0
-PORT=$(( 40000 + ($$ % 20000) ))
+# rendezvous ports below Linux's ephemeral range (32768+), skipping ports in use (as
+# tests/agree/run_agree.sh does); a band apart from that script's 20000..32000
+PORT=$(( 12000 + ($$ % 400) * 20 ))
 die() { echo "FAIL [$SCEN]: $*"; fail=1; }
 
 run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD
 	SCEN=$1; shift
 	DIR=$RUN/$SCEN; rm -rf "$DIR"; mkdir -p "$DIR/log" "$DIR/ctl"
 	PORT=$((PORT + 1))
+	while (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; do PORT=$((PORT + 1)); done
 	export NCCLBPF_POLICY=$POLICIES/size_aware.bpf.o NCCLBPF_DECISION_LOG=$DIR/log
 	export NCCLBPF_AGREE=127.0.0.1:$PORT NCCLBPF_RELOAD_AGREE=1 NCCLBPF_CONTROL_DIR=$DIR/ctl
 	export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING
