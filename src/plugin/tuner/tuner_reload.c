@@ -248,14 +248,23 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 		    agree_contribute(tc->comm_id, "ncclbpf_reload_cnt", 0, &one, 8) == 0) {
 			tc->reload_staged = true; /* else: again at the next collective */
 			tc->reload_staged_version = c->version;
+			tc->reload_stage_seq = seq;
 		}
 	}
 	/* the published view at seq: identical on every rank (agree_tuner_begin bound it) */
 	uint32_t k = 0;
 	const uint64_t *vmin = map_lookup(m_min, &k), *vmax = map_lookup(m_max, &k),
 		       *vcnt = map_lookup(m_cnt, &k);
-	if (!vmin || !vmax || !vcnt || !vmin[1])
-		return c->prev; /* nobody's stage is in the view yet */
+	if (!vmin || !vmax || !vcnt || !vmin[1]) {
+		/* Nobody's stage in the agreed view yet. After 4 windows of nothing, this
+		 * communicator has no working agreement group: give up locally. Safe: any view
+		 * that later shows this rank's stage has min.stage <= its stage seq, so every rank
+		 * reading it is past that deadline and abandons too. */
+		if (tc->reload_staged && tc->reload_staged_version == c->version &&
+		    seq >= tc->reload_stage_seq + 4 * RELOAD_WINDOW)
+			atomic_store_explicit(&s->state, RS_ABANDONED, memory_order_release);
+		return c->prev;
+	}
 	uint64_t deadline = vmin[1] + RELOAD_WINDOW;
 	if (seq < deadline && *vcnt == tc->n_ranks && vmin[0] == content && *vmax == content) {
 		atomic_store_explicit(&s->switch_at, seq, memory_order_release);
