@@ -120,26 +120,63 @@ struct ncclbpf_profiler_ctx {
 	__u32 size_bucket; /* 76: ncclbpf_size_bucket(n_bytes) */
 };                         /* 80 bytes */
 
-/* ---- net hook: SEC("net"), net plugin data-path observation (read-only except verdict) */
-struct ncclbpf_net_ctx {
-	__u64 comm_id; /*  0 */
-	__u64 bytes;   /*  8 */
-	__u32 op;      /* 16: 0 isend, 1 irecv, 2 test-complete */
-	__u32 dev;     /* 20 */
-	__s32 peer;    /* 24 */
-	__s32 tag;     /* 28 */
-	__u64 now_ns;  /* 32 */
-	__u32 verdict; /* 40: writable, reserved for the net plugin issue */
-	__u32 _pad;    /* 44 */
-};                     /* 48 bytes */
+/* ---- net hook: SEC("net"), the net plugin (ncclNetPlugin_v10..v12, docs/net.md) ----
+ * Runs at connect / accept (op CONNECT / ACCEPT), when NCCL posts a send or receive (ISEND /
+ * IRECV), when one completes (SEND_DONE / RECV_DONE, with its duration) and at close (CLOSE:
+ * bytes = total of the connection, duration_ns = its lifetime). Everything is rank-local: a
+ * net program steers only this process's sockets and fills maps. */
+#define NCCLBPF_NET_OP_ISEND 0
+#define NCCLBPF_NET_OP_IRECV 1
+#define NCCLBPF_NET_OP_SEND_DONE 2
+#define NCCLBPF_NET_OP_RECV_DONE 3
+#define NCCLBPF_NET_OP_CONNECT 4
+#define NCCLBPF_NET_OP_ACCEPT 5
+#define NCCLBPF_NET_OP_CLOSE 6
+#define NCCLBPF_NET_MODE_TCP 0  /* own TCP transport */
+#define NCCLBPF_NET_MODE_WRAP 1 /* NCCLBPF_NET_INNER plugin */
+#define NCCLBPF_NET_MAX_SOCKETS 16
+#define NCCLBPF_NET_MAX_THREADS 16
 
-/* ---- env hook: SEC("env"), NCCL env plugin getEnv (name read-only) ---- */
+struct ncclbpf_net_ctx {
+	__u64 comm_id;     /*  0: NCCL's commId of the net context (0 with net ABI v10) */
+	__u64 bytes;       /*  8: ISEND: size; IRECV: sum of the buffer sizes; *_DONE: bytes
+			    *     moved; CLOSE: total bytes of the connection */
+	__u32 op;          /* 16: NCCLBPF_NET_OP_* */
+	__u32 dev;         /* 20: net device index */
+	__s32 peer;        /* 24: -1 (NCCL's net ABI does not name the peer rank) */
+	__s32 tag;         /* 28: message tag (IRECV / RECV_DONE: of the first buffer), -1 else */
+	__u64 now_ns;      /* 32: CLOCK_MONOTONIC */
+	__u32 verdict;     /* 40: writable, reserved (ignored) */
+	__u32 _pad;        /* 44 */
+	__u64 conn_id;     /* 48: process-unique connection id (map key); each side has its own */
+	__u64 duration_ns; /* 56: *_DONE: post to completion; CLOSE: lifetime; else 0 */
+	__u32 n_sockets;   /* 64: data sockets of the connection. CONNECT (tcp mode): writable,
+			    *     0..16 (0 = everything on the control socket) */
+	__u32 n_threads;   /* 68: worker threads. CONNECT (tcp mode): writable, 1..16 */
+	__u32 n_recv;      /* 72: IRECV / RECV_DONE: grouped receives (1..8); 1 for sends */
+	__u32 abi_version; /* 76: ncclNetPlugin version NCCL bound (10, 11, 12) */
+	__u32 mode;        /* 80: NCCLBPF_NET_MODE_* */
+	__u32 _pad2;       /* 84 */
+};                         /* 88 bytes */
+
+/* ---- env hook: SEC("env"), the env plugin's getEnv (docs/env.md) ----
+ * Runs when NCCL asks for a variable that NCCLBPF_ENV_FILE lists (at least one candidate
+ * for this host). value_index picks the candidate (0 = first listed); -1 keeps the default
+ * (the last listed line, or the process environment when it wins, see docs/env.md). */
+#define NCCLBPF_ENV_MAX_CANDIDATES 8
 struct ncclbpf_env_ctx {
-	char name[64];     /*  0: variable NCCL asks for, NUL-terminated */
-	__u64 name_hash;   /* 64: FNV-1a 64 of name */
-	__s32 value_index; /* 72: writable: index into the env config map, -1 = default */
+	char name[64];     /*  0: variable NCCL asks for, NUL-terminated (truncated at 63) */
+	__u64 name_hash;   /* 64: FNV-1a 64 of the whole name */
+	__s32 value_index; /* 72: writable: candidate to return, -1 = default */
 	__u32 _pad;        /* 76 */
-};                         /* 80 bytes */
+	__u32 nccl_version; /* 80: major*10000 + minor*100 + patch (22809 = 2.28.9) */
+	__u32 n_candidates; /* 84: values the file lists for this host (1..8) */
+	__u64 host_hash;   /* 88: FNV-1a 64 of the host name */
+	__u32 in_environment; /* 96: 1 when the process environment sets the variable */
+	__u32 default_index;  /* 100: the candidate returned without a program */
+	__s64 cand_num[NCCLBPF_ENV_MAX_CANDIDATES]; /* 104: candidates parsed as integers
+						     * (strtoll, base 0); INT64_MIN if not */
+};                         /* 168 bytes */
 
 /* Size buckets used by the built-in latency map: floor(log2(n_bytes)), 0 for 0 bytes. */
 static inline __u32 ncclbpf_size_bucket(__u64 n)
@@ -243,7 +280,8 @@ static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static long (*bpf_trace_printk)(const char *fmt, __u32 fmt_size, ...) = (void *)6;
 static __u32 (*bpf_get_prandom_u32)(void) = (void *)7;
 
-/* bpf_printk("x=%d", x): logged through NCCL's logger (NCCL_DEBUG=INFO). */
+/* bpf_printk("x=%d", x): logged through NCCL's logger at INFO in the TUNING subsystem
+ * (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), at most 50 lines a second. */
 #define bpf_printk(fmt, ...)                                                   \
 	({                                                                     \
 		static const char ____fmt[] = fmt;                             \

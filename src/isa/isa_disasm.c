@@ -13,6 +13,8 @@
  *   BPF_PSEUDO_MAP_FD and "r1 = map[3][0] + 8 ll" for BPF_PSEUDO_MAP_VALUE (the numbers are
  *   map indexes in the object's map table, as the loader emits them).
  * - Undecodable instructions print "<unknown>", as objdump does.
+ * - Legacy packet loads (BPF_LD | BPF_ABS/BPF_IND, rejected by isa_validate) print as
+ *   objdump does: "r0 = *(u16 *)skb[12]", "r0 = *(u8 *)skb[r3]".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -214,6 +216,18 @@ int isa_disasm_insn(const struct bpf_insn *insns, size_t insn_cnt, size_t pc, ch
 	int r;
 	switch (BPF_CLASS(in->code)) {
 	case BPF_LD:
+		/* legacy packet loads (rejected by the validator, but old objects have them):
+		 * objdump's "r0 = *(u16 *)skb[12]" / "r0 = *(u8 *)skb[r3]" (imm not shown) */
+		if ((BPF_MODE(in->code) == BPF_ABS || BPF_MODE(in->code) == BPF_IND) &&
+		    BPF_SIZE(in->code) != BPF_DW) {
+			if (BPF_MODE(in->code) == BPF_ABS)
+				r = isa_put(buf, buflen, "r0 = *(%s *)skb[%d]",
+					    isa_size_name(in->code, false), in->imm);
+			else
+				r = isa_put(buf, buflen, "r0 = *(%s *)skb[r%u]",
+					    isa_size_name(in->code, false), in->src_reg);
+			break;
+		}
 		if (in->code != BPF_LDDW || pc + 1 >= insn_cnt) {
 			r = isa_put(buf, buflen, "<unknown>");
 			break;

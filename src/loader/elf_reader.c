@@ -48,12 +48,18 @@ static int parse_header(struct ld_ctx *c, uint64_t *shoff, uint32_t *shnum, uint
 	const uint8_t *b = c->elf.buf;
 	size_t size = c->elf.size;
 
+	/* Not an ELF at all (a text file, a wrong path) says so first, whatever its length. */
+	if (size < 4 || b[0] != 0x7f || b[1] != 'E' || b[2] != 'L' || b[3] != 'F') {
+		if (size == 0)
+			return ld_err(c, EINVAL, "not an ELF file (empty)");
+		if (size < 4)
+			return ld_err(c, EINVAL, "not an ELF file (%zu bytes)", size);
+		return ld_err(c, EINVAL, "not an ELF file (bad ELF magic %02x %02x %02x %02x, "
+					 "expected 7f 45 4c 46)", b[0], b[1], b[2], b[3]);
+	}
 	if (size < EHDR_SIZE)
 		return ld_err(c, EINVAL, "ELF header truncated: file is %zu bytes, header needs %d",
 			      size, EHDR_SIZE);
-	if (b[0] != 0x7f || b[1] != 'E' || b[2] != 'L' || b[3] != 'F')
-		return ld_err(c, EINVAL, "bad ELF magic %02x %02x %02x %02x (expected 7f 45 4c 46)",
-			      b[0], b[1], b[2], b[3]);
 	if (b[4] != 2)
 		return ld_err(c, EINVAL, "ELF class %u is not ELFCLASS64 (2)", b[4]);
 	if (b[5] != 1)
@@ -61,7 +67,8 @@ static int parse_header(struct ld_ctx *c, uint64_t *shoff, uint32_t *shnum, uint
 	if (b[6] != 1)
 		return ld_err(c, EINVAL, "ELF ident version %u is not 1", b[6]);
 	uint16_t type = ld_rd16(b + 16), machine = ld_rd16(b + 18);
-	if (machine != LD_EM_BPF)
+	/* LLVM before 3.9-ish wrote e_machine 0 (EM_NONE) for BPF; libbpf accepts it too. */
+	if (machine != LD_EM_BPF && machine != 0)
 		return ld_err(c, EINVAL, "ELF machine %u is not EM_BPF (247)", machine);
 	if (type != LD_ET_REL)
 		return ld_err(c, EINVAL, "ELF type %u is not a relocatable object (ET_REL = 1)", type);

@@ -195,7 +195,11 @@ struct ld_ctx {
 	struct ld_map_loc *map_locs; /* parallel to obj->maps */
 	char *err;
 	size_t errlen;
+	unsigned flags; /* NB_LOADER_* */
 };
+
+/* NB_LOADER_INSPECT: records an extern reference (deduplicated). 0 or -ENOMEM. */
+int ld_add_extern(struct ld_ctx *c, const char *name, bool is_func);
 
 /* Formats a message into the caller's error buffer; returns -code (code > 0). */
 int ld_err(struct ld_ctx *c, int code, const char *fmt, ...)

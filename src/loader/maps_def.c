@@ -110,6 +110,13 @@ static int btf_map_def(struct ld_ctx *c, const char *name, uint32_t struct_id,
 			ret = field_uint(c, name, &mb, &m->map_flags);
 		else if (strcmp(mb.name, "pinning") == 0)
 			ret = field_uint(c, name, &mb, &m->pinning);
+		else if (strcmp(mb.name, "numa_node") == 0)
+			ret = field_uint(c, name, &mb, &m->numa_node);
+		else if (strcmp(mb.name, "map_extra") == 0) {
+			uint32_t v = 0;
+			ret = field_uint(c, name, &mb, &v);
+			m->map_extra = v;
+		}
 		else if (strcmp(mb.name, "key_size") == 0 || strcmp(mb.name, "value_size") == 0) {
 			bool key = mb.name[0] == 'k';
 			ret = field_uint(c, name, &mb, &ksz);
@@ -138,8 +145,12 @@ static int btf_map_def(struct ld_ctx *c, const char *name, uint32_t struct_id,
 			else
 				m->btf_value_type = tid;
 		} else if (strcmp(mb.name, "values") == 0) {
-			return ld_err(c, ENOTSUP, "map '%s': map-in-map / program array 'values' is "
-						  "not supported", name);
+			/* inspection: the inner map / program slots (4-byte ids to the kernel)
+			 * and their initial contents are the kernel loader's business */
+			if (!(c->flags & NB_LOADER_INSPECT))
+				return ld_err(c, ENOTSUP, "map '%s': map-in-map / program array "
+							  "'values' is not supported", name);
+			m->value_size = m->value_size ? m->value_size : 4;
 		} else {
 			return ld_err(c, EINVAL, "map '%s': unknown field '%s'", name, mb.name);
 		}

@@ -59,10 +59,31 @@ static int load(struct ld_ctx *c, const uint8_t *buf, size_t size)
 	return ld_collect_programs(c);
 }
 
+int ld_add_extern(struct ld_ctx *c, const char *name, bool is_func)
+{
+	struct nb_object *o = c->obj;
+	for (size_t i = 0; i < o->extern_cnt; i++)
+		if (!strcmp(o->externs[i].name, name))
+			return 0;
+	struct nb_extern *n = realloc(o->externs, (o->extern_cnt + 1) * sizeof(*n));
+	if (!n)
+		return ld_err(c, ENOMEM, "out of memory");
+	o->externs = n;
+	snprintf(n[o->extern_cnt].name, sizeof(n->name), "%s", name);
+	n[o->extern_cnt++].is_func = is_func;
+	return 0;
+}
+
 int loader_open_mem(const void *buf, size_t size, const char *name, struct nb_object **out,
 		    char *err, size_t errlen)
 {
-	struct ld_ctx c = {.err = err, .errlen = errlen};
+	return loader_open_mem_flags(buf, size, name, 0, out, err, errlen);
+}
+
+int loader_open_mem_flags(const void *buf, size_t size, const char *name, unsigned flags,
+			  struct nb_object **out, char *err, size_t errlen)
+{
+	struct ld_ctx c = {.err = err, .errlen = errlen, .flags = flags};
 	int ret;
 
 	if (err && errlen)
@@ -110,6 +131,12 @@ int loader_open_mem(const void *buf, size_t size, const char *name, struct nb_ob
 
 int loader_open_file(const char *path, struct nb_object **out, char *err, size_t errlen)
 {
+	return loader_open_file_flags(path, 0, out, err, errlen);
+}
+
+int loader_open_file_flags(const char *path, unsigned flags, struct nb_object **out, char *err,
+			   size_t errlen)
+{
 	struct ld_ctx c = {.err = err, .errlen = errlen};
 	FILE *f = fopen(path, "rb");
 
@@ -117,7 +144,7 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 		*out = NULL;
 	if (!f) {
 		int e = errno;
-		return ld_err(&c, e, "%s: %s", path, strerror(e));
+		return ld_err(&c, e, "%s", strerror(e));
 	}
 	uint8_t *buf = NULL;
 	size_t len = 0, cap = 0;
@@ -126,7 +153,7 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 			if (cap >= LD_MAX_FILE_SIZE) {
 				free(buf);
 				fclose(f);
-				return ld_err(&c, EFBIG, "%s: larger than the %u-byte limit", path,
+				return ld_err(&c, EFBIG, "larger than the %u-byte limit",
 					      LD_MAX_FILE_SIZE);
 			}
 			cap = cap ? cap * 2 : 65536;
@@ -134,7 +161,7 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 			if (!n) {
 				free(buf);
 				fclose(f);
-				return ld_err(&c, ENOMEM, "%s: out of memory", path);
+				return ld_err(&c, ENOMEM, "out of memory");
 			}
 			buf = n;
 		}
@@ -145,14 +172,14 @@ int loader_open_file(const char *path, struct nb_object **out, char *err, size_t
 				int e = errno ? errno : EIO;
 				free(buf);
 				fclose(f);
-				return ld_err(&c, e, "%s: read error: %s", path, strerror(e));
+				return ld_err(&c, e, "read error: %s", strerror(e));
 			}
 			break;
 		}
 	}
 	fclose(f);
 	const char *base = strrchr(path, '/');
-	int ret = loader_open_mem(buf, len, base ? base + 1 : path, out, err, errlen);
+	int ret = loader_open_mem_flags(buf, len, base ? base + 1 : path, flags, out, err, errlen);
 	free(buf);
 	return ret;
 }
@@ -170,6 +197,7 @@ void loader_close(struct nb_object *obj)
 	for (size_t i = 0; i < obj->map_cnt; i++)
 		free(obj->maps[i].init_data);
 	free(obj->maps);
+	free(obj->externs);
 	struct ld_priv *priv = obj->priv;
 	if (priv)
 		free(priv->buf);

@@ -35,7 +35,9 @@
 
 #include "isa/isa.h"
 
-#define NB_NAME_MAX 64
+/* Names (programs, maps, functions) up to the kernel's KSYM_NAME_LEN (512 with the NUL),
+ * the longest a BTF name can be in practice; section names up to twice that. */
+#define NB_NAME_MAX 512
 
 enum nb_map_origin {
 	NB_MAP_ORIGIN_BTF,    /* SEC(".maps") with BTF definition */
@@ -58,6 +60,10 @@ struct nb_map_def {
 	uint32_t btf_key_type;  /* BTF type ids, 0 if unknown */
 	uint32_t btf_value_type;
 	uint8_t *init_data;     /* global data initial contents (value_size bytes), or NULL */
+	/* libbpf fields that mean nothing here (no NUMA placement, no bloom filter or arena
+	 * maps): accepted, kept for inspection (`ncclbpf info` notes them), otherwise ignored */
+	uint32_t numa_node;
+	uint64_t map_extra;
 };
 
 /* Source position of an instruction, from .BTF.ext line info. */
@@ -88,6 +94,13 @@ struct nb_program {
 	size_t func_cnt;
 };
 
+/* A reference to a symbol the object does not define (.kconfig / .ksyms variables, kfunc
+ * calls), kept only when opened with NB_LOADER_INSPECT. */
+struct nb_extern {
+	char name[NB_NAME_MAX];
+	bool is_func; /* a call (kfunc), else a variable */
+};
+
 struct nb_object {
 	char name[256]; /* file name or caller-given name */
 	struct nb_program *progs;
@@ -97,6 +110,8 @@ struct nb_object {
 	char license[128];
 	bool has_btf;
 	bool has_btf_ext;
+	struct nb_extern *externs; /* NB_LOADER_INSPECT only; otherwise an error */
+	size_t extern_cnt;
 	/* private storage owned by the object (strings, BTF copy) */
 	void *priv;
 };
@@ -106,6 +121,19 @@ struct nb_object {
  * relocation 3 symbol index 99 out of range (17 symbols)") in err. */
 int loader_open_mem(const void *buf, size_t size, const char *name, struct nb_object **out,
 		    char *err, size_t errlen);
+/* Inspection (`ncclbpf info`, `disasm`): also parse objects only the kernel's loader can
+ * resolve. References to extern symbols are listed in obj->externs instead of failing: an
+ * extern LDDW stays a plain 64-bit constant 0 and a kfunc call stays "call -1" (a pseudo call
+ * to itself), exactly as the compiler emitted them. Such an object must never be run: the
+ * runtime opens objects without this flag. */
+#define NB_LOADER_INSPECT 0x1u
+int loader_open_mem_flags(const void *buf, size_t size, const char *name, unsigned flags,
+			  struct nb_object **out, char *err, size_t errlen);
+int loader_open_file_flags(const char *path, unsigned flags, struct nb_object **out, char *err,
+			   size_t errlen);
+
+/* The message never repeats the path (callers print "PATH: message"): "No such file or
+ * directory", "not an ELF file (...)". A directory reads as an error. */
 int loader_open_file(const char *path, struct nb_object **out, char *err, size_t errlen);
 void loader_close(struct nb_object *obj);
 

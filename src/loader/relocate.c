@@ -282,6 +282,10 @@ static int link_call(struct linker *l, const struct ld_segment *seg, uint64_t j,
 	if (r) {
 		const struct ld_sym *s = &e->syms[r->sym];
 		int text = ld_elf_find_section(e, ".text");
+		if (s->shndx == LD_SHN_UNDEF && (c->flags & NB_LOADER_INSPECT)) {
+			in->imm = -1; /* as emitted: stays inside the program */
+			return ld_add_extern(c, s->name, true);
+		}
 		if (s->shndx == LD_SHN_UNDEF)
 			return ld_err(c, ENOTSUP, "program '%s' insn %zu: call to undefined (extern) "
 						  "function '%s' is not supported", l->prog, i, s->name);
@@ -325,6 +329,10 @@ static int link_lddw(struct linker *l, const struct ld_segment *seg, uint64_t j,
 		return 0;
 	}
 	const struct ld_sym *s = &e->syms[r->sym];
+	if (s->shndx == LD_SHN_UNDEF && (c->flags & NB_LOADER_INSPECT)) {
+		in->src_reg = 0; /* a plain constant, never a map reference */
+		return ld_add_extern(c, s->name, false);
+	}
 	if (s->shndx == LD_SHN_UNDEF)
 		return ld_err(c, ENOTSUP, "program '%s' insn %zu: relocation against undefined "
 					  "(extern) symbol '%s' is not supported", l->prog, i, s->name);

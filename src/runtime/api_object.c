@@ -66,7 +66,7 @@ static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, char *e
 	} else {
 		int rc = map_create(&spec, &m->map, why, sizeof(why));
 		if (rc < 0) {
-			snprintf(err, errlen, "map '%s': %s", d->name, why);
+			snprintf(err, errlen, "%s", why); /* map_create names the map */
 			return rc;
 		}
 	}

@@ -46,10 +46,18 @@ static const char *base_name(const char *path)
 
 int ncclbpf_program_disasm(const struct ncclbpf_program *prog, char *buf, size_t buflen)
 {
-	if (!prog || (!buf && buflen))
+	if (!prog)
 		return -EINVAL;
-	const struct nb_program *p = prog->nbp;
 	const struct ncclbpf_object *obj = prog->obj;
+	const struct nb_object *nbo = obj->nbo ? obj->nbo : &obj->raw;
+	return runtime_disasm_loader_program(prog->nbp, nbo->maps, nbo->map_cnt, buf, buflen);
+}
+
+int runtime_disasm_loader_program(const struct nb_program *p, const struct nb_map_def *maps,
+				  size_t map_cnt, char *buf, size_t buflen)
+{
+	if (!p || (!buf && buflen))
+		return -EINVAL;
 	struct outbuf o = {buf, buflen, 0};
 	size_t line_i = 0, func_i = 0;
 	const struct nb_line_info *last = NULL;
@@ -85,8 +93,8 @@ int ncclbpf_program_disasm(const struct ncclbpf_program *prog, char *buf, size_t
 			slots = 1;
 		out_bytes(&o, pc, in, slots);
 		out_printf(&o, "\t%s", text);
-		if (isa_is_lddw(in) && in->src_reg && (uint32_t)in->imm < obj->map_cnt) {
-			const char *mn = obj->maps[(uint32_t)in->imm].def->name;
+		if (isa_is_lddw(in) && in->src_reg && (uint32_t)in->imm < map_cnt) {
+			const char *mn = maps[(uint32_t)in->imm].name;
 			if (in->src_reg == BPF_PSEUDO_MAP_FD)
 				out_printf(&o, "\t# map %s", mn);
 			else if (pc + 1 < p->insn_cnt)

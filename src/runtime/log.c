@@ -1,8 +1,13 @@
 /* Logging: every line goes through the logger NCCL handed to a plugin init (so
  * NCCL_DEBUG=INFO shows it), prefixed "ncclbpf: ". Without a logger, only WARN lines are
- * printed, to stderr. Also the rate limiter used for per-call messages (faults, printk). */
+ * printed, to stderr. A WARN about configuration (INIT subsystem: a policy skipped, a bad
+ * setting) must be impossible to miss, so when NCCL would hide it (NCCL_DEBUG unset or
+ * VERSION) it also goes to stderr: exactly one visible line either way.
+ * Also the rate limiter used for per-call messages (faults, printk). */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 #include <time.h>
 
 #include "runtime/runtime.h"
@@ -16,6 +21,14 @@ void runtime_set_logger(nb_logger_fn fn)
 		return;
 	/* First non-NULL logger wins: every plugin init hands the same NCCL logger. */
 	atomic_compare_exchange_strong(&runtime_logger, &expected, fn);
+}
+
+/* NCCL prints WARN lines at NCCL_DEBUG=WARN, INFO, ABORT and TRACE (case-insensitive). */
+static bool nccl_shows_warnings(void)
+{
+	const char *d = getenv("NCCL_DEBUG");
+	return d && (!strcasecmp(d, "WARN") || !strcasecmp(d, "INFO") || !strcasecmp(d, "ABORT") ||
+		     !strcasecmp(d, "TRACE"));
 }
 
 void runtime_log(int level, unsigned long flags, const char *fmt, ...)
@@ -32,7 +45,7 @@ void runtime_log(int level, unsigned long flags, const char *fmt, ...)
 	va_end(ap);
 	if (fn)
 		fn(level, flags, __FILE__, __LINE__, "%s", line);
-	else
+	if (!fn || (level == NB_LOG_WARN && (flags & NB_LOG_INIT) && !nccl_shows_warnings()))
 		fprintf(stderr, "%s\n", line);
 }
 

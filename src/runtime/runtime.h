@@ -272,6 +272,11 @@ int runtime_object_from_insns(const void *insns, size_t bytes, const char *name,
  * sets prog->needs_epoch. Returns 0 or -EINVAL with err. */
 int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen);
 
+/* ncclbpf_program_disasm on the loader's program and map declarations: inspection that
+ * needs no maps created (`ncclbpf disasm`). */
+int runtime_disasm_loader_program(const struct nb_program *p, const struct nb_map_def *maps,
+				  size_t map_cnt, char *buf, size_t buflen);
+
 /* Frees a program's prepared state (linked copy, JIT image); it must not be running. */
 void runtime_program_release(struct ncclbpf_program *prog);
 

@@ -33,8 +33,7 @@
 #include "native_policies.h"
 #include "plugin/comm_channels.h"
 #include "plugin/tuner/tuner.h"
-
-int cmd_bench(int argc, char **argv);
+#include "tools/cli.h"
 
 /* ---- timer ---- */
 
@@ -379,8 +378,9 @@ static void run_one(const struct bench_cfg *cfg, const char *policy, enum mode m
 				snprintf(cr.err, sizeof(cr.err), "%.190s", m.err);
 			} else {
 				measure(m.tuner, cfg->calls, cfg->batch, cfg->tpn, &cr);
-				char needle[300];
-				snprintf(needle, sizeof(needle), "%s.bpf.o:", policy);
+				/* the runtime's INFO line for this very file ("attached PATH:prog") */
+				char needle[2300];
+				snprintf(needle, sizeof(needle), "attached %s:", path);
 				if (cr.ok && mock_log_count(needle) == 0) {
 					cr.ok = 0;
 					snprintf(cr.err, sizeof(cr.err), "policy %.170s did not attach", path);
@@ -439,92 +439,152 @@ static void cpu_model(char *buf, size_t len)
 	fclose(f);
 }
 
-static void usage(void)
-{
-	fprintf(stderr,
-		"usage: ncclbpf bench [--calls N] [--lib PATH] [--policy-dir DIR] "
-		"[--policies a,b,...] [--batch B] [--rounds R]\n"
-		"  N getCollInfo calls (default 1000000) per policy for the native baseline, the\n"
-		"  interpreter and the JIT; prints P50/P99 ns and the overhead over native.\n");
-}
+static const char bench_help[] =
+	"Per-decision cost of tuner policies: for each policy, N getCollInfo calls through\n"
+	"the plugin library loaded as NCCL 2.29 loads it (dlopen, ncclTunerPlugin_v5), with\n"
+	"the interpreter and with the JIT, against the native C version of the same policy\n"
+	"(policies/native/) behind an identical shim. Each configuration runs in its own\n"
+	"process; rounds interleave all of them. Prints P50 / P99 in nanoseconds per call\n"
+	"(timer cost subtracted) and the P50 overhead over native.\n"
+	"\n"
+	"options:\n"
+	"  --calls N         calls per policy and mode, 1000 to 10^9 (default 1000000)\n"
+	"  --policies a,b    policy names: DIR/NAME.bpf.o must exist and\n"
+	"                    policies/native/ must have NAME (default: noop, size_aware,\n"
+	"                    lookup_only, lookup_update, nvlink_ring_mid, table_rules,\n"
+	"                    bad_channels)\n"
+	"  --policy-dir DIR  where the .bpf.o files are (default: policies/ next to this\n"
+	"                    program, i.e. build/policies)\n"
+	"  --lib PATH        the plugin library (default: libncclbpf.so next to this program)\n"
+	"  --rounds R        interleaved rounds, 1 to 50 (default 5); the table shows the\n"
+	"                    median over rounds\n"
+	"  --batch B         calls timed as one sample, 1 to 1024 (default: 1 when the timer\n"
+	"                    resolves ~1 ns, else 32)\n"
+	"  --json            one JSON document (below) instead of the table\n"
+	"\n"
+	"exit status: 0 every row measured; 1 a policy missing, not attached or a run\n"
+	"failed (the row says which); 2 usage error.\n"
+	"\n"
+	"json (schema \"ncclbpf.bench/1\"):\n"
+	"  {\"schema\", \"cpu\", \"library\": strings, \"calls\", \"rounds\", \"batch\": numbers,\n"
+	"   \"unit\": \"ns\", \"timer_ticks_per_ns\", \"timer_step_ns\": numbers,\n"
+	"   \"results\": [{\"policy\": string, \"native\", \"interpreter\", \"jit\":\n"
+	"      {\"p50_ns\", \"p99_ns\": numbers, \"overhead_p50_ns\": number or null\n"
+	"       (over native), \"error\": string or null}}]}\n";
 
-int cmd_bench(int argc, char **argv)
+static int cmd_bench(int argc, char **argv)
 {
 	char dir[1024], lib[1100], pdir[1100];
 	exe_dir(dir, sizeof(dir));
 	snprintf(lib, sizeof(lib), "%s/libncclbpf.so", dir);
 	snprintf(pdir, sizeof(pdir), "%s/policies", dir);
-	struct bench_cfg cfg = { .lib = lib, .policy_dir = pdir, .calls = 1000000, .rounds = 0 };
+	struct bench_cfg cfg = { .lib = lib, .policy_dir = pdir, .calls = 1000000, .rounds = 5 };
 	const char *policies = "noop,size_aware,lookup_only,lookup_update,nvlink_ring_mid,"
 			       "table_rules,bad_channels";
+	bool json = false;
 
-	for (int i = 1; i < argc; i += 2) {
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			usage();
-			return 0;
-		}
-		if (!v) {
-			usage();
-			return 2;
-		}
-		if (!strcmp(argv[i], "--calls"))
-			cfg.calls = atol(v);
-		else if (!strcmp(argv[i], "--rounds"))
-			cfg.rounds = atoi(v);
-		else if (!strcmp(argv[i], "--batch"))
-			cfg.batch = atoi(v);
-		else if (!strcmp(argv[i], "--lib"))
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		long long n;
+		int r;
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if ((r = cli_opt_value("bench", argc, argv, &i, "--calls", &v)) != 0) {
+			if (r < 0 || cli_parse_range("bench", "--calls", v, 1000, 1000000000, &n))
+				return CLI_EXIT_USAGE;
+			cfg.calls = (long)n;
+		} else if ((r = cli_opt_value("bench", argc, argv, &i, "--rounds", &v)) != 0) {
+			if (r < 0 || cli_parse_range("bench", "--rounds", v, 1, 50, &n))
+				return CLI_EXIT_USAGE;
+			cfg.rounds = (int)n;
+		} else if ((r = cli_opt_value("bench", argc, argv, &i, "--batch", &v)) != 0) {
+			if (r < 0 || cli_parse_range("bench", "--batch", v, 1, 1024, &n))
+				return CLI_EXIT_USAGE;
+			cfg.batch = (int)n;
+		} else if ((r = cli_opt_value("bench", argc, argv, &i, "--lib", &v)) != 0) {
+			if (r < 0)
+				return CLI_EXIT_USAGE;
 			cfg.lib = v;
-		else if (!strcmp(argv[i], "--policy-dir"))
+		} else if ((r = cli_opt_value("bench", argc, argv, &i, "--policy-dir", &v)) != 0) {
+			if (r < 0)
+				return CLI_EXIT_USAGE;
 			cfg.policy_dir = v;
-		else if (!strcmp(argv[i], "--policies"))
+		} else if ((r = cli_opt_value("bench", argc, argv, &i, "--policies", &v)) != 0) {
+			if (r < 0)
+				return CLI_EXIT_USAGE;
 			policies = v;
-		else {
-			usage();
-			return 2;
+		} else {
+			return cli_usage_error("bench", "unknown argument '%s'", argv[i]);
 		}
 	}
-	if (cfg.calls < 1000) {
-		fprintf(stderr, "ncclbpf bench: --calls must be >= 1000\n");
-		return 2;
+
+	char *list = strdup(policies);
+	if (!list)
+		return CLI_EXIT_REFUSED;
+	const char *names[64];
+	int n_pol = 0;
+	char *save = NULL;
+	for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (n_pol == 64) {
+			free(list);
+			return cli_usage_error("bench", "--policies: more than 64 names");
+		}
+		names[n_pol++] = p;
 	}
+	if (!n_pol) {
+		free(list);
+		return cli_usage_error("bench", "--policies: no policy named");
+	}
+	/* Every policy must exist before anything is measured: a missing file would load as
+	 * pass-through and time the plugin without a policy. */
+	if (access(cfg.lib, R_OK) != 0) {
+		cli_error("bench", "library %s: %s", cfg.lib, strerror(errno));
+		free(list);
+		return CLI_EXIT_REFUSED;
+	}
+	for (int i = 0; i < n_pol; i++) {
+		char path[2200];
+		snprintf(path, sizeof(path), "%.1100s/%.1000s.bpf.o", cfg.policy_dir, names[i]);
+		const char *why = access(path, R_OK) != 0 ? strerror(errno)
+				  : !native_policy_find(names[i]) ? "no native baseline in policies/native/"
+								  : NULL;
+		if (why) {
+			cli_error("bench", "policy '%s' (%s): %s", names[i], path, why);
+			free(list);
+			return CLI_EXIT_REFUSED;
+		}
+	}
+
 	cfg.tpn = ticks_per_ns();
 	double gran = timer_granularity_ns(cfg.tpn);
 	if (cfg.batch <= 0) /* auto: single calls when the timer resolves ~1 ns */
 		cfg.batch = gran <= 2.0 ? 1 : 32;
-	if (cfg.rounds <= 0 || cfg.rounds > 50)
-		cfg.rounds = 5;
-	if (cfg.batch > 1024)
-		cfg.batch = 1024;
 	char cpu[200];
 	cpu_model(cpu, sizeof(cpu));
-	printf("tuner decision benchmark: %ld getCollInfo calls per row, ncclTunerPlugin_v5 via "
-	       "dlopen(%s)\n%s; timer %.3f ticks/ns, step %.1f ns; %s\n\n",
-	       cfg.calls, cfg.lib, cpu, cfg.tpn, gran,
-	       cfg.batch == 1 ? "every call timed alone"
-			      : "percentiles over batch means");
-	if (cfg.batch > 1)
-		printf("(the timer is too coarse to time one call: each sample is the mean of %d "
-		       "consecutive calls, so P99 understates single-call tails)\n\n", cfg.batch);
-	printf("%-16s %17s %25s %25s\n", "policy", "native P50/P99", "interpreter P50/P99 (+P50)",
-	       "JIT P50/P99 (+P50)");
+	if (!json) {
+		printf("tuner decision benchmark: %ld getCollInfo calls per row, ncclTunerPlugin_v5 "
+		       "via dlopen(%s)\n%s; timer %.3f ticks/ns, step %.1f ns; %s\n\n",
+		       cfg.calls, cfg.lib, cpu, cfg.tpn, gran,
+		       cfg.batch == 1 ? "every call timed alone" : "percentiles over batch means");
+		if (cfg.batch > 1)
+			printf("(the timer is too coarse to time one call: each sample is the mean of "
+			       "%d consecutive calls, so P99 understates single-call tails)\n\n",
+			       cfg.batch);
+		printf("%-16s %21s %29s %29s\n", "policy", "native P50/P99 ns",
+		       "interpreter P50/P99 (+P50) ns", "JIT P50/P99 (+P50) ns");
+		fflush(stdout);
+	}
 
 	/* Rounds interleave every configuration, so slow drifts of a shared machine hit all
 	 * of them; the table reports the median over rounds of each percentile. */
-	char *list = strdup(policies);
-	if (!list)
-		return 1;
-	const char *names[64];
-	int n_pol = 0;
-	char *save = NULL;
-	for (char *p = strtok_r(list, ",", &save); p && n_pol < 64; p = strtok_r(NULL, ",", &save))
-		names[n_pol++] = p;
 	struct bench_result(*res)[MODE_COUNT] = calloc((size_t)n_pol * (size_t)cfg.rounds,
 						       sizeof(*res));
-	if (!res) {
+	struct bench_result(*fin)[MODE_COUNT] = calloc((size_t)n_pol, sizeof(*fin));
+	if (!res || !fin) {
+		free(res);
+		free(fin);
 		free(list);
-		return 1;
+		return CLI_EXIT_REFUSED;
 	}
 	for (int round = 0; round < cfg.rounds; round++)
 		for (int i = 0; i < n_pol; i++)
@@ -532,7 +592,7 @@ int cmd_bench(int argc, char **argv)
 				run_one(&cfg, names[i], (enum mode)m, &res[round * n_pol + i][m]);
 	int failed = 0;
 	for (int i = 0; i < n_pol; i++) {
-		struct bench_result r[MODE_COUNT];
+		struct bench_result *r = fin[i];
 		for (int m = 0; m < MODE_COUNT; m++) {
 			double p50[50], p99[50];
 			int n = 0;
@@ -547,12 +607,16 @@ int cmd_bench(int argc, char **argv)
 				p99[n] = x->p99_ns;
 				n++;
 			}
-			if (n != cfg.rounds)
+			if (n != cfg.rounds) {
+				failed++;
 				continue;
+			}
 			r[m].ok = 1;
 			r[m].p50_ns = median(p50, n);
 			r[m].p99_ns = median(p99, n);
 		}
+		if (json)
+			continue;
 		char cols[MODE_COUNT][64];
 		for (int m = 0; m < MODE_COUNT; m++) {
 			if (!r[m].ok)
@@ -564,17 +628,64 @@ int cmd_bench(int argc, char **argv)
 				snprintf(cols[m], sizeof(cols[m]), "%.1f / %.1f (%+.1f)", r[m].p50_ns,
 					 r[m].p99_ns, r[m].p50_ns - r[MODE_NATIVE].p50_ns);
 		}
-		printf("%-16s %17s %25s %25s\n", names[i], cols[0], cols[1], cols[2]);
-		for (int m = 0; m < MODE_COUNT; m++) {
-			if (!r[m].ok) {
-				failed++;
+		printf("%-16s %21s %29s %29s\n", names[i], cols[0], cols[1], cols[2]);
+		for (int m = 0; m < MODE_COUNT; m++)
+			if (!r[m].ok)
 				fprintf(stderr, "  %s %s: %s\n", names[i], mode_names[m], r[m].err);
+	}
+	if (json) {
+		static const char *const keys[MODE_COUNT] = { "native", "interpreter", "jit" };
+		struct cli_json j;
+		cli_json_init(&j, stdout);
+		cli_json_object(&j, NULL);
+		cli_json_str(&j, "schema", "ncclbpf.bench/1");
+		cli_json_str(&j, "cpu", cpu);
+		cli_json_str(&j, "library", cfg.lib);
+		cli_json_int(&j, "calls", cfg.calls);
+		cli_json_int(&j, "rounds", cfg.rounds);
+		cli_json_int(&j, "batch", cfg.batch);
+		cli_json_str(&j, "unit", "ns");
+		cli_json_num(&j, "timer_ticks_per_ns", cfg.tpn);
+		cli_json_num(&j, "timer_step_ns", gran);
+		cli_json_array(&j, "results");
+		for (int i = 0; i < n_pol; i++) {
+			cli_json_object(&j, NULL);
+			cli_json_str(&j, "policy", names[i]);
+			for (int m = 0; m < MODE_COUNT; m++) {
+				const struct bench_result *r = &fin[i][m];
+				cli_json_object(&j, keys[m]);
+				if (r->ok) {
+					cli_json_num(&j, "p50_ns", r->p50_ns);
+					cli_json_num(&j, "p99_ns", r->p99_ns);
+				} else {
+					cli_json_null(&j, "p50_ns");
+					cli_json_null(&j, "p99_ns");
+				}
+				if (m != MODE_NATIVE && r->ok && fin[i][MODE_NATIVE].ok)
+					cli_json_num(&j, "overhead_p50_ns",
+						     r->p50_ns - fin[i][MODE_NATIVE].p50_ns);
+				else
+					cli_json_null(&j, "overhead_p50_ns");
+				cli_json_str(&j, "error", r->ok ? NULL : r->err);
+				cli_json_end(&j);
 			}
+			cli_json_end(&j);
 		}
+		cli_json_end(&j);
+		cli_json_end(&j);
+		cli_json_finish(&j);
+	} else {
+		printf("\nns per call, harness cost subtracted, median of %d rounds; (+x) = P50 over "
+		       "the native baseline.\n", cfg.rounds);
 	}
 	free(res);
+	free(fin);
 	free(list);
-	printf("\nns per call, harness cost subtracted, median of %d rounds; (+x) = P50 over the "
-	       "native baseline.\n", cfg.rounds);
-	return failed ? 1 : 0;
+	return failed ? CLI_EXIT_REFUSED : CLI_EXIT_OK;
 }
+
+NCCLBPF_CLI_COMMAND(bench, .name = "bench", .run = cmd_bench,
+		    .synopsis = "[--calls N] [--policies a,b] [--policy-dir DIR] [--lib PATH] "
+				"[--rounds R] [--batch B] [--json]",
+		    .summary = "per-decision cost of tuner policies against native C (ns)",
+		    .help = bench_help);

@@ -1,60 +1,81 @@
 /* `ncclbpf disasm OBJ [PROG]`: llvm-objdump-style listing of each program (entry function
- * and the subprograms the loader appended), with source lines from BTF line info. */
+ * and the subprograms the loader appended), with source lines from BTF line info.
+ * Inspection only (no map is created): any object the loader parses can be listed. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "ncclbpf/ncclbpf.h"
+#include "loader/object.h"
+#include "runtime/runtime.h"
+#include "tools/cli.h"
 
-int cmd_disasm(int argc, char **argv);
-
-static int print_program(struct ncclbpf_program *p, bool header)
+static int print_program(const struct nb_object *o, const struct nb_program *p)
 {
-	int n = ncclbpf_program_disasm(p, NULL, 0);
+	int n = runtime_disasm_loader_program(p, o->maps, o->map_cnt, NULL, 0);
 	if (n < 0)
 		return n;
 	char *buf = malloc((size_t)n + 1);
 	if (!buf)
 		return -1;
-	ncclbpf_program_disasm(p, buf, (size_t)n + 1);
-	if (header)
-		printf("Disassembly of program '%s' (section '%s', %zu insns):\n",
-		       ncclbpf_program_name(p), ncclbpf_program_section(p),
-		       ncclbpf_program_insn_count(p));
+	runtime_disasm_loader_program(p, o->maps, o->map_cnt, buf, (size_t)n + 1);
+	printf("Disassembly of program '%s' (section '%s', %zu insns):\n", p->name, p->section,
+	       p->insn_cnt);
 	fputs(buf, stdout);
 	free(buf);
 	return 0;
 }
 
-int cmd_disasm(int argc, char **argv)
+static int cmd_disasm(int argc, char **argv)
 {
+	const char *path = NULL, *prog = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage_error("disasm", "unknown option '%s'", argv[i]);
+		if (!path)
+			path = argv[i];
+		else if (!prog)
+			prog = argv[i];
+		else
+			return cli_usage_error("disasm", "unexpected argument '%s'", argv[i]);
+	}
+	if (!path)
+		return cli_usage_error("disasm", "no object given");
 	char err[1024];
-	struct ncclbpf_object *obj;
-	int rc = 0;
-
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: ncclbpf disasm OBJ [PROG]\n");
-		return 1;
+	struct nb_object *o = NULL;
+	if (loader_open_file_flags(path, NB_LOADER_INSPECT, &o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: error: %s\n", path, err);
+		return CLI_EXIT_REFUSED;
 	}
-	if (ncclbpf_object_open_file(argv[1], &obj, err, sizeof(err)) < 0) {
-		fprintf(stderr, "ncclbpf: %s: %s\n", argv[1], err);
-		return 1;
-	}
-	if (argc == 3) {
-		struct ncclbpf_program *p = ncclbpf_object_find_program(obj, argv[2]);
-		if (!p) {
-			fprintf(stderr, "ncclbpf: %s: no program '%s'\n", argv[1], argv[2]);
-			rc = 1;
-		} else if (print_program(p, true) < 0) {
-			rc = 1;
-		}
-	} else {
-		size_t n = ncclbpf_object_program_count(obj);
-		for (size_t i = 0; i < n && !rc; i++) {
-			if (i)
-				printf("\n");
-			rc = print_program(ncclbpf_object_program(obj, i), true) < 0;
+	int rc = CLI_EXIT_OK, shown = 0;
+	for (size_t i = 0; i < o->prog_cnt && rc == CLI_EXIT_OK; i++) {
+		if (prog && strcmp(o->progs[i].name, prog))
+			continue;
+		if (shown++)
+			printf("\n");
+		if (print_program(o, &o->progs[i]) < 0) {
+			fprintf(stderr, "%s: error: out of memory listing '%s'\n", path,
+				o->progs[i].name);
+			rc = CLI_EXIT_REFUSED;
 		}
 	}
-	ncclbpf_object_close(obj);
+	if (prog && !shown) {
+		fprintf(stderr, "%s: error: no program '%s' (programs:", path, prog);
+		for (size_t i = 0; i < o->prog_cnt; i++)
+			fprintf(stderr, " %s", o->progs[i].name);
+		fprintf(stderr, "%s)\n", o->prog_cnt ? "" : " none");
+		rc = CLI_EXIT_REFUSED;
+	}
+	loader_close(o);
 	return rc;
 }
+
+NCCLBPF_CLI_COMMAND(disasm, .name = "disasm", .run = cmd_disasm, .synopsis = "OBJ [PROG]",
+		    .summary = "disassembly with source lines (llvm-objdump syntax)",
+		    .help = "Disassembles every program of OBJ (or only PROG) in llvm-objdump "
+			    "syntax, with the\nsubprograms each calls appended, function labels "
+			    "and \"; file:line source\" lines\nfrom BTF line info. Map references "
+			    "show the map's name. Creates nothing, so any\nobject the loader "
+			    "parses can be listed, including ones built for the kernel.\n"
+			    "\n"
+			    "arguments:\n"
+			    "  PROG   a program name (as `ncclbpf info` lists them)\n");

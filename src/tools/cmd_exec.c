@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "runtime/runtime.h"
-
-int cmd_exec(int argc, char **argv);
+#include "tools/cli.h"
 
 static void debug_logger(int level, unsigned long flags, const char *file, int line,
 			 const char *fmt, ...)
@@ -70,7 +69,7 @@ static long parse_hex(const char *text, uint8_t **out, const char *what)
 	return n;
 }
 
-int cmd_exec(int argc, char **argv)
+static int cmd_exec(int argc, char **argv)
 {
 	const char *memhex = NULL;
 	bool elf = false, jit = false, verify = false;
@@ -94,15 +93,13 @@ int cmd_exec(int argc, char **argv)
 			verify = false;
 		else if (!strcmp(a, "--debug"))
 			runtime_set_logger(debug_logger);
-		else if (a[0] == '-' && a[1] == '-') {
-			fprintf(stderr, "ncclbpf exec: unknown option '%s'\n", a);
-			return 1;
-		} else if (!memhex)
+		else if (a[0] == '-' && a[1] == '-')
+			return cli_usage_error("exec", "unknown option '%s'", a);
+		else if (!memhex)
 			memhex = a;
-		else {
-			fprintf(stderr, "ncclbpf exec: unexpected argument '%s' (MEMHEX given twice?)\n", a);
-			return 1;
-		}
+		else
+			return cli_usage_error("exec", "unexpected argument '%s' (MEMHEX given twice?)",
+					       a);
 	}
 
 	size_t text_len;
@@ -166,3 +163,28 @@ out:
 	free(mem);
 	return status;
 }
+
+NCCLBPF_CLI_COMMAND(
+	exec, .name = "exec", .run = cmd_exec,
+	.synopsis = "[MEMHEX] [--interpret|--jit] [--elf] [--verify=on|off] [--debug]",
+	.summary = "run a program read as hex from stdin (bpf_conformance plugin)",
+	.help = "Runs one eBPF program read from stdin as whitespace-separated hex bytes: the\n"
+		"bpf_conformance plugin protocol (https://github.com/Alan-Jowett/bpf_conformance).\n"
+		"r1 points to a writable copy of MEMHEX (NULL without it), r2 is its length,\n"
+		"helper 5 returns r1. Prints r0 in hex.\n"
+		"\n"
+		"options:\n"
+		"  MEMHEX         the memory, as hex bytes (\"01 02 03 04\")\n"
+		"  --interpret    run in the checked interpreter (default: every access is\n"
+		"                 bounds-checked, as conformance programs are not verified)\n"
+		"  --jit          run JIT-compiled code\n"
+		"  --elf          stdin holds an ELF object: program `main`, else the first\n"
+		"  --verify=on    verify first (r1 described as exactly MEMHEX's length)\n"
+		"  --verify=off   do not verify (default)\n"
+		"  --debug        print the runtime's log lines on stderr\n"
+		"\n"
+		"exit status: 0 r0 printed; 1 the program was refused or faulted (message on\n"
+		"stderr, nothing on stdout); 2 usage error.\n"
+		"\n"
+		"example:\n"
+		"  echo 'b7 00 00 00 2a 00 00 00 95 00 00 00 00 00 00 00' | ncclbpf exec\n");

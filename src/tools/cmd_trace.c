@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cmd_trace(int argc, char **argv);
+#include "tools/cli.h"
 
 /* ---- flat JSON object lines ---- */
 #define TR_MAX_KV 32
@@ -750,28 +750,25 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* not static: tests/profiler/test_profiler_trace.c calls it directly */
+int cmd_trace(int argc, char **argv);
 int cmd_trace(int argc, char **argv)
 {
 	const char *dir = NULL, *out = "trace.json";
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-o") && i + 1 < argc)
-			out = argv[++i];
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: ncclbpf trace DIR [-o trace.json]\n"
-			       "  merges DIR/*.jsonl (written with NCCLBPF_TRACE=DIR) into one\n"
-			       "  Chrome trace / Perfetto file (open it in ui.perfetto.dev)\n");
-			return 0;
-		} else if (!dir)
-			dir = argv[i];
-		else {
-			fprintf(stderr, "ncclbpf trace: unexpected argument '%s'\n", argv[i]);
-			return 1;
-		}
+		int r = cli_opt_value("trace", argc, argv, &i, "-o", &out);
+		if (r < 0)
+			return CLI_EXIT_USAGE;
+		if (r > 0)
+			continue;
+		if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage_error("trace", "unknown option '%s'", argv[i]);
+		if (dir)
+			return cli_usage_error("trace", "unexpected argument '%s'", argv[i]);
+		dir = argv[i];
 	}
-	if (!dir) {
-		fprintf(stderr, "usage: ncclbpf trace DIR [-o trace.json]\n");
-		return 1;
-	}
+	if (!dir)
+		return cli_usage_error("trace", "no directory given");
 	DIR *d = opendir(dir);
 	if (!d) {
 		fprintf(stderr, "ncclbpf trace: cannot open %s: %s\n", dir, strerror(errno));
@@ -799,7 +796,7 @@ int cmd_trace(int argc, char **argv)
 	memset(&m, 0, sizeof(m));
 	m.files = calloc(nn, sizeof(*m.files));
 	if (!m.files)
-		return 2;
+		return CLI_EXIT_REFUSED;
 	for (size_t i = 0; i < nn; i++) {
 		struct tr_file *tf = &m.files[m.nfiles];
 		snprintf(tf->path, sizeof(tf->path), "%s/%s", dir, names[i]);
@@ -844,3 +841,15 @@ int cmd_trace(int argc, char **argv)
 	tr_free(&m);
 	return 0;
 }
+
+NCCLBPF_CLI_COMMAND(trace, .name = "trace", .run = cmd_trace, .synopsis = "DIR [-o FILE]",
+		    .summary = "merge NCCLBPF_TRACE logs into one Chrome / Perfetto trace",
+		    .help = "Merges the per-process JSON-lines logs that NCCLBPF_TRACE=DIR wrote "
+			    "(DIR/*.jsonl) into\none Chrome trace / Perfetto JSON file: one "
+			    "process per rank, lanes for API calls,\nenqueue, collectives, proxy "
+			    "and GPU channels, flow arrows for parent links and\nfor the same "
+			    "collective across ranks (docs/observability.md). Open it in\n"
+			    "https://ui.perfetto.dev. Malformed lines are skipped and counted.\n"
+			    "\n"
+			    "options:\n"
+			    "  -o FILE   output file (default trace.json)\n");

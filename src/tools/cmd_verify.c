@@ -1,140 +1,337 @@
-/* `ncclbpf verify [--type HOOK] [--stats] [--budget N] [--allow-rank-local] OBJ...`:
- * verifies every program of each object for its hook (from the section name, or --type)
- * and prints compiler-style diagnostics. Rank-local tuner decisions are rejected unless
- * --allow-rank-local or NCCLBPF_RANK_LOCAL=allow (as when the runtime loads them). Exit status 0 when every program is accepted, 1 on any rejection, 2 on
- * usage or load errors. */
+/* `ncclbpf verify [options] OBJ...`: verifies every program of each object for its hook
+ * (from the section name, or --type) and prints compiler-style diagnostics: location,
+ * message and error code, the source line with a caret under the column, the instruction.
+ * Colour only on a terminal without NO_COLOR. Rank-local tuner decisions are rejected
+ * unless --allow-rank-local or NCCLBPF_RANK_LOCAL=allow (as when the runtime loads them).
+ * The verifier produces the diagnostic (src/verifier); this file only renders it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/isa.h"
 #include "loader/object.h"
+#include "tools/cli.h"
 #include "verifier/verifier.h"
 
-static void verify_usage(FILE *f)
+struct verify_opts {
+	const struct nb_hook_desc *forced;
+	bool stats, json, allow_empty, allow_rank_local, color;
+	uint64_t budget;
+};
+
+#define C_BOLD "\033[1m"
+#define C_RED "\033[1;31m"
+#define C_GREEN "\033[1;32m"
+#define C_MAGENTA "\033[1;35m"
+#define C_RESET "\033[0m"
+
+/* file:line:col: error: message [E-CODE]
+ *     19 |     return v->count;
+ *        |            ^
+ *   insn 9: r0 = *(u64 *)(r1 + 0)
+ * The source line is shown without its indentation; the caret follows it. */
+static void print_diag(FILE *f, const struct nb_verifier_diag *d, const struct nb_program *p,
+		       bool color)
 {
-	fprintf(f, "usage: ncclbpf verify [--type HOOK] [--stats] [--budget N] [--allow-rank-local] "
-		   "OBJ...\n"
-		   "  --type HOOK  verify as tuner, tuner/chunk, profiler, net or env (default: "
-		   "from each program's section)\n"
-		   "  --stats      print instructions processed, states stored/pruned, peak states "
-		   "and time\n"
-		   "  --budget N   processed-instruction budget (default: the hook's)\n"
-		   "  --allow-rank-local  accept tuner decisions from rank-local data (also "
-		   "NCCLBPF_RANK_LOCAL=allow)\n");
+	const char *b = color ? C_BOLD : "", *red = color ? C_RED : "",
+		   *green = color ? C_GREEN : "", *rst = color ? C_RESET : "";
+	const char *file = d->file ? d->file : p->name;
+	if (d->line && d->col)
+		fprintf(f, "%s%s:%u:%u:%s %serror:%s %s%s%s [%s]\n", b, file, d->line, d->col, rst,
+			red, rst, b, d->msg, rst, verifier_err_code(d->code));
+	else if (d->line)
+		fprintf(f, "%s%s:%u:%s %serror:%s %s%s%s [%s]\n", b, file, d->line, rst, red, rst, b,
+			d->msg, rst, verifier_err_code(d->code));
+	else
+		fprintf(f, "%s%s:%s %serror:%s %s%s%s [%s]\n", b, file, rst, red, rst, b, d->msg, rst,
+			verifier_err_code(d->code));
+	if (d->line && d->line_src && d->line_src[0]) {
+		const char *s = d->line_src;
+		size_t indent = strspn(s, " \t");
+		s += indent;
+		size_t len = strcspn(s, "\r\n");
+		fprintf(f, "%6u | %.*s\n", d->line, (int)len, s);
+		/* columns are 1-based bytes of the original line */
+		if (d->col > indent && d->col - 1 - indent <= len) {
+			fprintf(f, "       | ");
+			for (size_t k = 0; k < d->col - 1 - indent; k++)
+				fputc(s[k] == '\t' ? '\t' : ' ', f);
+			fprintf(f, "%s^%s\n", green, rst);
+		}
+	}
+	char ins[128] = "";
+	if (d->insn < p->insn_cnt &&
+	    isa_disasm_insn(p->insns, p->insn_cnt, d->insn, ins, sizeof(ins)) < 0)
+		snprintf(ins, sizeof(ins), "(cannot disassemble)");
+	fprintf(f, "  insn %zu: %s\n", d->insn, ins);
 }
 
-static int verify_object(const char *path, const struct nb_hook_desc *forced, bool stats,
-			 uint64_t budget, bool allow_rank_local)
+static void json_diag(struct cli_json *j, const struct nb_verifier_diag *d,
+		      const struct nb_program *p)
 {
-	char err[512];
-	struct nb_object *obj = NULL;
-	int rc = loader_open_file(path, &obj, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "%s: error: cannot load: %s\n", path, err);
-		return 2;
+	char ins[128] = "";
+	if (d->insn < p->insn_cnt)
+		isa_disasm_insn(p->insns, p->insn_cnt, d->insn, ins, sizeof(ins));
+	cli_json_object(j, NULL);
+	cli_json_str(j, "file", d->file);
+	if (d->line) {
+		cli_json_uint(j, "line", d->line);
+		cli_json_uint(j, "column", d->col);
+	} else {
+		cli_json_null(j, "line");
+		cli_json_null(j, "column");
 	}
-	int status = 0;
-	if (obj->prog_cnt == 0)
-		fprintf(stderr, "%s: warning: no programs\n", path);
+	cli_json_str(j, "code", verifier_err_code(d->code));
+	cli_json_str(j, "severity", "error");
+	cli_json_str(j, "message", d->msg);
+	cli_json_uint(j, "insn", d->insn);
+	cli_json_str(j, "instruction", ins);
+	cli_json_str(j, "source", d->line_src && d->line_src[0] ? d->line_src : NULL);
+	cli_json_end(j);
+}
+
+/* Returns the object's status (CLI_EXIT_OK or CLI_EXIT_REFUSED). */
+static int verify_object(const char *path, const struct verify_opts *vo, struct cli_json *j)
+{
+	char err[1024];
+	struct nb_object *obj = NULL;
+	if (vo->json) {
+		cli_json_object(j, NULL);
+		cli_json_str(j, "file", path);
+	}
+	if (loader_open_file(path, &obj, err, sizeof(err)) < 0) {
+		if (vo->json) {
+			cli_json_str(j, "error", err);
+			cli_json_array(j, "programs");
+			cli_json_end(j);
+			cli_json_end(j);
+		} else {
+			fprintf(stderr, "%s: error: %s\n", path, err);
+		}
+		return CLI_EXIT_REFUSED;
+	}
+	int status = CLI_EXIT_OK;
+	const char *obj_error = NULL;
+	if (obj->prog_cnt == 0 && !vo->allow_empty) {
+		obj_error = "no programs (nothing to verify; --allow-empty accepts this)";
+		status = CLI_EXIT_REFUSED;
+		if (!vo->json)
+			fprintf(stderr, "%s: error: %s\n", path, obj_error);
+	}
+	if (vo->json) {
+		cli_json_str(j, "error", obj_error);
+		cli_json_array(j, "programs");
+	}
 	for (size_t i = 0; i < obj->prog_cnt; i++) {
 		const struct nb_program *p = &obj->progs[i];
-		const struct nb_hook_desc *hook = forced ? forced : hook_for_section(p->section);
-		if (!hook) {
-			fprintf(stderr,
-				"%s: error: program '%s' is in section '%s', which names no hook; use "
-				"SEC(\"tuner\"), \"tuner/chunk\", \"profiler\", \"net\" or \"env\", or "
-				"--type\n",
-				path, p->name, p->section);
-			status = status ? status : 1;
-			continue;
-		}
-		struct nb_verifier_opts opts = { .budget = budget,
-						 .allow_rank_local = allow_rank_local };
+		const struct nb_hook_desc *sh = hook_for_section(p->section);
+		const struct nb_hook_desc *hook = vo->forced ? vo->forced : sh;
+		const char *verdict, *note = NULL;
+		char notebuf[2048 + 512];
 		struct nb_verifier_diag diag;
 		struct nb_verifier_stats st;
 		memset(&st, 0, sizeof(st));
-		rc = verifier_check(p, obj->maps, obj->map_cnt, hook, &opts, &diag, &st);
-		if (rc == -EACCES) {
-			char buf[2048];
-			verifier_format_diag(&diag, p, buf, sizeof(buf));
-			fputs(buf, stdout);
-			printf("%s: program '%s' (%s) rejected\n", path, p->name, hook->name);
-			status = 1;
-		} else if (rc) {
-			fprintf(stderr, "%s: error: verifying '%s' failed: %s\n", path, p->name,
-				strerror(-rc));
-			status = 2;
+		memset(&diag, 0, sizeof(diag));
+		int rc = 0;
+		if (!hook) {
+			snprintf(notebuf, sizeof(notebuf),
+				 "program '%s' is in section '%s', which names no hook; use "
+				 "SEC(\"tuner\"), \"tuner/chunk\", \"profiler\", \"net\" or \"env\", or "
+				 "--type", p->name, p->section);
+			note = notebuf;
+			verdict = "error";
+			status = CLI_EXIT_REFUSED;
+			if (!vo->json)
+				fprintf(stderr, "%s: error: %s\n", path, note);
 		} else {
-			printf("%s: program '%s' (%s): OK\n", path, p->name, hook->name);
+			if (vo->forced && sh != vo->forced) {
+				snprintf(notebuf, sizeof(notebuf),
+					 "program '%s' is in section '%s' (%s%s); verifying it as %s "
+					 "(--type), which is not how the runtime would attach it",
+					 p->name, p->section, sh ? "hook " : "no hook",
+					 sh ? sh->name : "", vo->forced->name);
+				note = notebuf;
+				if (!vo->json)
+					fprintf(stderr, "%s: warning: %s\n", path, note);
+			}
+			struct nb_verifier_opts opts = { .budget = vo->budget,
+							 .allow_rank_local = vo->allow_rank_local };
+			rc = verifier_check(p, obj->maps, obj->map_cnt, hook, &opts, &diag, &st);
+			if (rc == -EACCES) {
+				verdict = "rejected";
+				status = CLI_EXIT_REFUSED;
+				if (!vo->json) {
+					print_diag(stdout, &diag, p, vo->color);
+					printf("%s: program '%s' (%s) rejected\n", path, p->name,
+					       hook->name);
+				}
+			} else if (rc) {
+				verdict = "error";
+				status = CLI_EXIT_REFUSED;
+				snprintf(notebuf, sizeof(notebuf), "verifying '%s' failed: %s", p->name,
+					 strerror(-rc));
+				note = notebuf;
+				if (!vo->json)
+					fprintf(stderr, "%s: error: %s\n", path, note);
+			} else {
+				verdict = "accepted";
+				if (!vo->json)
+					printf("%s: program '%s' (%s): OK\n", path, p->name, hook->name);
+			}
+			if (vo->stats && !vo->json)
+				printf("  stats: %zu insns, %llu processed, %llu states stored, %llu "
+				       "pruned, peak %llu states, %.3f ms\n",
+				       p->insn_cnt, (unsigned long long)st.insns_processed,
+				       (unsigned long long)st.states_stored,
+				       (unsigned long long)st.states_pruned,
+				       (unsigned long long)st.peak_states, (double)st.time_ns / 1e6);
 		}
-		if (stats)
-			printf("  stats: %zu insns, %llu processed, %llu states stored, %llu pruned, "
-			       "peak %llu states, %.3f ms\n",
-			       p->insn_cnt, (unsigned long long)st.insns_processed,
-			       (unsigned long long)st.states_stored,
-			       (unsigned long long)st.states_pruned,
-			       (unsigned long long)st.peak_states, (double)st.time_ns / 1e6);
+		if (!vo->json)
+			continue;
+		cli_json_object(j, NULL);
+		cli_json_str(j, "name", p->name);
+		cli_json_str(j, "section", p->section);
+		cli_json_str(j, "section_hook", sh ? sh->name : NULL);
+		cli_json_str(j, "hook", hook ? hook->name : NULL);
+		cli_json_str(j, "verdict", verdict);
+		cli_json_str(j, "note", note);
+		cli_json_array(j, "diagnostics");
+		if (rc == -EACCES)
+			json_diag(j, &diag, p);
+		cli_json_end(j);
+		if (hook && rc != -EACCES && rc) {
+			cli_json_null(j, "stats");
+		} else if (hook) {
+			cli_json_object(j, "stats");
+			cli_json_uint(j, "insns", p->insn_cnt);
+			cli_json_uint(j, "processed", st.insns_processed);
+			cli_json_uint(j, "states_stored", st.states_stored);
+			cli_json_uint(j, "states_pruned", st.states_pruned);
+			cli_json_uint(j, "peak_states", st.peak_states);
+			cli_json_num(j, "time_ms", (double)st.time_ns / 1e6);
+			cli_json_end(j);
+		} else {
+			cli_json_null(j, "stats");
+		}
+		cli_json_end(j);
+	}
+	if (vo->json) {
+		cli_json_end(j);
+		cli_json_end(j);
 	}
 	loader_close(obj);
 	return status;
 }
 
-int cmd_verify(int argc, char **argv)
+static int cmd_verify(int argc, char **argv)
 {
-	const struct nb_hook_desc *forced = NULL;
-	bool stats = false;
-	uint64_t budget = 0;
+	struct verify_opts vo = { 0 };
 	const char *rl = getenv("NCCLBPF_RANK_LOCAL");
-	bool allow_rank_local = rl && !strcmp(rl, "allow");
-	int nobj = 0, status = 0;
+	vo.allow_rank_local = rl && !strcmp(rl, "allow");
+	const char *objs[256];
+	int nobj = 0;
+	bool no_more_opts = false;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			verify_usage(stdout);
-			return 0;
+		const char *a = argv[i], *v = NULL;
+		int r = 0;
+		if (no_more_opts || a[0] != '-' || !a[1]) {
+			if (nobj == (int)(sizeof(objs) / sizeof(objs[0])))
+				return cli_usage_error("verify", "more than %zu objects",
+						       sizeof(objs) / sizeof(objs[0]));
+			objs[nobj++] = a;
+		} else if (!strcmp(a, "--")) {
+			no_more_opts = true;
 		} else if (!strcmp(a, "--stats")) {
-			stats = true;
+			vo.stats = true;
+		} else if (!strcmp(a, "--json")) {
+			vo.json = true;
+		} else if (!strcmp(a, "--allow-empty")) {
+			vo.allow_empty = true;
 		} else if (!strcmp(a, "--allow-rank-local")) {
-			allow_rank_local = true;
-		} else if (!strcmp(a, "--type") || !strncmp(a, "--type=", 7)) {
-			const char *v = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
-			forced = v ? hook_by_name(v) : NULL;
-			if (!forced) {
-				fprintf(stderr, "ncclbpf verify: unknown hook type '%s'\n", v ? v : "");
-				verify_usage(stderr);
-				return 2;
-			}
-		} else if (!strcmp(a, "--budget") || !strncmp(a, "--budget=", 9)) {
-			const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
-			char *end = NULL;
-			budget = v ? strtoull(v, &end, 0) : 0;
-			if (!v || !*v || *end || budget == 0) {
-				fprintf(stderr, "ncclbpf verify: bad budget '%s'\n", v ? v : "");
-				return 2;
-			}
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "ncclbpf verify: unknown option '%s'\n", a);
-			verify_usage(stderr);
-			return 2;
+			vo.allow_rank_local = true;
+		} else if ((r = cli_opt_value("verify", argc, argv, &i, "--type", &v)) != 0) {
+			if (r < 0)
+				return CLI_EXIT_USAGE;
+			vo.forced = hook_by_name(v);
+			if (!vo.forced)
+				return cli_usage_error("verify", "--type: unknown hook '%s' (tuner, "
+							 "tuner/chunk, profiler, net, env)", v);
+		} else if ((r = cli_opt_value("verify", argc, argv, &i, "--budget", &v)) != 0) {
+			long long b;
+			if (r < 0 ||
+			    cli_parse_range("verify", "--budget", v, 1, 1000000000000ll, &b) < 0)
+				return CLI_EXIT_USAGE;
+			vo.budget = (uint64_t)b;
+		} else {
+			return cli_usage_error("verify", "unknown option '%s'", a);
 		}
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--type") || !strcmp(a, "--budget")) {
-			i++;
-			continue;
-		}
-		if (a[0] == '-' && a[1])
-			continue;
-		nobj++;
-		int s = verify_object(a, forced, stats, budget, allow_rank_local);
-		if (s > status)
-			status = s;
+	if (nobj == 0)
+		return cli_usage_error("verify", "no object given");
+	vo.color = !vo.json && cli_use_color(stdout);
+	struct cli_json j;
+	if (vo.json) {
+		cli_json_init(&j, stdout);
+		cli_json_object(&j, NULL);
+		cli_json_str(&j, "schema", "ncclbpf.verify/1");
+		cli_json_array(&j, "objects");
 	}
-	if (nobj == 0) {
-		verify_usage(stderr);
-		return 2;
+	int status = CLI_EXIT_OK;
+	for (int i = 0; i < nobj; i++)
+		if (verify_object(objs[i], &vo, &j) != CLI_EXIT_OK)
+			status = CLI_EXIT_REFUSED;
+	if (vo.json) {
+		cli_json_end(&j);
+		cli_json_bool(&j, "ok", status == CLI_EXIT_OK);
+		cli_json_end(&j);
+		cli_json_finish(&j);
 	}
 	return status;
 }
+
+NCCLBPF_CLI_COMMAND(
+	verify, .name = "verify", .run = cmd_verify,
+	.synopsis = "[--type HOOK] [--stats] [--budget N] [--allow-rank-local] [--allow-empty] "
+		    "[--json] OBJ...",
+	.summary = "verify programs for their hook, compiler-style diagnostics",
+	.help = "Verifies every program of each object for the hook its section names (as the "
+		"runtime\nwould before attaching it) and prints \"OK\" or a compiler-style "
+		"diagnostic: location,\nmessage and error code (docs/verifier.md), the source "
+		"line with a caret under the\ncolumn, and the instruction. Colour on a terminal "
+		"unless NO_COLOR is set.\n"
+		"\n"
+		"options:\n"
+		"  --type HOOK         verify as tuner, tuner/chunk, profiler, net or env instead "
+		"of\n"
+		"                      the section's hook (a warning says when they differ)\n"
+		"  --stats             instructions processed, states stored/pruned, peak states, "
+		"time\n"
+		"  --budget N          processed-instruction budget, 1 to 10^12 (default: the "
+		"hook's)\n"
+		"  --allow-rank-local  accept tuner decisions from rank-local data (also\n"
+		"                      NCCLBPF_RANK_LOCAL=allow); only safe when every rank "
+		"sees the\n"
+		"                      same state\n"
+		"  --allow-empty       an object without programs is not an error\n"
+		"  --json              one JSON document (below) instead of text\n"
+		"\n"
+		"exit status: 0 every program accepted; 1 a program rejected, an object missing,\n"
+		"malformed or without programs, or a section naming no hook; 2 usage error.\n"
+		"\n"
+		"json (schema \"ncclbpf.verify/1\"):\n"
+		"  {\"schema\", \"ok\": bool (the exit status is 0),\n"
+		"   \"objects\": [{\"file\": string, \"error\": string or null (load error, no "
+		"programs),\n"
+		"     \"programs\": [{\"name\", \"section\": strings, \"section_hook\", \"hook\" "
+		"(verified as):\n"
+		"        string or null, \"verdict\": \"accepted\" | \"rejected\" | \"error\",\n"
+		"        \"note\": string or null (--type mismatch, no hook, internal error),\n"
+		"        \"diagnostics\": [{\"file\": string or null, \"line\", \"column\": "
+		"numbers or null,\n"
+		"          \"code\": \"E-...\", \"severity\": \"error\", \"message\", "
+		"\"instruction\",\n"
+		"          \"source\": strings (source null when unknown), \"insn\": number}],\n"
+		"        \"stats\": {\"insns\", \"processed\", \"states_stored\", "
+		"\"states_pruned\",\n"
+		"          \"peak_states\", \"time_ms\": numbers} or null}]}]}\n");

@@ -18,8 +18,8 @@ _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 140, "tuner ctx layou
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, comm_seq) == 152, "tuner ctx layout");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 40, "chunk ctx layout");
 _Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 80, "profiler ctx layout");
-_Static_assert(sizeof(struct ncclbpf_net_ctx) == 48, "net ctx layout");
-_Static_assert(sizeof(struct ncclbpf_env_ctx) == 80, "env ctx layout");
+_Static_assert(sizeof(struct ncclbpf_net_ctx) == 88, "net ctx layout");
+_Static_assert(sizeof(struct ncclbpf_env_ctx) == 168, "env ctx layout");
 
 #define TCTX struct ncclbpf_tuner_ctx
 static const struct nb_ctx_field tuner_fields[] = {
@@ -54,11 +54,19 @@ static const struct nb_ctx_field net_fields[] = {
 	RO(comm_id, NCTX, LOC), RO(bytes, NCTX, LOC), RO(op, NCTX, LOC),
 	RO(dev, NCTX, LOC),     RO(peer, NCTX, LOC),  RO(tag, NCTX, LOC),
 	RO(now_ns, NCTX, LOC),  RW(verdict, NCTX, LOC),
+	/* net plugin (docs/net.md): all rank-local; n_sockets/n_threads are read at CONNECT */
+	RO(conn_id, NCTX, LOC), RO(duration_ns, NCTX, LOC), RW(n_sockets, NCTX, LOC),
+	RW(n_threads, NCTX, LOC), RO(n_recv, NCTX, LOC), RO(abi_version, NCTX, LOC),
+	RO(mode, NCTX, LOC),
 };
 
 #define ECTX struct ncclbpf_env_ctx
 static const struct nb_ctx_field env_fields[] = {
 	RO(name, ECTX, INV), RO(name_hash, ECTX, INV), RW(value_index, ECTX, INV),
+	/* env plugin (docs/env.md): the file's candidates are the same on every host that
+	 * shares a section; host facts and the process environment are not */
+	RO(nccl_version, ECTX, INV), RO(n_candidates, ECTX, LOC), RO(host_hash, ECTX, LOC),
+	RO(in_environment, ECTX, LOC), RO(default_index, ECTX, LOC), RO(cand_num, ECTX, LOC),
 };
 
 #define A NB_ARG_ANYTHING

@@ -83,10 +83,10 @@ static void describe_source(const struct verifier_env *env, uint32_t taint, char
 		break;
 	}
 	case VTK_MAP_VALUE:
-		snprintf(buf, len, "map '%s' value at insn %u", mname, insn);
+		snprintf(buf, len, "map '%.64s' value at insn %u", mname, insn);
 		break;
 	case VTK_MAP_PRESENCE:
-		snprintf(buf, len, "presence of the key in map '%s' at insn %u", mname, insn);
+		snprintf(buf, len, "presence of the key in map '%.64s' at insn %u", mname, insn);
 		break;
 	default:
 		snprintf(buf, len, "insn %u", insn);

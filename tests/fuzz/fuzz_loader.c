@@ -40,10 +40,13 @@ static void walk(const struct nb_object *o)
 				if (t < 0 || (uint64_t)t >= p->insn_cnt)
 					fail();
 			}
-			if (isa_is_lddw(in) && (in->src_reg == BPF_PSEUDO_MAP_FD ||
-						in->src_reg == BPF_PSEUDO_MAP_VALUE)) {
-				if (k + 1 >= p->insn_cnt || in->imm < 0 || (size_t)in->imm >= o->map_cnt)
+			if (isa_is_lddw(in)) {
+				if ((in->src_reg == BPF_PSEUDO_MAP_FD ||
+				     in->src_reg == BPF_PSEUDO_MAP_VALUE) &&
+				    (k + 1 >= p->insn_cnt || in->imm < 0 || (size_t)in->imm >= o->map_cnt))
 					fail();
+				/* the second slot is data (the immediate's high half), whatever
+				 * its bytes look like: never an instruction of its own */
 				k++;
 			}
 		}
@@ -59,17 +62,26 @@ static void walk(const struct nb_object *o)
 	(void)sum;
 }
 
+/* Every input in both modes: the runtime's (strict) and inspection's (externs kept). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct nb_object *o = NULL;
-	char err[256];
-	err[0] = '\0';
-	int ret = loader_open_mem(data, size, "fuzz", &o, err, sizeof(err));
-	if (ret == 0) {
-		walk(o);
-		loader_close(o);
-	} else if (o != NULL || err[0] == '\0') {
-		fail();
+	for (unsigned flags = 0; flags <= NB_LOADER_INSPECT; flags += NB_LOADER_INSPECT) {
+		struct nb_object *o = NULL;
+		char err[256];
+		err[0] = '\0';
+		int ret = loader_open_mem_flags(data, size, "fuzz", flags, &o, err, sizeof(err));
+		if (ret == 0) {
+			walk(o);
+			/* strict objects never carry externs */
+			if (!(flags & NB_LOADER_INSPECT) && o->extern_cnt)
+				fail();
+			for (size_t i = 0; i < o->extern_cnt; i++)
+				if (!memchr(o->externs[i].name, '\0', sizeof(o->externs[i].name)))
+					fail();
+			loader_close(o);
+		} else if (o != NULL || err[0] == '\0') {
+			fail();
+		}
 	}
 	return 0;
 }

@@ -1,17 +1,7 @@
-/* mock_nccl_host: the command-line face of the mock NCCL host (no GPU needed).
- *
- *   mock_nccl_host simulate [--nccl 2.30] [--plugin ncclbpf] [--topo nvlink-node]
- *                           [--ranks 8] [--nodes 1]
- *       one training step's collectives: NCCL's default choice beside the policy's
- *       (the policy comes from NCCLBPF_POLICY, as in a real job)
- *   mock_nccl_host stress [--nccl 2.30] [--plugin ncclbpf] [--threads 8] [--comms 4]
- *                         [--iters 20000]
- *       getCollInfo from many threads on many communicators, every call checked against
- *       NCCL's invariants
- *   mock_nccl_host versions [--plugin ncclbpf]
- *       loads the library as each supported release does and reports the bound symbol
- * Exit status 0 when every invariant held.
- */
+/* mock_nccl_host: the command-line face of the mock NCCL host (no GPU needed). The
+ * commands, options and exit codes are in host_usage and host_cmds below (`mock_nccl_host --help`);
+ * README.md lists them too. Exit status: 0 every invariant held, 1 a violation or the
+ * plugin could not be loaded, 2 usage error (same convention as the ncclbpf CLI). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,6 +13,100 @@
 #define KiB (1024ull)
 #define MiB (1024ull * 1024ull)
 
+#define EXIT_USAGE 2
+
+static const char host_usage[] =
+	"usage: mock_nccl_host <command> [options]\n"
+	"\n"
+	"Loads libnccl-tuner-<plugin>.so exactly as NCCL does (dlopen RTLD_NOW|RTLD_LOCAL,\n"
+	"NCCL_TUNER_PLUGIN name resolution, the versioned symbol each release binds) and\n"
+	"drives it without a GPU. The library is found through LD_LIBRARY_PATH; policies\n"
+	"come from NCCLBPF_POLICY, as in a real job.\n"
+	"\n"
+	"commands:\n"
+	"  simulate   one training step's collectives: NCCL's default choice beside the\n"
+	"             policy's, and which NCCLBPF_POLICY entries were attached or skipped\n"
+	"  stress     getCollInfo from many threads on many communicators, every call\n"
+	"             checked against NCCL's invariants\n"
+	"  versions   loads the library as each supported release does, reports the bound\n"
+	"             symbol\n"
+	"  help [CMD] this text, or one command's options (also CMD --help)\n"
+	"\n"
+	"exit status: 0 every invariant held; 1 an invariant was violated or the plugin\n"
+	"could not be loaded; 2 usage error.\n";
+
+static const struct host_cmd {
+	const char *name, *synopsis, *options;
+} host_cmds[] = {
+	{ "simulate", "[--nccl REL] [--plugin NAME] [--topo TOPO] [--ranks N] [--nodes N]",
+	  "  --nccl REL     NCCL release to emulate (default 2.30)\n"
+	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default ncclbpf)\n"
+	  "  --topo TOPO    cost-table shape (default nvlink-node)\n"
+	  "  --ranks N      ranks in the communicator, 1 to 65536 (default 8)\n"
+	  "  --nodes N      nodes, 1 to ranks (default 1)\n" },
+	{ "stress", "[--nccl REL] [--plugin NAME] [--threads N] [--comms N] [--iters N]",
+	  "  --nccl REL     NCCL release to emulate (default 2.30)\n"
+	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default ncclbpf)\n"
+	  "  --threads N    calling threads, 1 to 1024 (default 8)\n"
+	  "  --comms N      communicators, 1 to 4096 (default 4)\n"
+	  "  --iters N      calls per thread, 1 to 10^9 (default 20000)\n" },
+	{ "versions", "[--plugin NAME]",
+	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default ncclbpf)\n" },
+};
+#define N_HOST_CMDS (sizeof(host_cmds) / sizeof(host_cmds[0]))
+
+/* "2.27, 2.28, ...": every release mock_nccl_parse_release accepts. */
+static void releases_list(char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int minor = 10; minor < 60; minor++) {
+		char rel[16];
+		snprintf(rel, sizeof(rel), "2.%d", minor);
+		if (mock_nccl_parse_release(rel) < 0 || n + 8 >= len)
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", rel);
+	}
+}
+
+static void topo_list(char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (int t = 0; t < MOCK_TOPO_COUNT && n + 32 < len; t++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", t ? ", " : "",
+				      mock_topo_name((enum mock_topo)t));
+}
+
+static void print_cmd_help(FILE *f, const struct host_cmd *c)
+{
+	char rels[256], topos[256];
+	releases_list(rels, sizeof(rels));
+	topo_list(topos, sizeof(topos));
+	fprintf(f, "usage: mock_nccl_host %s %s\n\noptions:\n%s", c->name, c->synopsis,
+		c->options);
+	if (strstr(c->options, "--nccl "))
+		fprintf(f, "\nREL (NCCL releases): %s\n", rels);
+	if (strstr(c->options, "--topo "))
+		fprintf(f, "TOPO: %s\n", topos);
+}
+
+static const struct host_cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < N_HOST_CMDS; i++)
+		if (!strcmp(host_cmds[i].name, name))
+			return &host_cmds[i];
+	return NULL;
+}
+
+static int usage_error(const char *cmd, const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, "mock_nccl_host %s: ", cmd);
+	fprintf(stderr, fmt, a, b);
+	fprintf(stderr, " (see `mock_nccl_host %s --help`)\n", cmd);
+	return -1;
+}
+
 struct opts {
 	int release;
 	const char *plugin;
@@ -31,8 +115,27 @@ struct opts {
 	long iters;
 };
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int parse_num(const char *cmd, const char *k, const char *v, long min, long max,
+		     long *out)
 {
+	char *end = NULL;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	char range[64];
+	if (!*v || *end || errno)
+		return usage_error(cmd, "%s: '%s' is not an integer", k, v);
+	if (n < min || n > max) {
+		snprintf(range, sizeof(range), "%ld to %ld", min, max);
+		return usage_error(cmd, "%s: out of range (%s)", k, range);
+	}
+	*out = n;
+	return 0;
+}
+
+/* Options a command does not list are refused (stress --topo used to be ignored). */
+static int parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
+{
+	const struct host_cmd *c = find_cmd(cmd);
 	o->release = 230;
 	o->plugin = "ncclbpf";
 	o->topo = MOCK_TOPO_NVLINK_NODE;
@@ -42,17 +145,30 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->comms = 4;
 	o->iters = 20000;
 	for (int i = 0; i < argc; i++) {
-		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v) {
-			fprintf(stderr, "missing value for %s\n", k);
-			return -1;
+		char key[64];
+		const char *k = argv[i], *v = NULL, *eq = strchr(k, '=');
+		if (eq && k[0] == '-' && (size_t)(eq - k) < sizeof(key)) {
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - k), k);
+			k = key;
+			v = eq + 1;
 		}
-		i++;
+		char pat[80];
+		snprintf(pat, sizeof(pat), "  %s ", k);
+		if (k[0] != '-' || !strstr(c->options, pat))
+			return usage_error(cmd, "unknown %s '%s'", k[0] == '-' ? "option" : "argument",
+					   argv[i]);
+		if (!v && i + 1 >= argc)
+			return usage_error(cmd, "%s needs a value%s", k, "");
+		if (!v)
+			v = argv[++i];
+		long n = 0;
 		if (!strcmp(k, "--nccl")) {
 			o->release = mock_nccl_parse_release(v);
 			if (o->release < 0) {
-				fprintf(stderr, "unsupported NCCL release %s (2.27..2.30)\n", v);
-				return -1;
+				char rels[256];
+				releases_list(rels, sizeof(rels));
+				return usage_error(cmd, "unsupported NCCL release '%s' (supported: %s)",
+						   v, rels);
 			}
 		} else if (!strcmp(k, "--plugin")) {
 			o->plugin = v;
@@ -62,29 +178,35 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				if (!strcmp(v, mock_topo_name((enum mock_topo)t)))
 					break;
 			if (t == MOCK_TOPO_COUNT) {
-				fprintf(stderr, "unknown topology %s\n", v);
-				return -1;
+				char topos[256];
+				topo_list(topos, sizeof(topos));
+				return usage_error(cmd, "unknown topology '%s' (valid: %s)", v, topos);
 			}
 			o->topo = (enum mock_topo)t;
 		} else if (!strcmp(k, "--ranks")) {
-			o->ranks = atoi(v);
+			if (parse_num(cmd, k, v, 1, 65536, &n))
+				return -1;
+			o->ranks = (int)n;
 		} else if (!strcmp(k, "--nodes")) {
-			o->nodes = atoi(v);
+			if (parse_num(cmd, k, v, 1, 65536, &n))
+				return -1;
+			o->nodes = (int)n;
 		} else if (!strcmp(k, "--threads")) {
-			o->threads = atoi(v);
+			if (parse_num(cmd, k, v, 1, 1024, &n))
+				return -1;
+			o->threads = (int)n;
 		} else if (!strcmp(k, "--comms")) {
-			o->comms = atoi(v);
+			if (parse_num(cmd, k, v, 1, 4096, &n))
+				return -1;
+			o->comms = (int)n;
 		} else if (!strcmp(k, "--iters")) {
-			o->iters = atol(v);
-		} else {
-			fprintf(stderr, "unknown option %s\n", k);
-			return -1;
+			if (parse_num(cmd, k, v, 1, 1000000000, &n))
+				return -1;
+			o->iters = n;
 		}
 	}
-	if (o->ranks < 1 || o->nodes < 1 || o->threads < 1 || o->comms < 1 || o->iters < 1) {
-		fprintf(stderr, "bad numeric option\n");
-		return -1;
-	}
+	if (o->nodes > o->ranks)
+		return usage_error(cmd, "--nodes: more nodes than ranks%s%s", "", "");
 	return 0;
 }
 
@@ -107,6 +229,26 @@ static void fmt_bytes(char *buf, size_t len, size_t n)
 		snprintf(buf, len, "%zu KiB", (size_t)(n / KiB));
 	else
 		snprintf(buf, len, "%zu B", n);
+}
+
+/* What the plugin did with each NCCLBPF_POLICY entry, from its log lines: an entry that
+ * was skipped (missing file, verifier rejection, ...) leaves NCCL's choice in place, and
+ * the table below would otherwise look like a policy that decided nothing. */
+static void print_policy_entries(void)
+{
+	char line[1024];
+	int any = 0;
+	for (int i = 0; (i = mock_log_find(i, 3, "ncclbpf: attached ", line, sizeof(line))) >= 0;
+	     i++, any++)
+		printf("  attached  %s\n", line + strlen("ncclbpf: attached "));
+	for (int i = 0; (i = mock_log_find(i, 2, " skipped: ", line, sizeof(line))) >= 0;
+	     i++, any++) {
+		const char *p = strstr(line, "ncclbpf: policy "), *why = strstr(line, " skipped: ");
+		p = p ? p + strlen("ncclbpf: policy ") : line;
+		printf("  SKIPPED   %.*s: %s\n", (int)(why - p), p, why + strlen(" skipped: "));
+	}
+	if (any)
+		printf("\n");
 }
 
 static int cmd_simulate(const struct opts *o)
@@ -145,6 +287,7 @@ static int cmd_simulate(const struct opts *o)
 	       o->release / 100, o->release % 100, m.opened_as, m.tuner_version,
 	       mock_topo_name(o->topo), o->ranks, o->nodes,
 	       getenv("NCCLBPF_POLICY") ? getenv("NCCLBPF_POLICY") : "(unset)");
+	print_policy_entries();
 	printf("%-26s %-13s %9s  %-18s %-18s %s\n", "collective", "type", "bytes",
 	       "NCCL default", "with policy", "channels");
 	int bad = 0;
@@ -289,18 +432,50 @@ static int cmd_versions(const struct opts *o)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s simulate|stress|versions [options]\n", argv[0]);
-		return 2;
+		fputs(host_usage, stderr);
+		return EXIT_USAGE;
 	}
+	const char *name = argv[1];
+	if (!strcmp(name, "--markdown")) { /* the mock_nccl_host part of docs/cli.md */
+		printf("\n## mock_nccl_host\n\n```\n%s```\n", host_usage);
+		for (size_t i = 0; i < N_HOST_CMDS; i++) {
+			printf("\n### mock_nccl_host %s\n\n```\n", host_cmds[i].name);
+			print_cmd_help(stdout, &host_cmds[i]);
+			printf("```\n");
+		}
+		return 0;
+	}
+	if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
+		if (argc > 2 && strcmp(name, "help") == 0) {
+			const struct host_cmd *c = find_cmd(argv[2]);
+			if (!c) {
+				fprintf(stderr, "mock_nccl_host: unknown command '%s' (simulate, stress, "
+						"versions)\n", argv[2]);
+				return EXIT_USAGE;
+			}
+			print_cmd_help(stdout, c);
+			return 0;
+		}
+		fputs(host_usage, stdout);
+		return 0;
+	}
+	const struct host_cmd *c = find_cmd(name);
+	if (!c) {
+		fprintf(stderr, "mock_nccl_host: unknown command '%s' (simulate, stress, versions; "
+				"see `mock_nccl_host --help`)\n", name);
+		return EXIT_USAGE;
+	}
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			print_cmd_help(stdout, c);
+			return 0;
+		}
 	struct opts o;
-	if (parse_opts(argc - 2, argv + 2, &o))
-		return 2;
-	if (!strcmp(argv[1], "simulate"))
+	if (parse_opts(name, argc - 2, argv + 2, &o))
+		return EXIT_USAGE;
+	if (!strcmp(name, "simulate"))
 		return cmd_simulate(&o);
-	if (!strcmp(argv[1], "stress"))
+	if (!strcmp(name, "stress"))
 		return cmd_stress(&o);
-	if (!strcmp(argv[1], "versions"))
-		return cmd_versions(&o);
-	fprintf(stderr, "unknown command %s\n", argv[1]);
-	return 2;
+	return cmd_versions(&o);
 }

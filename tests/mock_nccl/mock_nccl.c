@@ -499,3 +499,16 @@ void mock_log_dump(FILE *out)
 			log_lines[i].text);
 	pthread_mutex_unlock(&log_lock);
 }
+
+int mock_log_find(int from, int level, const char *needle, char *out, size_t len)
+{
+	int found = -1;
+	pthread_mutex_lock(&log_lock);
+	for (int i = from < 0 ? 0 : from; i < log_n && found < 0; i++)
+		if ((level < 0 || log_lines[i].level == level) && strstr(log_lines[i].text, needle)) {
+			found = i;
+			snprintf(out, len, "%s", log_lines[i].text);
+		}
+	pthread_mutex_unlock(&log_lock);
+	return found;
+}

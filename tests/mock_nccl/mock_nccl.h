@@ -103,5 +103,8 @@ int mock_log_count(const char *needle);          /* lines containing needle */
 int mock_log_count_level(int level, const char *needle);
 void mock_log_reset(void);
 void mock_log_dump(FILE *out);
+/* Index of the first recorded line at or after `from` containing needle (level -1: any),
+ * its text copied to out; -1 when none. */
+int mock_log_find(int from, int level, const char *needle, char *out, size_t len);
 
 #endif

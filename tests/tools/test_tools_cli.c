@@ -71,11 +71,11 @@ static void test_exec_mode(const char *mode)
 int main(void)
 {
 	/* dispatch */
-	CHECK(cli_run("./ncclbpf 2>&1", out, sizeof(out)) == 1);
+	CHECK(cli_run("./ncclbpf 2>&1", out, sizeof(out)) == 2);
 	CHECK_STR_CONTAINS(out, "usage: ncclbpf");
 	CHECK(cli_run("./ncclbpf --help", out, sizeof(out)) == 0);
 	CHECK_STR_CONTAINS(out, "disasm");
-	CHECK(cli_run("./ncclbpf frobnicate 2>&1", out, sizeof(out)) == 1);
+	CHECK(cli_run("./ncclbpf frobnicate 2>&1", out, sizeof(out)) == 2);
 	CHECK_STR_CONTAINS(out, "unknown command 'frobnicate'");
 
 	/* info */
@@ -94,7 +94,7 @@ int main(void)
 	CHECK(strstr(out, "array") != NULL);
 	CHECK(cli_run("./ncclbpf info tests/progs/nothing.bpf.o 2>&1", out, sizeof(out)) == 1);
 	CHECK_STR_CONTAINS(out, "nothing.bpf.o");
-	CHECK(cli_run("./ncclbpf info 2>&1", out, sizeof(out)) == 1);
+	CHECK(cli_run("./ncclbpf info 2>&1", out, sizeof(out)) == 2);
 
 	/* disasm of one program, unknown program */
 	CHECK(cli_run("./ncclbpf disasm tests/progs/runtime_maps.bpf.o pick", out, sizeof(out)) == 0);
@@ -136,9 +136,9 @@ int main(void)
 	CHECK_STR_CONTAINS(out, "multiple of 8");
 	CHECK(exec_prog_err("", "") == 1);
 	CHECK_STR_CONTAINS(out, "no program");
-	CHECK(exec_prog_err("b7 00 00 00 2a 00 00 00 " EXIT, "--frobnicate") == 1);
+	CHECK(exec_prog_err("b7 00 00 00 2a 00 00 00 " EXIT, "--frobnicate") == 2);
 	CHECK_STR_CONTAINS(out, "unknown option '--frobnicate'");
-	CHECK(exec_prog_err("b7 00 00 00 2a 00 00 00 " EXIT, "'01' '02'") == 1);
+	CHECK(exec_prog_err("b7 00 00 00 2a 00 00 00 " EXIT, "'01' '02'") == 2);
 	CHECK(exec_prog_err("b7 00 00 00 2a 00 00 00 " EXIT, "'0g'") == 1);
 	CHECK(exec_prog_err("b7 00 00 00 2a 00 00 00", "") == 1); /* falls off the end */
 	CHECK(exec_prog_err("85 00 00 00 63 00 00 00 " EXIT, "") == 1); /* unknown helper 99 */

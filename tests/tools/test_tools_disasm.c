@@ -161,7 +161,7 @@ static void compare_object(const char *objdump, const char *path)
 	CHECK(cli_run_alloc(cmd, &ref_txt, NULL) == 0);
 	parse_listing(ours_txt, &ours, 1);
 	parse_listing(ref_txt, &ref, 0);
-	CHECK(ours.n > 0);
+	CHECK(ours.n > 0 || ref.n == 0); /* an object without code lists nothing */
 	for (size_t i = 0; i < ours.n; i++) {
 		const struct func *r = &ours.f[i];
 		const struct func *o = find_func(&ref, r->name);

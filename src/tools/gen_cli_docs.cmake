@@ -1,0 +1,10 @@
+# cli-docs: docs/cli.md = `ncclbpf help --markdown` + `mock_nccl_host --markdown`.
+execute_process(COMMAND "${CLI}" help --markdown OUTPUT_VARIABLE cli RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ncclbpf help --markdown failed (${rc})")
+endif()
+execute_process(COMMAND "${HOST}" --markdown OUTPUT_VARIABLE host RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "mock_nccl_host --markdown failed (${rc})")
+endif()
+file(WRITE "${OUT}" "${cli}${host}")

@@ -1,0 +1,518 @@
+/* The CLI's conventions (src/tools/main.c, docs/cli.md), command by command: --version,
+ * help for every command, exit codes 0/1/2, one message per failure, range-checked
+ * numbers, --json documents parsed and checked against their schema, caret diagnostics
+ * and colour only on a terminal, inspection of objects built for the kernel, and
+ * docs/cli.md generated from the --help text.
+ * Usage: test_cli_conventions SOURCE_DIR   (runs ./ncclbpf in the build directory) */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "profiler/json_mini.h"
+#include "test_util.h"
+
+static char *out;
+static const char *srcdir;
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	free(out);
+	return cli_run_alloc(cmd, &out, NULL);
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static size_t count_substr(const char *s, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static struct jm *parse_json(const char *text)
+{
+	char err[256] = "";
+	struct jm *v = jm_parse(text, err, sizeof(err));
+	if (!v)
+		fprintf(stderr, "JSON parse error: %s in:\n%s\n", err, text);
+	return v;
+}
+
+static const char *jstr(const struct jm *o, const char *k)
+{
+	const struct jm *v = o ? jm_get(o, k) : NULL;
+	return v && v->type == JM_STR ? v->str : NULL;
+}
+
+static double jnum(const struct jm *o, const char *k)
+{
+	const struct jm *v = o ? jm_get(o, k) : NULL;
+	return v && v->type == JM_NUM ? v->num : -1;
+}
+
+static const struct jm *jarr(const struct jm *o, const char *k, size_t i)
+{
+	const struct jm *v = o ? jm_get(o, k) : NULL;
+	return v && v->type == JM_ARR && i < v->n ? v->items[i] : NULL;
+}
+
+static bool jtype(const struct jm *o, const char *k, enum jm_type t)
+{
+	const struct jm *v = o ? jm_get(o, k) : NULL;
+	return v && v->type == t;
+}
+
+/* The command names listed by `ncclbpf help`. */
+static size_t command_names(char names[][32], size_t max)
+{
+	CHECK(run("./ncclbpf help") == 0);
+	const char *p = strstr(out, "\ncommands:\n");
+	size_t n = 0;
+	if (!p)
+		return 0;
+	for (p += 11; *p == ' ' && n < max;) {
+		char name[32];
+		if (sscanf(p, " %31s", name) == 1)
+			snprintf(names[n++], 32, "%s", name);
+		p = strchr(p, '\n');
+		if (!p)
+			break;
+		p++;
+	}
+	return n;
+}
+
+static void test_version(void)
+{
+	CHECK(run("./ncclbpf --version") == 0);
+	CHECK_STR_CONTAINS(out, "ncclbpf ");
+	CHECK_STR_CONTAINS(out, "commit ");
+	CHECK_STR_CONTAINS(out, "build)");
+	CHECK_STR_CONTAINS(out, "JIT:");
+	CHECK_STR_CONTAINS(out, "tuner ");
+	CHECK_STR_CONTAINS(out, "profiler ");
+	char *v1 = strdup(out);
+	CHECK(run("./ncclbpf version") == 0);
+	CHECK(!strcmp(v1, out));
+	CHECK(run("./ncclbpf -V") == 0);
+	CHECK(!strcmp(v1, out));
+	free(v1);
+
+	CHECK(run("./ncclbpf version --json") == 0);
+	struct jm *j = parse_json(out);
+	CHECK(j != NULL);
+	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.version/1"));
+	CHECK(jstr(j, "version") && jstr(j, "commit") && jstr(j, "build_type"));
+	CHECK(jtype(j, "jit", JM_BOOL));
+	CHECK(jstr(j, "library") != NULL);
+	const struct jm *abi = j ? jm_get(j, "abi") : NULL;
+	CHECK(abi && abi->type == JM_OBJ);
+	/* the library exports tuner v3..v6 and profiler v1..v6 today; versions come from
+	 * dlsym, so check for the ones NCCL 2.27-2.30 bind */
+	bool v5 = false, p4 = false;
+	for (size_t i = 0; abi && jarr(abi, "tuner", i); i++)
+		v5 |= jarr(abi, "tuner", i)->num == 5;
+	for (size_t i = 0; abi && jarr(abi, "profiler", i); i++)
+		p4 |= jarr(abi, "profiler", i)->num == 4;
+	CHECK(v5 && p4);
+	CHECK(abi && jtype(abi, "net", JM_ARR) && jtype(abi, "env", JM_ARR));
+	jm_free(j);
+	/* a library that is not there is reported, not fatal */
+	CHECK(run("./ncclbpf version --lib /nonexistent/lib.so") == 0);
+	CHECK_STR_CONTAINS(out, "not loadable");
+	CHECK(run("./ncclbpf version --frobnicate 2>&1") == 2);
+}
+
+static void test_help(void)
+{
+	char names[64][32];
+	size_t n = command_names(names, 64);
+	CHECK(n >= 8);
+	const char *must[] = { "bench", "disasm", "exec", "help", "info", "trace", "verify",
+			       "version" };
+	for (size_t k = 0; k < sizeof(must) / sizeof(must[0]); k++) {
+		bool found = false;
+		for (size_t i = 0; i < n; i++)
+			found |= !strcmp(names[i], must[k]);
+		CHECK(found);
+	}
+	for (size_t i = 0; i < n; i++) {
+		char usage[128];
+		snprintf(usage, sizeof(usage), "usage: ncclbpf %.31s", names[i]);
+		CHECK(run("./ncclbpf help %s", names[i]) == 0);
+		CHECK(!strncmp(out, usage, strlen(usage)));
+		char *h = strdup(out);
+		/* `CMD --help` and `-h` print the same text and never run the command (info
+		 * used to open a file named --help, exec to read stdin) */
+		if (strcmp(names[i], "help")) {
+			CHECK(run("./ncclbpf %s --help </dev/null", names[i]) == 0);
+			CHECK(!strcmp(h, out));
+			CHECK(run("./ncclbpf %s -h </dev/null", names[i]) == 0);
+			CHECK(!strcmp(h, out));
+			CHECK(run("./ncclbpf %s x.o --help </dev/null", names[i]) == 0);
+			CHECK(!strcmp(h, out));
+			/* an unknown option is a usage error with one message naming it (not
+			 * checked for a command still on the old convention, main.c's legacy
+			 * list, whose option parsing is its own) */
+			if (!strstr(h, "has not registered its help text")) {
+				CHECK(run("./ncclbpf %s --frobnicate </dev/null 2>&1", names[i]) == 2);
+				CHECK_STR_CONTAINS(out, "--frobnicate");
+				CHECK(count_lines(out) == 1);
+			}
+		}
+		free(h);
+	}
+	CHECK(run("./ncclbpf --help") == 0);
+	CHECK_STR_CONTAINS(out, "exit status");
+	CHECK(run("./ncclbpf help --help") == 0);
+	CHECK_STR_CONTAINS(out, "usage: ncclbpf help");
+	CHECK(run("./ncclbpf help nosuch 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "unknown command 'nosuch'");
+	CHECK(run("./ncclbpf nosuch 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "unknown command 'nosuch'");
+	CHECK(run("./ncclbpf 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "usage: ncclbpf");
+}
+
+static void test_docs_current(void)
+{
+	char path[2048];
+	snprintf(path, sizeof(path), "%s/docs/cli.md", srcdir);
+	CHECK(run("(./ncclbpf help --markdown && ./mock_nccl_host --markdown) | diff -u '%s' - 2>&1",
+		  path) == 0);
+	if (out[0])
+		fprintf(stderr, "docs/cli.md is stale: run `cmake --build build --target "
+				"cli-docs`\n%s\n", out);
+}
+
+static void test_bad_inputs(void)
+{
+	/* one message per failure, the path once */
+	CHECK(run("./ncclbpf info nosuch.o 2>&1") == 1);
+	CHECK(count_lines(out) == 1);
+	CHECK(count_substr(out, "nosuch.o") == 1);
+	CHECK_STR_CONTAINS(out, "No such file");
+	CHECK(run("./ncclbpf disasm nosuch.o 2>&1") == 1);
+	CHECK(count_lines(out) == 1 && count_substr(out, "nosuch.o") == 1);
+	CHECK(run("./ncclbpf verify nosuch.o 2>&1") == 1);
+	CHECK(count_lines(out) == 1 && count_substr(out, "nosuch.o") == 1);
+	/* a short text file is not an ELF file */
+	CHECK(run("printf 'hello\\n' > cli_text.o && ./ncclbpf info cli_text.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "cli_text.o: error: not an ELF file");
+	CHECK(count_lines(out) == 1);
+	CHECK(run("printf 'x' > cli_text.o && ./ncclbpf verify cli_text.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "not an ELF file");
+	CHECK(run("./ncclbpf disasm . 2>&1") == 1);
+	unlink("cli_text.o");
+	/* usage errors: 2 */
+	CHECK(run("./ncclbpf info 2>&1") == 2);
+	CHECK(run("./ncclbpf info a.o b.o 2>&1") == 2);
+	CHECK(run("./ncclbpf disasm 2>&1") == 2);
+	CHECK(run("./ncclbpf disasm a b c 2>&1") == 2);
+	CHECK(run("./ncclbpf verify 2>&1") == 2);
+	CHECK(run("./ncclbpf trace 2>&1") == 2);
+	CHECK(run("./ncclbpf trace /nonexistent/dir -o /dev/null 2>&1") == 1);
+	CHECK(run("./ncclbpf trace dir -o 2>&1") == 2);
+	/* numeric options are range-checked */
+	CHECK(run("./ncclbpf verify --budget -5 policies/noop.bpf.o 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "out of range");
+	CHECK(count_lines(out) == 1);
+	CHECK(run("./ncclbpf verify --budget 0 policies/noop.bpf.o 2>&1") == 2);
+	CHECK(run("./ncclbpf verify --budget 12abc policies/noop.bpf.o 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "not an integer");
+	CHECK(run("./ncclbpf verify --budget=100000 policies/noop.bpf.o 2>&1") == 0);
+	CHECK(run("./ncclbpf verify --budget 2>&1") == 2);
+	CHECK(run("./ncclbpf bench --calls 5 2>&1") == 2);
+	CHECK(run("./ncclbpf bench --calls -1000 2>&1") == 2);
+	CHECK(run("./ncclbpf bench --rounds 0 2>&1") == 2);
+	CHECK(run("./ncclbpf bench --batch 5000 2>&1") == 2);
+	/* a missing policy is an error before anything is measured */
+	CHECK(run("./ncclbpf bench --calls 1000 --policies noop,nosuch 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "policy 'nosuch'");
+	CHECK(strstr(out, "P50") == NULL);
+	CHECK(run("./ncclbpf bench --calls 1000 --policy-dir /nonexistent 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "/nonexistent/noop.bpf.o");
+}
+
+static void test_verify(void)
+{
+	/* an object without programs is an error unless --allow-empty */
+	CHECK(run("./ncclbpf verify tests/progs/cli_no_programs.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "no programs");
+	CHECK(run("./ncclbpf verify --allow-empty tests/progs/cli_no_programs.bpf.o 2>&1") == 0);
+	/* --type contradicting the section says so (and still verifies as asked) */
+	CHECK(run("./ncclbpf verify --type tuner/chunk policies/noop.bpf.o 2>&1") == 0);
+	CHECK_STR_CONTAINS(out, "warning: program 'noop' is in section 'tuner'");
+	CHECK_STR_CONTAINS(out, "verifying it as tuner/chunk");
+	CHECK(run("./ncclbpf verify --type tuner policies/noop.bpf.o 2>&1") == 0);
+	CHECK(strstr(out, "warning") == NULL);
+	/* a section naming no hook */
+	CHECK(run("./ncclbpf verify tests/progs/loader_textonly.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "names no hook");
+
+	/* caret under the column; no escape codes when stdout is not a terminal */
+	CHECK(run("./ncclbpf verify policies/unsafe/div_by_input.bpf.o") == 1);
+	CHECK_STR_CONTAINS(out, "div_by_input.bpf.c:6:22: error: ");
+	CHECK_STR_CONTAINS(out, "     6 | return ctx->n_ranks / ctx->n_nodes;");
+	/* column 22 of "\treturn ctx->n_ranks / ..." is the '/', shown without the tab */
+	CHECK_STR_CONTAINS(out, "\n       |                     ^\n");
+	CHECK(strchr(out, '\033') == NULL);
+	/* colour on a terminal (script(1) gives the command a pty), none with NO_COLOR */
+	if (access("/usr/bin/script", X_OK) == 0) {
+		CHECK(run("env -u NO_COLOR TERM=xterm script -qec './ncclbpf verify "
+			  "policies/unsafe/div_by_input.bpf.o' /dev/null") == 1);
+		CHECK(strstr(out, "\033[1;31merror:") != NULL);
+		CHECK(strstr(out, "\033[1;32m^") != NULL);
+		CHECK(run("NO_COLOR=1 TERM=xterm script -qec './ncclbpf verify "
+			  "policies/unsafe/div_by_input.bpf.o' /dev/null") == 1);
+		CHECK_STR_CONTAINS(out, "E-DIV-ZERO");
+		CHECK(strchr(out, '\033') == NULL);
+	}
+
+	/* --json: accepted, rejected, missing, empty, in one document */
+	CHECK(run("./ncclbpf verify --json --stats policies/noop.bpf.o "
+		  "policies/unsafe/null_spill.bpf.o nosuch.o tests/progs/cli_no_programs.bpf.o") == 1);
+	struct jm *j = parse_json(out);
+	CHECK(j != NULL);
+	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.verify/1"));
+	CHECK(jtype(j, "ok", JM_BOOL) && !jm_get(j, "ok")->b);
+	const struct jm *o0 = jarr(j, "objects", 0), *o1 = jarr(j, "objects", 1),
+			*o2 = jarr(j, "objects", 2), *o3 = jarr(j, "objects", 3);
+	CHECK(o0 && o1 && o2 && o3 && !jarr(j, "objects", 4));
+	const struct jm *p0 = jarr(o0, "programs", 0);
+	CHECK(jstr(o0, "file") && strstr(jstr(o0, "file"), "noop.bpf.o"));
+	CHECK(jtype(o0, "error", JM_NULL));
+	CHECK(jstr(p0, "name") && !strcmp(jstr(p0, "name"), "noop"));
+	CHECK(jstr(p0, "verdict") && !strcmp(jstr(p0, "verdict"), "accepted"));
+	CHECK(jstr(p0, "hook") && !strcmp(jstr(p0, "hook"), "tuner"));
+	CHECK(jstr(p0, "section_hook") && !strcmp(jstr(p0, "section_hook"), "tuner"));
+	CHECK(jarr(p0, "diagnostics", 0) == NULL && jtype(p0, "diagnostics", JM_ARR));
+	const struct jm *st = p0 ? jm_get(p0, "stats") : NULL;
+	CHECK(st && st->type == JM_OBJ && jnum(st, "processed") > 0 && jnum(st, "insns") > 0 &&
+	      jnum(st, "time_ms") >= 0);
+	const struct jm *p1 = jarr(o1, "programs", 0);
+	CHECK(jstr(p1, "verdict") && !strcmp(jstr(p1, "verdict"), "rejected"));
+	const struct jm *d = jarr(p1, "diagnostics", 0);
+	CHECK(d != NULL);
+	CHECK(jstr(d, "file") && strstr(jstr(d, "file"), "null_spill.bpf.c"));
+	CHECK(jnum(d, "line") == 19);
+	CHECK(jtype(d, "column", JM_NUM));
+	CHECK(jstr(d, "code") && !strcmp(jstr(d, "code"), "E-NULL-DEREF"));
+	CHECK(jnum(d, "insn") == 9);
+	CHECK(jstr(d, "instruction") && !strcmp(jstr(d, "instruction"), "r0 = *(u64 *)(r1 + 0)"));
+	CHECK(jstr(d, "message") && strstr(jstr(d, "message"), "may be NULL"));
+	CHECK(jstr(d, "severity") && !strcmp(jstr(d, "severity"), "error"));
+	CHECK(jstr(d, "source") && strstr(jstr(d, "source"), "r0 = *(u64 *)(r1 + 0);"));
+	CHECK(jstr(o2, "error") && strstr(jstr(o2, "error"), "No such file"));
+	CHECK(jtype(o2, "programs", JM_ARR));
+	CHECK(jstr(o3, "error") && strstr(jstr(o3, "error"), "no programs"));
+	jm_free(j);
+	run("./ncclbpf verify --json --type profiler policies/noop.bpf.o");
+	j = parse_json(out);
+	const struct jm *pn = jarr(jarr(j, "objects", 0), "programs", 0);
+	CHECK(jstr(pn, "note") && strstr(jstr(pn, "note"), "section 'tuner'"));
+	CHECK(jstr(pn, "hook") && !strcmp(jstr(pn, "hook"), "profiler"));
+	jm_free(j);
+	CHECK(run("./ncclbpf verify --json policies/noop.bpf.o") == 0);
+	j = parse_json(out);
+	CHECK(jtype(j, "ok", JM_BOOL) && jm_get(j, "ok")->b);
+	jm_free(j);
+}
+
+static void test_info_and_kernel_objects(void)
+{
+	CHECK(run("./ncclbpf info --json tests/progs/runtime_maps.bpf.o") == 0);
+	struct jm *j = parse_json(out);
+	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.info/1"));
+	CHECK(jtype(j, "btf", JM_BOOL) && jm_get(j, "btf")->b);
+	CHECK(jstr(j, "license") != NULL);
+	const struct jm *p = jarr(j, "programs", 0);
+	CHECK(jstr(p, "name") && !strcmp(jstr(p, "name"), "pick"));
+	CHECK(jstr(p, "hook") && !strcmp(jstr(p, "hook"), "tuner"));
+	CHECK(jnum(p, "insns") > 0 && jarr(p, "functions", 0));
+	const struct jm *m = jarr(j, "maps", 0);
+	CHECK(jstr(m, "name") && !strcmp(jstr(m, "name"), "calls"));
+	CHECK(jstr(m, "type") && !strcmp(jstr(m, "type"), "hash"));
+	CHECK(jnum(m, "type_id") == 1 && jnum(m, "key_size") == 8 && jnum(m, "max_entries") == 64);
+	CHECK(jtype(m, "supported", JM_BOOL) && jm_get(m, "supported")->b);
+	CHECK(jstr(m, "origin") && !strcmp(jstr(m, "origin"), "btf"));
+	jm_free(j);
+
+	/* kernel-only map types, numa_node / map_extra, long names, LD_ABS/LD_IND:
+	 * inspected without creating any map */
+	CHECK(run("./ncclbpf info tests/progs/cli_kernel_object.bpf.o 2>&1") == 0);
+	CHECK_STR_CONTAINS(out, "perf_event_array");
+	CHECK_STR_CONTAINS(out, "(kernel-only)");
+	CHECK_STR_CONTAINS(out, "numa_node / map_extra are set");
+	CHECK(strstr(out, "map 'events': map 'events'") == NULL);
+	CHECK(run("./ncclbpf info --json tests/progs/cli_kernel_object.bpf.o") == 0);
+	j = parse_json(out);
+	const struct jm *ev = jarr(j, "maps", 0), *seen = jarr(j, "maps", 2),
+			*numa = jarr(j, "maps", 3);
+	CHECK(jstr(ev, "type") && !strcmp(jstr(ev, "type"), "perf_event_array"));
+	CHECK(jtype(ev, "supported", JM_BOOL) && !jm_get(ev, "supported")->b);
+	CHECK(jnum(seen, "map_extra") == 3);
+	CHECK(jnum(numa, "numa_node") == 1);
+	CHECK(jstr(numa, "name") && strlen(jstr(numa, "name")) > 64);
+	p = jarr(j, "programs", 0);
+	CHECK(jstr(p, "name") && strlen(jstr(p, "name")) > 256);
+	CHECK(jtype(p, "hook", JM_NULL));
+	jm_free(j);
+	CHECK(run("./ncclbpf disasm tests/progs/cli_kernel_object.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "r0 = *(u16 *)skb[12]");
+	CHECK_STR_CONTAINS(out, "r0 = *(u8 *)skb[r3]");
+	CHECK_STR_CONTAINS(out, "r0 = *(u32 *)skb[-4]");
+	CHECK_STR_CONTAINS(out, "# map events");
+	CHECK(run("./ncclbpf info tests/progs/cli_kernel_object.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "externs (2):");
+	CHECK_STR_CONTAINS(out, "bpf_rcu_read_lock        function (kfunc)");
+	CHECK_STR_CONTAINS(out, "LINUX_KERNEL_VERSION     variable");
+	CHECK(run("./ncclbpf info --json tests/progs/cli_kernel_object.bpf.o") == 0);
+	j = parse_json(out);
+	const struct jm *x0 = jarr(j, "externs", 0), *x1 = jarr(j, "externs", 1);
+	CHECK(jstr(x0, "name") && jstr(x1, "name") && jstr(x0, "kind") && jstr(x1, "kind"));
+	CHECK(x0 && x1 && !strcmp(jstr(x0, "kind"), "function") &&
+	      !strcmp(jstr(x1, "kind"), "variable"));
+	jm_free(j);
+	CHECK(run("./ncclbpf disasm tests/progs/cli_kernel_object.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "call -1");
+	/* loading it for real (verify, the runtime) is refused, with one clear reason */
+	CHECK(run("./ncclbpf verify tests/progs/cli_kernel_object.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "extern");
+	CHECK(count_lines(out) == 1);
+	CHECK(run("LD_LIBRARY_PATH=. env -u NCCL_DEBUG NCCLBPF_POLICY=tests/progs/"
+		  "cli_kernel_object.bpf.o ./mock_nccl_host simulate 2>/dev/null") == 0);
+	CHECK_STR_CONTAINS(out, "SKIPPED   tests/progs/cli_kernel_object.bpf.o: ");
+	CHECK_STR_CONTAINS(out, "extern");
+
+	/* map-in-map and program arrays with initial values: inspected, refused for loading */
+	CHECK(run("./ncclbpf info tests/progs/cli_map_in_map.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "array_of_maps");
+	CHECK_STR_CONTAINS(out, "prog_array");
+	CHECK(run("./ncclbpf disasm tests/progs/cli_map_in_map.bpf.o") == 0);
+	CHECK_STR_CONTAINS(out, "<on_open>:");
+	CHECK(run("./ncclbpf verify tests/progs/cli_map_in_map.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "'values' is not supported");
+
+	/* e_machine 0 (old LLVM) is accepted, as libbpf does */
+	CHECK(run("cp tests/progs/runtime_maps.bpf.o cli_em0.o && printf '\\000\\000' | "
+		  "dd of=cli_em0.o bs=1 seek=18 conv=notrunc 2>/dev/null && "
+		  "./ncclbpf info cli_em0.o 2>&1") == 0);
+	CHECK_STR_CONTAINS(out, "programs (2)");
+	CHECK(run("printf '\\001\\000' | dd of=cli_em0.o bs=1 seek=18 conv=notrunc 2>/dev/null && "
+		  "./ncclbpf info cli_em0.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "not EM_BPF");
+	unlink("cli_em0.o");
+}
+
+static void test_bench_json(void)
+{
+	CHECK(run("NCCL_DEBUG=WARN ./ncclbpf bench --json --calls 1000 --rounds 1 --batch 8 "
+		  "--policies noop") == 0);
+	struct jm *j = parse_json(out);
+	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.bench/1"));
+	CHECK(jstr(j, "unit") && !strcmp(jstr(j, "unit"), "ns"));
+	CHECK(jnum(j, "calls") == 1000 && jnum(j, "rounds") == 1 && jnum(j, "batch") == 8);
+	const struct jm *r = jarr(j, "results", 0);
+	CHECK(jstr(r, "policy") && !strcmp(jstr(r, "policy"), "noop"));
+	const char *modes[] = { "native", "interpreter", "jit" };
+	for (int m = 0; m < 3; m++) {
+		const struct jm *x = r ? jm_get(r, modes[m]) : NULL;
+		CHECK(x && x->type == JM_OBJ && jtype(x, "p50_ns", JM_NUM) &&
+		      jtype(x, "p99_ns", JM_NUM) && jtype(x, "error", JM_NULL));
+		CHECK(x && (m == 0 ? jtype(x, "overhead_p50_ns", JM_NULL)
+				   : jtype(x, "overhead_p50_ns", JM_NUM)));
+	}
+	jm_free(j);
+	/* the text table names its unit */
+	CHECK(run("NCCL_DEBUG=WARN ./ncclbpf bench --calls 1000 --rounds 1 --batch 8 "
+		  "--policies noop") == 0);
+	CHECK_STR_CONTAINS(out, "native P50/P99 ns");
+}
+
+/* mock_nccl_host: help per command, valid values in its errors, range checks, and a
+ * rejected policy impossible to miss (one stderr line with NCCL_DEBUG unset, the simulate
+ * table saying which entries were skipped). */
+static void test_mock_host(void)
+{
+	const char *env = "LD_LIBRARY_PATH=. env -u NCCL_DEBUG -u NCCLBPF_POLICY";
+	CHECK(run("./mock_nccl_host --help") == 0);
+	CHECK_STR_CONTAINS(out, "commands:");
+	const char *cmds[] = { "simulate", "stress", "versions" };
+	for (int i = 0; i < 3; i++) {
+		char usage[64];
+		snprintf(usage, sizeof(usage), "usage: mock_nccl_host %s", cmds[i]);
+		CHECK(run("./mock_nccl_host help %s", cmds[i]) == 0);
+		CHECK(!strncmp(out, usage, strlen(usage)));
+		char *h = strdup(out);
+		CHECK(run("./mock_nccl_host %s --help", cmds[i]) == 0);
+		CHECK(!strcmp(h, out));
+		free(h);
+		CHECK(run("./mock_nccl_host %s --frobnicate 1 2>&1", cmds[i]) == 2);
+		CHECK(count_lines(out) == 1);
+	}
+	CHECK(run("./mock_nccl_host 2>&1") == 2);
+	CHECK(run("./mock_nccl_host frobnicate 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "unknown command 'frobnicate'");
+	CHECK(run("./mock_nccl_host simulate --topo bogus 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "valid: nvlink-node, multi-node");
+	CHECK(run("./mock_nccl_host simulate --nccl 1.0 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "supported: 2.27, 2.28");
+	CHECK(run("./mock_nccl_host simulate --ranks 0 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "out of range");
+	CHECK(run("./mock_nccl_host simulate --ranks 4 --nodes 8 2>&1") == 2);
+	CHECK(run("./mock_nccl_host stress --iters x 2>&1") == 2);
+	CHECK(run("./mock_nccl_host stress --topo nvlink-node 2>&1") == 2); /* not a stress option */
+
+	/* NCCL_DEBUG unset: the skipped entry is one line on stderr, and the table says so */
+	CHECK(run("%s NCCLBPF_POLICY=/nonexistent/x.bpf.o,policies/size_aware.bpf.o "
+		  "./mock_nccl_host simulate --nccl 2.29 2>cli_stderr.txt", env) == 0);
+	CHECK_STR_CONTAINS(out, "  SKIPPED   /nonexistent/x.bpf.o: No such file or directory");
+	CHECK_STR_CONTAINS(out, "  attached  policies/size_aware.bpf.o:size_aware to hook tuner");
+	CHECK(run("cat cli_stderr.txt") == 0);
+	CHECK(count_substr(out, "ncclbpf: policy /nonexistent/x.bpf.o skipped: No such file") == 1);
+	CHECK(count_lines(out) == 1);
+	/* a verifier rejection: the diagnostic's code in the one line */
+	CHECK(run("%s NCCLBPF_POLICY=policies/unsafe/div_by_input.bpf.o ./mock_nccl_host "
+		  "simulate 2>&1 >/dev/null", env) == 0);
+	CHECK(count_substr(out, "[E-DIV-ZERO]") == 1 && count_substr(out, "skipped") == 1);
+	/* NCCL_DEBUG=WARN: NCCL's WARN line, and no second copy */
+	CHECK(run("%s NCCL_DEBUG=WARN NCCLBPF_POLICY=/nonexistent/x.bpf.o ./mock_nccl_host "
+		  "simulate 2>&1 >/dev/null", env) == 0);
+	CHECK(count_substr(out, "skipped") == 1);
+	CHECK_STR_CONTAINS(out, "NCCL WARN ncclbpf: policy /nonexistent/x.bpf.o skipped");
+	unlink("cli_stderr.txt");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_cli_conventions SOURCE_DIR\n");
+		return 2;
+	}
+	srcdir = argv[1];
+	test_version();
+	test_help();
+	test_docs_current();
+	test_bad_inputs();
+	test_verify();
+	test_info_and_kernel_objects();
+	test_bench_json();
+	test_mock_host();
+	free(out);
+	TEST_DONE();
+}
