@@ -24,8 +24,38 @@
 
 #include "runtime/control.h"
 #include "runtime/control_proto.h"
+#include "tools/cli.h"
 
 int cmd_ctl(int argc, char **argv);
+
+NCCLBPF_CLI_COMMAND(ctl, .name = "ctl", .run = cmd_ctl,
+		    .synopsis = "list | PID|--all status|maps|dump|update|reload|detach ...",
+		    .summary = "talk to running jobs: status, maps, hot reload (docs/control.md)",
+		    .help =
+		    "ncclbpf ctl list [--json]\n"
+		    "ncclbpf ctl PID|--all status [--json]\n"
+		    "ncclbpf ctl PID|--all maps [--json]\n"
+		    "ncclbpf ctl PID|--all dump MAP [--json]\n"
+		    "ncclbpf ctl PID|--all update MAP KEY VALUE\n"
+		    "ncclbpf ctl PID|--all reload OBJ[:prog][,OBJ...] [--hook HOOK] [--force]\n"
+		    "ncclbpf ctl PID|--all detach [--hook HOOK] [--force]\n"
+		    "\n"
+		    "Talks to the control socket of running processes that loaded libncclbpf.so\n"
+		    "(NCCLBPF_CONTROL_DIR/<pid>.sock). list removes stale sockets of dead processes.\n"
+		    "\n"
+		    "options:\n"
+		    "  --all          every live process of the control directory\n"
+		    "  --dir DIR      control directory (default: NCCLBPF_CONTROL_DIR, else\n"
+		    "                 $XDG_RUNTIME_DIR/ncclbpf, else $TMPDIR/ncclbpf-UID or /tmp/ncclbpf-UID)\n"
+		    "  --timeout SEC  reply timeout (default 60)\n"
+		    "  --hook HOOK    reload/detach one hook (tuner, tuner/chunk, profiler, net, env)\n"
+		    "  --force        replace tuner programs of a multi-rank job without the agreement\n"
+		    "                 layer (each rank switches at its next collective: may deadlock NCCL)\n"
+		    "  --json         the process's reply as JSON (--all: an array of {pid, ok, reply})\n"
+		    "  KEY, VALUE     decimal or 0x-hex integer (little-endian, must fit the map's size),\n"
+		    "                 or hex:BYTES with exactly the map's size\n"
+		    "\n"
+		    "exit status: 0 done, 1 a process answered with an error, 2 usage, 3 not reachable\n");
 
 struct ctl_opts {
 	char dir[PATH_MAX];
