@@ -1,4 +1,4 @@
-/* Agreement layer benchmarks (docs/results.md "Agreement"). Performance is printed, never
+/* Agreement layer benchmarks (docs/results.md section 7, "Rank agreement"). Performance is printed, never
  * asserted.
  *
  *   bench_cpu_agree lookup OBJ [batches=2000] [batch_calls=1000]
@@ -11,8 +11,8 @@
  *     One real leader (this process's agree service, rank 0 of RANKS) and RANKS-1
  *     simulated followers speaking the wire protocol over loopback from one thread. Each
  *     follower changes 2 entries of its contribution per epoch. Prints, per epoch: bytes
- *     on the leader's wire, the leader's service-thread CPU for reduce + publish + commit,
- *     and the leader's contribution state, and the wall time per epoch.
+ *     on the leader's wire, the leader's service-thread CPU for reduce + encode + commit
+ *     (socket I/O excluded) and in total, its contribution state, and the wall time.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -340,7 +340,7 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 	for (uint32_t r = 1; r < n; r++)
 		sparse += (size_t)ac->streams[0].rank_views[r].cap * (4 + d.value_size);
 	printf("%5u ranks: %3llu epochs, %7.0f bytes/epoch on the leader's wire (%5.0f per "
-	       "follower), leader CPU %7.1f us/epoch reduce+publish+commit, %7.1f us/epoch "
+	       "follower), leader CPU %7.1f us/epoch reduce+encode+commit (I/O excluded), %7.1f us/epoch "
 	       "service thread total, wall %6.2f ms/epoch, contribution state "
 	       "%zu KiB (dense would be %zu KiB)\n",
 	       n, (unsigned long long)reduced, reduced ? (double)bytes / reduced : 0.0,

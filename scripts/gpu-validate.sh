@@ -6,8 +6,8 @@
 #
 # Stages: 0 machine/NCCL facts; 1 no plugin vs noop policy (small-message latency, large
 # bandwidth); 2 shipped policies (size_aware, nvlink_ring_mid, table_rules): what NCCL ran and
-# the bandwidth effect; 3 bad_channels; 4 emulated 2 nodes x 2 GPUs: default vs every forced
-# algorithm/protocol pair, and the multinode_fix policy; 5 profiler overhead in coll and full
+# the bandwidth effect; 3 bad_channels; 4 the one-GPU testbed (scripts/emulate-nodes.sh): 2 and 4
+# emulated nodes, default vs every forced pair vs multinode_fix vs bandit; 5 profiler overhead in coll and full
 # modes; 6 PyTorch torch.distributed all-reduce with the plugin.
 #
 # Builds the plugin (cmake; needs clang for the policies) unless --build points at an
@@ -52,8 +52,8 @@ if [ ! -f "$BUILD/libncclbpf.so" ]; then
   log "building the plugin in $BUILD"
   if ! { cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DNCCLBPF_GPU_BENCH=OFF >/dev/null &&
          cmake --build "$BUILD" -j8 >/dev/null; }; then
-    # Stages 0 and 4's sweep need no plugin; every other stage does.
-    if [[ ",$STAGES," =~ ,[12356], ]]; then
+    # Stage 0 needs no plugin; every other stage does (stage 4 for its policy configs).
+    if [[ ",$STAGES," =~ ,[123456], ]]; then
       echo "gpu-validate: plugin build failed (clang with the BPF target is needed for the policies;" \
            "or build elsewhere and pass --build DIR)" >&2
       exit 1
@@ -150,23 +150,41 @@ if has_stage 3; then
 fi
 
 # ---------------------------------------------------------------- stage 4
+# The one-GPU multi-node testbed (scripts/emulate-nodes.sh): 2 and 4 emulated nodes, each rank
+# its own node on GPU 0 under MPS, AllReduce 4 KiB..64 MiB: NCCL's default vs every forced
+# algorithm/protocol pair vs multinode_fix vs the bandit, $REPS interleaved repetitions. The
+# offline tuner is trained on the even repetitions and checked on the odd ones.
 if has_stage 4; then
-  log "stage 4: emulated 2 nodes x $((NGPU / 2)) GPUs, default vs forced algo/proto"
-  NET=(NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo)
-  ARGS=(--procs "$NGPU" --nodes 2 --min-bytes 4K --max-bytes 64M --step-factor 4 --warmup 10 --iters 50)
-  csv=$OUTDIR/s4.csv
-  run mn-default "$csv" "${NET[@]}" -- "${ARGS[@]}"
-  # MN_FORCED=0 skips the forced sweep (e.g. to re-check only default vs policy).
-  [ "${MN_FORCED:-1}" = 0 ] || for algo in Tree Ring; do
-    for proto in LL LL128 Simple; do
-      run "mn-$algo-$proto" "$csv" "${NET[@]}" NCCL_ALGO=$algo NCCL_PROTO=$proto -- "${ARGS[@]}" ||
-        echo "gpu-validate: $algo/$proto not usable here" >&2
-    done
-  done
-  if [ -f "$POL/multinode_fix.bpf.o" ]; then
-    run mn-policy "$csv" "${NET[@]}" "${TUNER[@]}" NCCLBPF_POLICY="$POL/multinode_fix.bpf.o" -- "${ARGS[@]}"
+  log "stage 4: testbed, 2 and 4 emulated nodes on one GPU ($REPS interleaved repetitions)"
+  EMU=$OUTDIR/emu
+  mkdir -p "$EMU"
+  # The bandit with M = 8 samples per arm (cfg_explore_windows=1, set with `ncclbpf config`):
+  # its exploration fits 96 untimed collectives per size, which keeps the 64 MiB runs short.
+  bandit=bandit
+  if [ -x "$BUILD/ncclbpf" ] && "$BUILD/ncclbpf" config "$POL/bandit.bpf.o" cfg_explore_windows=1 \
+       -o "$EMU/bandit_m8.bpf.o" 2>/dev/null; then
+    bandit=$EMU/bandit_m8.bpf.o
   fi
-  python3 "$ROOT/scripts/gpu_tables.py" sweep "$csv" >> "$REPORT"
+  cfgs=${MN_CONFIGS:-default,pairs,policy:multinode_fix,policy+prof:$bandit}
+  "$ROOT/scripts/emulate-nodes.sh" --nodes "${MN_NODES:-2,4}" --reps "$REPS" --configs "$cfgs" \
+    --policy-warmup "${MN_POLICY_WARMUP:-96}" --out "$EMU" --build "$BUILD" --bench "$BENCH" ||
+    echo "gpu-validate: some testbed runs failed (see $EMU/emulate-nodes.log)" >&2
+  tuned=()
+  if [ -x "$BUILD/ncclbpf" ] && [ -s "$EMU/samples.csv" ]; then
+    # training set: even repetitions only (the tuner reads the rep column through --reps)
+    if "$BUILD/ncclbpf" tune "$EMU/samples.csv" --reps even --json > "$EMU/tune.json" 2> "$EMU/tune.err"; then
+      tuned=(--tuned "$EMU/tune.json" --check-reps "$(seq -s, 1 2 $((REPS - 1)))")
+    else
+      echo "gpu-validate: ncclbpf tune failed: $(head -3 "$EMU/tune.err")" >&2
+    fi
+  fi
+  {
+    echo
+    echo "Testbed: \`scripts/emulate-nodes.sh --nodes ${MN_NODES:-2,4} --reps $REPS --configs $cfgs\`" \
+         "(samples: $EMU/samples.csv; per-run times: $EMU/timing.txt)"
+    python3 "$ROOT/scripts/emulate_report.py" "$EMU/samples.csv" \
+      --bandit "policy-prof-$(basename "$bandit" .bpf.o)" "${tuned[@]}"
+  } >> "$REPORT"
 fi
 
 # ---------------------------------------------------------------- stage 5

@@ -25,14 +25,24 @@ struct gb_options {
 	int step_factor;
 	int warmup, iters;
 	int graph;          /* capture the timed iterations in a CUDA graph */
+	int same_gpu;       /* every rank on device same_gpu_dev (one emulated node per rank) */
+	int same_gpu_dev;
+	int reps;           /* repetitions of the whole size sweep inside the process */
+	int warmup_sync;    /* wait for every warm-up collective (online policies learn from
+			     * completions: the host must not run ahead of them) */
+	int min_iters;      /* floor of the per-size iteration cap below */
+	size_t iter_bytes;  /* cap: at most iter_bytes / size timed iterations per size (0 = off) */
 	int overlap;        /* run a matmul-like kernel concurrently on another stream */
 	int overlap_n;      /* matrix dimension of the compute kernel */
 	const char *csv_path, *json_path, *label;
+	const char *samples_path; /* one row per timed collective (offline tuner format) */
+	const char *policy;       /* value of the samples' policy column ("" = no tuner policy) */
 };
 
 /* One measured size of one collective, reduced over all ranks (max time). */
 struct gb_result {
 	int coll;
+	int rep;
 	size_t bytes;       /* nccl-tests "size" column */
 	size_t count;       /* elements per rank (send count) */
 	double time_us;     /* per iteration: collective alone, or compute+collective with overlap */
@@ -40,6 +50,24 @@ struct gb_result {
 	double comm_us;     /* overlap mode: collective alone */
 	double algbw, busbw; /* GB/s */
 	long errors;        /* wrong elements found by the check (summed over ranks) */
+};
+
+/* Per-iteration times of one rank for one (rep, coll, size), in chunks small enough that a
+ * pipe write of the whole message is atomic (PIPE_BUF) when several ranks share the pipe. */
+#define GB_CHUNK 900
+struct gb_samples {
+	int coll, rep, first, n;
+	size_t bytes;
+	float us[GB_CHUNK];
+};
+
+/* Everything a rank process sends to the launcher: fixed size, one write each. */
+struct gb_msg {
+	int kind; /* 0 result, 1 samples */
+	union {
+		struct gb_result result;
+		struct gb_samples samples;
+	} u;
 };
 
 const char *gb_coll_name(int coll);

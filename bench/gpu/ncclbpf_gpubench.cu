@@ -5,7 +5,17 @@
  *
  * P processes (fork) x G GPUs each; the NCCL unique id goes from rank 0 to the others
  * through pipes (no MPI). --nodes N gives the processes N different NCCL_HOSTID values so
- * NCCL sees N nodes and uses its network transport between them. Every measured size is
+ * NCCL sees N nodes and uses its network transport between them. --same-gpu puts every
+ * rank on one device, each rank its own emulated node (the one-GPU multi-node testbed,
+ * scripts/emulate-nodes.sh, which also starts the CUDA MPS daemon this mode needs to be
+ * fast: without MPS the ranks' kernels time-slice).
+ *
+ * --samples FILE writes one row per timed collective (the slowest rank's time for that
+ * iteration, from CUDA events around every collective) in the offline tuner's format:
+ *   coll,bytes,algo,proto,channels,nranks,nnodes,time_us,policy,config,rep,iter
+ * algo/proto are NCCL_ALGO/NCCL_PROTO ("default" when unset), channels is the forced
+ * channel count (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS) or 0, policy names the tuner
+ * policy under test (--policy, "" for none). Every measured size is
  * checked: the send buffers hold rank-dependent values whose reductions are exact in
  * float32, the receive buffer is poisoned with NaN first, and after the timed iterations a
  * kernel compares every element with the expected value.
@@ -22,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +130,7 @@ struct gb_gpu {
 	ncclComm_t comm;
 	cudaStream_t stream, compute_stream;
 	cudaEvent_t start, stop, compute_done, begin;
+	cudaEvent_t *iter_ev; /* iters + 1 events: one before the first and after every collective */
 	float *send, *recv;
 	float *ma, *mb, *mc;
 	unsigned long long *errors;
@@ -130,7 +142,36 @@ struct gb_proc {
 	struct gb_gpu gpu[GB_MAX_GPUS];
 	int ngpus;
 	int result_fd;
+	int rep;
+	float *iter_us; /* per-iteration time of the last timed run, max over local GPUs */
+	int iter_n;
 };
+
+static void gb_send(int fd, const struct gb_msg *m)
+{
+	/* one write of less than PIPE_BUF bytes: atomic even with every rank on the same pipe */
+	if (write(fd, m, sizeof(*m)) != (ssize_t)sizeof(*m)) {
+		perror("gpubench: result pipe");
+		exit(4);
+	}
+}
+
+/* Timed iterations for one size: --iters, capped at --iter-bytes / size but at least
+ * --min-iters. A function of the options and the size only, so every rank runs the same. */
+static int gb_iters_for(const struct gb_options *o, size_t bytes)
+{
+	int n = o->iters;
+	if (o->iter_bytes && bytes) {
+		size_t cap = o->iter_bytes / bytes;
+		if (cap < (size_t)n)
+			n = (int)cap;
+	}
+	if (n < o->min_iters)
+		n = o->min_iters;
+	if (n > o->iters)
+		n = o->iters;
+	return n < 1 ? 1 : n;
+}
 
 /* Send count (elements per rank) and nccl-tests "size" for a requested byte size. */
 static size_t gb_count_for(int coll, size_t bytes, int nranks)
@@ -214,19 +255,26 @@ static void gb_record_all(struct gb_proc *p, int which_stop)
 	}
 }
 
-/* Times `iters` collectives (optionally captured as a graph). */
-static double gb_time_comm(struct gb_proc *p, int coll, size_t count)
+/* Times `iters` collectives (optionally captured as a graph). Outside graph mode every
+ * collective is bracketed by events, so p->iter_us gets each iteration's time as well. */
+static double gb_time_comm(struct gb_proc *p, int coll, size_t count, int iters)
 {
 	const struct gb_options *o = p->o;
-	for (int i = 0; i < o->warmup; i++)
+	p->iter_n = 0;
+	for (int i = 0; i < o->warmup; i++) {
 		gb_enqueue(p, coll, count);
+		for (int g = 0; o->warmup_sync && g < p->ngpus; g++) {
+			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+			CUDA_CHECK(cudaStreamSynchronize(p->gpu[g].stream));
+		}
+	}
 	if (o->graph) {
 		struct gb_gpu *u = &p->gpu[0];
 		cudaGraph_t graph;
 		cudaGraphExec_t exec;
 		CUDA_CHECK(cudaSetDevice(u->dev));
 		CUDA_CHECK(cudaStreamBeginCapture(u->stream, cudaStreamCaptureModeGlobal));
-		for (int i = 0; i < o->iters; i++)
+		for (int i = 0; i < iters; i++)
 			gb_enqueue(p, coll, count);
 		CUDA_CHECK(cudaStreamEndCapture(u->stream, &graph));
 		CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -234,20 +282,42 @@ static double gb_time_comm(struct gb_proc *p, int coll, size_t count)
 		CUDA_CHECK(cudaEventRecord(u->start, u->stream));
 		CUDA_CHECK(cudaGraphLaunch(exec, u->stream));
 		CUDA_CHECK(cudaEventRecord(u->stop, u->stream));
-		double t = gb_elapsed_us(p, o->iters);
+		double t = gb_elapsed_us(p, iters);
 		CUDA_CHECK(cudaGraphExecDestroy(exec));
 		CUDA_CHECK(cudaGraphDestroy(graph));
 		return t;
 	}
 	gb_record_all(p, 0);
-	for (int i = 0; i < o->iters; i++)
+	for (int g = 0; g < p->ngpus; g++) {
+		CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+		CUDA_CHECK(cudaEventRecord(p->gpu[g].iter_ev[0], p->gpu[g].stream));
+	}
+	for (int i = 0; i < iters; i++) {
 		gb_enqueue(p, coll, count);
+		for (int g = 0; g < p->ngpus; g++) {
+			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+			CUDA_CHECK(cudaEventRecord(p->gpu[g].iter_ev[i + 1], p->gpu[g].stream));
+		}
+	}
 	gb_record_all(p, 1);
-	return gb_elapsed_us(p, o->iters);
+	double t = gb_elapsed_us(p, iters);
+	for (int i = 0; i < iters; i++) {
+		float worst = 0;
+		for (int g = 0; g < p->ngpus; g++) {
+			float ms = 0;
+			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+			CUDA_CHECK(cudaEventElapsedTime(&ms, p->gpu[g].iter_ev[i], p->gpu[g].iter_ev[i + 1]));
+			if (ms * 1000.f > worst)
+				worst = ms * 1000.f;
+		}
+		p->iter_us[i] = worst;
+	}
+	p->iter_n = iters;
+	return t;
 }
 
 /* Compute kernel alone, on the collective's stream so the same events time it. */
-static double gb_time_compute(struct gb_proc *p)
+static double gb_time_compute(struct gb_proc *p, int iters)
 {
 	const struct gb_options *o = p->o;
 	gb_record_all(p, 0);
@@ -256,21 +326,21 @@ static double gb_time_compute(struct gb_proc *p)
 		CUDA_CHECK(cudaSetDevice(u->dev));
 		CUDA_CHECK(cudaEventRecord(u->begin, u->stream));
 		CUDA_CHECK(cudaStreamWaitEvent(u->compute_stream, u->begin, 0));
-		for (int i = 0; i < o->iters; i++)
+		for (int i = 0; i < iters; i++)
 			gb_launch_matmul(u, o->overlap_n);
 		CUDA_CHECK(cudaEventRecord(u->compute_done, u->compute_stream));
 		CUDA_CHECK(cudaStreamWaitEvent(u->stream, u->compute_done, 0));
 	}
 	gb_record_all(p, 1);
-	return gb_elapsed_us(p, o->iters);
+	return gb_elapsed_us(p, iters);
 }
 
 /* Compute and collective concurrently, iteration by iteration: time of the pair. */
-static double gb_time_overlap(struct gb_proc *p, int coll, size_t count)
+static double gb_time_overlap(struct gb_proc *p, int coll, size_t count, int iters)
 {
 	const struct gb_options *o = p->o;
 	gb_record_all(p, 0);
-	for (int i = 0; i < o->iters; i++) {
+	for (int i = 0; i < iters; i++) {
 		for (int g = 0; g < p->ngpus; g++) {
 			struct gb_gpu *u = &p->gpu[g];
 			CUDA_CHECK(cudaSetDevice(u->dev));
@@ -286,7 +356,7 @@ static double gb_time_overlap(struct gb_proc *p, int coll, size_t count)
 		}
 	}
 	gb_record_all(p, 1);
-	return gb_elapsed_us(p, o->iters);
+	return gb_elapsed_us(p, iters);
 }
 
 static void gb_reset_buffers(struct gb_proc *p, size_t send_elems, size_t recv_elems)
@@ -322,7 +392,9 @@ static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
 	const struct gb_options *o = p->o;
 	struct gb_result r;
 	memset(&r, 0, sizeof(r));
+	int iters = gb_iters_for(o, bytes);
 	r.coll = coll;
+	r.rep = p->rep;
 	r.count = gb_count_for(coll, bytes, p->nranks);
 	r.bytes = gb_size_of(coll, r.count, p->nranks);
 	size_t send_elems = coll == GB_REDUCESCATTER ? r.count * p->nranks : r.count;
@@ -330,19 +402,35 @@ static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
 	size_t count_arg = r.count;
 
 	gb_reset_buffers(p, send_elems, recv_elems);
-	r.comm_us = gb_time_comm(p, coll, count_arg);
+	r.comm_us = gb_time_comm(p, coll, count_arg, iters);
 	r.time_us = r.comm_us;
+	if (o->samples_path && p->iter_n) {
+		struct gb_msg sm;
+		memset(&sm, 0, sizeof(sm));
+		sm.kind = 1;
+		sm.u.samples.coll = coll;
+		sm.u.samples.rep = p->rep;
+		sm.u.samples.bytes = r.bytes;
+		for (int first = 0; first < p->iter_n; first += GB_CHUNK) {
+			int n = p->iter_n - first < GB_CHUNK ? p->iter_n - first : GB_CHUNK;
+			sm.u.samples.first = first;
+			sm.u.samples.n = n;
+			memcpy(sm.u.samples.us, p->iter_us + first, n * sizeof(float));
+			gb_send(p->result_fd, &sm);
+		}
+	}
 	if (o->overlap) {
-		r.compute_us = gb_time_compute(p);
-		r.time_us = gb_time_overlap(p, coll, count_arg);
+		r.compute_us = gb_time_compute(p, iters);
+		r.time_us = gb_time_overlap(p, coll, count_arg, iters);
 	}
 	r.errors = gb_check_all(p, coll, r.count, recv_elems);
 	r.algbw = r.bytes / (r.comm_us * 1e-6) / 1e9;
 	r.busbw = r.algbw * gb_bus_factor(coll, p->nranks);
-	if (write(p->result_fd, &r, sizeof(r)) != (ssize_t)sizeof(r)) {
-		perror("gpubench: result pipe");
-		exit(4);
-	}
+	struct gb_msg m;
+	memset(&m, 0, sizeof(m));
+	m.kind = 0;
+	m.u.result = r;
+	gb_send(p->result_fd, &m);
 }
 
 /* ---------------------------------------------------------------- rank processes */
@@ -357,6 +445,8 @@ static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd
 	p.ngpus = o->gpus_per_proc;
 	p.nranks = o->procs * o->gpus_per_proc;
 	p.result_fd = result_fd;
+	p.iter_us = (float *)calloc((size_t)o->iters, sizeof(float));
+	if (!p.iter_us) { perror("gpubench: calloc"); exit(4); }
 
 	if (o->nodes > 1) {
 		char host[64];
@@ -383,8 +473,8 @@ static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd
 	NCCL_CHECK(ncclGroupStart());
 	for (int g = 0; g < p.ngpus; g++) {
 		struct gb_gpu *u = &p.gpu[g];
-		u->dev = proc * o->gpus_per_proc + g;
-		u->rank = u->dev;
+		u->dev = o->same_gpu ? o->same_gpu_dev : proc * o->gpus_per_proc + g;
+		u->rank = proc * o->gpus_per_proc + g;
 		CUDA_CHECK(cudaSetDevice(u->dev));
 		CUDA_CHECK(cudaStreamCreateWithFlags(&u->stream, cudaStreamNonBlocking));
 		CUDA_CHECK(cudaStreamCreateWithFlags(&u->compute_stream, cudaStreamNonBlocking));
@@ -392,6 +482,10 @@ static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd
 		CUDA_CHECK(cudaEventCreate(&u->stop));
 		CUDA_CHECK(cudaEventCreateWithFlags(&u->begin, cudaEventDisableTiming));
 		CUDA_CHECK(cudaEventCreateWithFlags(&u->compute_done, cudaEventDisableTiming));
+		u->iter_ev = (cudaEvent_t *)calloc((size_t)o->iters + 1, sizeof(cudaEvent_t));
+		if (!u->iter_ev) { perror("gpubench: calloc"); exit(4); }
+		for (int i = 0; i <= o->iters; i++)
+			CUDA_CHECK(cudaEventCreate(&u->iter_ev[i]));
 		CUDA_CHECK(cudaMalloc((void **)&u->send, max_elems * sizeof(float)));
 		CUDA_CHECK(cudaMalloc((void **)&u->recv, max_elems * sizeof(float)));
 		CUDA_CHECK(cudaMalloc((void **)&u->errors, sizeof(*u->errors)));
@@ -408,15 +502,16 @@ static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd
 	}
 	NCCL_CHECK(ncclGroupEnd());
 
-	for (int c = 0; c < GB_NCOLLS; c++) {
-		if (!o->colls[c])
-			continue;
-		for (size_t b = o->min_bytes; b <= o->max_bytes; b *= (size_t)o->step_factor) {
-			gb_measure(&p, c, b);
-			if (o->step_factor < 2)
-				break;
+	for (p.rep = 0; p.rep < o->reps; p.rep++)
+		for (int c = 0; c < GB_NCOLLS; c++) {
+			if (!o->colls[c])
+				continue;
+			for (size_t b = o->min_bytes; b <= o->max_bytes; b *= (size_t)o->step_factor) {
+				gb_measure(&p, c, b);
+				if (o->step_factor < 2)
+					break;
+			}
 		}
-	}
 	for (int g = 0; g < p.ngpus; g++) {
 		CUDA_CHECK(cudaSetDevice(p.gpu[g].dev));
 		CUDA_CHECK(cudaStreamSynchronize(p.gpu[g].stream));
@@ -443,10 +538,12 @@ static size_t gb_parse_size(const char *s)
 static void gb_usage(void)
 {
 	fprintf(stderr,
-		"usage: ncclbpf-gpubench [--procs P] [--gpus-per-proc G] [--nodes N]\n"
+		"usage: ncclbpf-gpubench [--procs P] [--gpus-per-proc G] [--nodes N] [--same-gpu [DEV]]\n"
 		"         [--coll allreduce|allgather|reducescatter|broadcast|all[,..]]\n"
 		"         [--min-bytes S] [--max-bytes S] [--step-factor F] [--warmup W] [--iters I]\n"
-		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n");
+		"         [--iter-bytes B [--min-iters N]] [--reps R] [--warmup-sync]\n"
+		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n"
+		"         [--samples FILE [--policy NAME]]\n");
 	exit(1);
 }
 
@@ -455,14 +552,17 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 	memset(o, 0, sizeof(*o));
 	o->procs = 1;
 	o->gpus_per_proc = 1;
-	o->nodes = 1;
+	o->nodes = 0; /* 0: 1, or one node per process with --same-gpu */
 	o->min_bytes = 8;
 	o->max_bytes = 64 << 20;
 	o->step_factor = 2;
 	o->warmup = 20;
 	o->iters = 100;
+	o->min_iters = 1;
+	o->reps = 1;
 	o->overlap_n = 2048;
 	o->label = "";
+	o->policy = "";
 	int any = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -471,6 +571,10 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		if (!strcmp(a, "--procs")) { GB_NEED(); o->procs = atoi(v); }
 		else if (!strcmp(a, "--gpus-per-proc")) { GB_NEED(); o->gpus_per_proc = atoi(v); }
 		else if (!strcmp(a, "--nodes")) { GB_NEED(); o->nodes = atoi(v); }
+		else if (!strcmp(a, "--same-gpu")) {
+			o->same_gpu = 1;
+			if (v && v[0] >= '0' && v[0] <= '9') { o->same_gpu_dev = atoi(v); i++; }
+		}
 		else if (!strcmp(a, "--coll")) {
 			GB_NEED();
 			char buf[256];
@@ -478,7 +582,7 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 			for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
 				int found = 0;
 				for (int c = 0; c < GB_NCOLLS; c++)
-					if (!strcmp(t, gb_coll_name(c)) || !strcmp(t, "all")) {
+					if (!strcasecmp(t, gb_coll_name(c)) || !strcmp(t, "all")) {
 						o->colls[c] = 1;
 						found = 1;
 					}
@@ -491,20 +595,29 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else if (!strcmp(a, "--step-factor")) { GB_NEED(); o->step_factor = atoi(v); }
 		else if (!strcmp(a, "--warmup")) { GB_NEED(); o->warmup = atoi(v); }
 		else if (!strcmp(a, "--iters")) { GB_NEED(); o->iters = atoi(v); }
+		else if (!strcmp(a, "--min-iters")) { GB_NEED(); o->min_iters = atoi(v); }
+		else if (!strcmp(a, "--iter-bytes")) { GB_NEED(); o->iter_bytes = gb_parse_size(v); }
+		else if (!strcmp(a, "--reps")) { GB_NEED(); o->reps = atoi(v); }
+		else if (!strcmp(a, "--warmup-sync")) o->warmup_sync = 1;
 		else if (!strcmp(a, "--graph")) o->graph = 1;
 		else if (!strcmp(a, "--overlap")) o->overlap = 1;
 		else if (!strcmp(a, "--overlap-n")) { GB_NEED(); o->overlap_n = atoi(v); }
 		else if (!strcmp(a, "--csv")) { GB_NEED(); o->csv_path = v; }
 		else if (!strcmp(a, "--json")) { GB_NEED(); o->json_path = v; }
+		else if (!strcmp(a, "--samples")) { GB_NEED(); o->samples_path = v; }
+		else if (!strcmp(a, "--policy")) { GB_NEED(); o->policy = v; }
 		else if (!strcmp(a, "--label")) { GB_NEED(); o->label = v; }
 		else gb_usage();
 #undef GB_NEED
 	}
 	if (!any)
 		o->colls[GB_ALLREDUCE] = 1;
+	if (o->nodes == 0)
+		o->nodes = o->same_gpu ? o->procs : 1;
 	if (o->procs < 1 || o->gpus_per_proc < 1 || o->gpus_per_proc > GB_MAX_GPUS || o->iters < 1 ||
 	    o->warmup < 0 || o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->step_factor < 1 ||
-	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16) {
+	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16 || o->reps < 1 || o->reps > 1000 ||
+	    o->min_iters < 1) {
 		fprintf(stderr, "gpubench: inconsistent options (procs must be a multiple of nodes)\n");
 		exit(1);
 	}
@@ -512,6 +625,86 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		fprintf(stderr, "gpubench: --graph needs --gpus-per-proc 1\n");
 		exit(1);
 	}
+	if (o->samples_path && o->graph) {
+		fprintf(stderr, "gpubench: --samples times every collective with events: not with --graph\n");
+		exit(1);
+	}
+	/* NCCL refuses two ranks of one node on the same device: every rank its own node. */
+	if (o->same_gpu && (o->gpus_per_proc != 1 || o->nodes != o->procs)) {
+		fprintf(stderr, "gpubench: --same-gpu needs --gpus-per-proc 1 and one node per process\n");
+		exit(1);
+	}
+}
+
+/* Per (rep, coll, size): the slowest rank's time of every timed iteration. */
+struct gb_series {
+	int coll, rep;
+	size_t bytes;
+	int n;           /* iterations seen (highest index + 1) */
+	float *us;       /* max over ranks */
+	int *ranks;      /* ranks that reported each iteration */
+};
+
+static struct gb_series *gb_series_get(struct gb_series **all, int *n_all, int *cap, int coll, int rep,
+				       size_t bytes, int iters)
+{
+	for (int k = 0; k < *n_all; k++)
+		if ((*all)[k].coll == coll && (*all)[k].rep == rep && (*all)[k].bytes == bytes)
+			return &(*all)[k];
+	if (*n_all == *cap) {
+		int nc = *cap ? 2 * *cap : 64;
+		struct gb_series *grown = (struct gb_series *)realloc(*all, nc * sizeof(**all));
+		if (!grown) return NULL;
+		*all = grown;
+		*cap = nc;
+	}
+	struct gb_series *s = &(*all)[(*n_all)++];
+	memset(s, 0, sizeof(*s));
+	s->coll = coll;
+	s->rep = rep;
+	s->bytes = bytes;
+	s->us = (float *)calloc((size_t)iters, sizeof(float));
+	s->ranks = (int *)calloc((size_t)iters, sizeof(int));
+	if (!s->us || !s->ranks) return NULL;
+	return s;
+}
+
+static int gb_read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+		if (r < 0 && errno == EINTR) continue;
+		if (r <= 0) return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* NCCL's names, as the offline tuner and NCCL's own tuner rules spell them. */
+static const char *gb_coll_nccl_name(int coll)
+{
+	static const char *names[GB_NCOLLS] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast"};
+	return coll >= 0 && coll < GB_NCOLLS ? names[coll] : "?";
+}
+
+/* Forced channel count: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS, else 0 (NCCL's choice). */
+static int gb_forced_channels(void)
+{
+	const char *lo = getenv("NCCL_MIN_NCHANNELS"), *hi = getenv("NCCL_MAX_NCHANNELS");
+	if (lo && hi && atoi(lo) > 0 && atoi(lo) == atoi(hi))
+		return atoi(lo);
+	return 0;
+}
+
+/* CSV fields from the environment must not break the row: no commas, quotes or newlines. */
+static const char *gb_csv_safe(const char *v, const char *dflt, char *buf, size_t len)
+{
+	if (!v || !*v) return dflt;
+	snprintf(buf, len, "%s", v);
+	for (char *c = buf; *c; c++)
+		if (*c == ',' || *c == '"' || *c == '\n' || *c == '\r') *c = ';';
+	return buf;
 }
 
 int main(int argc, char **argv)
@@ -520,6 +713,7 @@ int main(int argc, char **argv)
 	gb_parse(argc, argv, &o);
 	/* NVLink multicast can take a shared host out of service: never on in this harness. */
 	setenv("NCCL_NVLS_ENABLE", "0", 1);
+	static_assert(sizeof(struct gb_msg) <= 4096, "a pipe message must be one atomic write");
 
 	int result_pipe[2];
 	int id_pipes[64][2];
@@ -542,18 +736,38 @@ int main(int argc, char **argv)
 	}
 	close(result_pipe[1]);
 
-	/* Collect: one record per (process, size); reduce by max time, summed errors. */
-	struct gb_result all[GB_NCOLLS * GB_MAX_SIZES];
-	int n_all = 0, seen[GB_NCOLLS * GB_MAX_SIZES];
-	struct gb_result r;
-	memset(seen, 0, sizeof(seen));
-	while (read(result_pipe[0], &r, sizeof(r)) == (ssize_t)sizeof(r)) {
+	/* Collect: one record per (process, rep, size); reduce by max time, summed errors. */
+	enum { GB_MAX_RESULTS = GB_NCOLLS * GB_MAX_SIZES * 16 };
+	static struct gb_result all[GB_MAX_RESULTS];
+	static int seen[GB_MAX_RESULTS];
+	int n_all = 0;
+	struct gb_series *series = NULL;
+	int n_series = 0, cap_series = 0, oom = 0;
+	static struct gb_msg msg;
+	while (gb_read_full(result_pipe[0], &msg, sizeof(msg)) == 0) {
+		if (msg.kind == 1) {
+			struct gb_samples *sm = &msg.u.samples;
+			struct gb_series *s = gb_series_get(&series, &n_series, &cap_series, sm->coll, sm->rep,
+							    sm->bytes, o.iters);
+			if (!s || sm->first < 0 || sm->n < 0 || sm->n > GB_CHUNK || sm->first + sm->n > o.iters) {
+				oom = 1;
+				continue;
+			}
+			for (int i = 0; i < sm->n; i++) {
+				int k = sm->first + i;
+				if (sm->us[i] > s->us[k]) s->us[k] = sm->us[i];
+				s->ranks[k]++;
+			}
+			if (sm->first + sm->n > s->n) s->n = sm->first + sm->n;
+			continue;
+		}
+		struct gb_result r = msg.u.result;
 		int k;
 		for (k = 0; k < n_all; k++)
-			if (all[k].coll == r.coll && all[k].bytes == r.bytes)
+			if (all[k].coll == r.coll && all[k].bytes == r.bytes && all[k].rep == r.rep)
 				break;
 		if (k == n_all) {
-			if (n_all == GB_NCOLLS * GB_MAX_SIZES) continue;
+			if (n_all == GB_MAX_RESULTS) continue;
 			all[n_all++] = r;
 		} else {
 			if (r.time_us > all[k].time_us) all[k].time_us = r.time_us;
@@ -567,7 +781,8 @@ int main(int argc, char **argv)
 		}
 		seen[k]++;
 	}
-	int failed = 0;
+	int failed = oom;
+	if (oom) fprintf(stderr, "gpubench: bad or unstorable sample message\n");
 	for (int i = 0; i < o.procs; i++) {
 		int st = 0;
 		waitpid(pids[i], &st, 0);
@@ -580,35 +795,64 @@ int main(int argc, char **argv)
 	FILE *csv = o.csv_path ? fopen(o.csv_path, "a") : NULL;
 	FILE *json = o.json_path ? fopen(o.json_path, "a") : NULL;
 	if (csv && ftell(csv) == 0)
-		fprintf(csv, "label,coll,bytes,count,nranks,nodes,time_us,algbw_GBs,busbw_GBs,compute_us,comm_us,errors\n");
+		fprintf(csv, "label,coll,bytes,count,nranks,nodes,time_us,algbw_GBs,busbw_GBs,compute_us,comm_us,errors,rep\n");
 	int nranks = o.procs * o.gpus_per_proc;
-	printf("# ncclbpf-gpubench: %d ranks (%d procs x %d GPUs), %d node(s), warmup %d, iters %d%s%s\n",
-	       nranks, o.procs, o.gpus_per_proc, o.nodes, o.warmup, o.iters, o.graph ? ", graph" : "",
+	printf("# ncclbpf-gpubench: %d ranks (%d procs x %d GPUs%s), %d node(s), warmup %d, iters %d%s%s%s\n",
+	       nranks, o.procs, o.gpus_per_proc, o.same_gpu ? ", all on one GPU" : "", o.nodes, o.warmup,
+	       o.iters, o.iter_bytes ? " (capped by --iter-bytes)" : "", o.graph ? ", graph" : "",
 	       o.overlap ? ", overlap" : "");
-	printf("# %-13s %12s %10s %10s %10s %10s %10s %s\n", "coll", "size(B)", "time(us)", "algbw", "busbw",
-	       o.overlap ? "compute" : "", o.overlap ? "comm" : "", "check");
+	printf("# %-4s %-13s %12s %10s %10s %10s %10s %10s %s\n", "rep", "coll", "size(B)", "time(us)", "algbw",
+	       "busbw", o.overlap ? "compute" : "", o.overlap ? "comm" : "", "check");
 	long errors = 0;
 	for (int k = 0; k < n_all; k++) {
 		struct gb_result *x = &all[k];
 		int complete = seen[k] == o.procs;
 		errors += x->errors + (complete ? 0 : 1);
-		printf("  %-13s %12zu %10.2f %10.2f %10.2f %10.2f %10.2f %s\n", gb_coll_name(x->coll), x->bytes,
-		       x->time_us, x->algbw, x->busbw, x->compute_us, x->comm_us,
+		printf("  %-4d %-13s %12zu %10.2f %10.2f %10.2f %10.2f %10.2f %s\n", x->rep, gb_coll_name(x->coll),
+		       x->bytes, x->time_us, x->algbw, x->busbw, x->compute_us, x->comm_us,
 		       !complete ? "MISSING" : x->errors ? "WRONG" : "ok");
 		if (csv)
-			fprintf(csv, "%s,%s,%zu,%zu,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%ld\n", o.label,
+			fprintf(csv, "%s,%s,%zu,%zu,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%ld,%d\n", o.label,
 				gb_coll_name(x->coll), x->bytes, x->count, nranks, o.nodes, x->time_us, x->algbw,
-				x->busbw, x->compute_us, x->comm_us, x->errors);
+				x->busbw, x->compute_us, x->comm_us, x->errors, x->rep);
 		if (json)
 			fprintf(json,
 				"{\"label\":\"%s\",\"coll\":\"%s\",\"bytes\":%zu,\"count\":%zu,\"nranks\":%d,"
 				"\"nodes\":%d,\"time_us\":%.3f,\"algbw_GBs\":%.3f,\"busbw_GBs\":%.3f,"
-				"\"compute_us\":%.3f,\"comm_us\":%.3f,\"errors\":%ld}\n",
+				"\"compute_us\":%.3f,\"comm_us\":%.3f,\"errors\":%ld,\"rep\":%d}\n",
 				o.label, gb_coll_name(x->coll), x->bytes, x->count, nranks, o.nodes, x->time_us,
-				x->algbw, x->busbw, x->compute_us, x->comm_us, x->errors);
+				x->algbw, x->busbw, x->compute_us, x->comm_us, x->errors, x->rep);
 	}
 	if (csv) fclose(csv);
 	if (json) fclose(json);
+
+	/* Samples only for complete, correct runs: a wrong result must not become training data. */
+	if (o.samples_path && !failed && !errors) {
+		FILE *sf = fopen(o.samples_path, "a");
+		if (!sf) { perror(o.samples_path); return 1; }
+		char abuf[64], pbuf[64], polbuf[128], cfgbuf[128];
+		const char *algo = gb_csv_safe(getenv("NCCL_ALGO"), "default", abuf, sizeof(abuf));
+		const char *proto = gb_csv_safe(getenv("NCCL_PROTO"), "default", pbuf, sizeof(pbuf));
+		const char *policy = gb_csv_safe(o.policy, "", polbuf, sizeof(polbuf));
+		const char *config = gb_csv_safe(o.label, "", cfgbuf, sizeof(cfgbuf));
+		int channels = gb_forced_channels();
+		if (ftell(sf) == 0)
+			fprintf(sf, "coll,bytes,algo,proto,channels,nranks,nnodes,time_us,policy,config,rep,iter\n");
+		for (int k = 0; k < n_series; k++) {
+			struct gb_series *s = &series[k];
+			for (int i = 0; i < s->n; i++) {
+				if (s->ranks[i] != o.procs) {
+					fprintf(stderr, "gpubench: sample %d of %zu B lacks ranks\n", i, s->bytes);
+					failed = 1;
+					continue;
+				}
+				fprintf(sf, "%s,%zu,%s,%s,%d,%d,%d,%.3f,%s,%s,%d,%d\n", gb_coll_nccl_name(s->coll),
+					s->bytes, algo, proto, channels, nranks, o.nodes, s->us[i], policy, config,
+					s->rep, i);
+			}
+		}
+		if (fclose(sf)) { perror(o.samples_path); failed = 1; }
+	}
 	printf("# check: %s (%ld wrong elements)\n", errors || failed ? "FAILED" : "all results correct", errors);
 	return errors || failed || n_all == 0 ? 1 : 0;
 }

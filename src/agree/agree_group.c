@@ -528,9 +528,15 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		s->produced_ring[next % PRODUCE_AHEAD] = NULL;
 		if (!v || v->number != next || !commit_version(ac, s, v))
 			return; /* fallback before its activation: v is not used */
+		struct agree_buf b = {0}; /* encoded once, the same bytes to every follower */
+		size_t f = agree_wire_begin(&b, AGREE_MSG_COMMIT, 0, ac->comm_id, ac->token);
+		agree_buf_u32(&b, idx);
+		agree_buf_u64(&b, next);
+		agree_wire_end(&b, f);
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (!ac->peers[r]->gone)
-				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_COMMIT, idx, next);
+				agree_conn_send(ac->peers[r]->fd, &b);
+		agree_buf_free(&b);
 		AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
 	}
 }
@@ -646,6 +652,8 @@ void agree_group_detach(struct agree_comm *ac)
 		agree_conn_flush_close(ac->fd);
 		ac->fd = -1;
 	}
+	if (ac->role == AGREE_ROLE_LEADER)
+		agree_hub_unregister_local(ac->comm_id);
 	if (ac->role == AGREE_ROLE_LEADER && ac->peers) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r]) {

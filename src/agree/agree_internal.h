@@ -177,6 +177,9 @@ bool agree_is_hub(void);
 int agree_hub_register(struct agree_comm *ac);           /* leader */
 int agree_hub_lookup(struct agree_comm *ac);             /* follower: sends LOOKUP */
 uint16_t agree_listen_port(void);
+/* The hub forgets a communicator this process led (entries of other processes go when
+ * their connection closes). */
+void agree_hub_unregister_local(uint64_t comm_id);
 bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port);
 
 /* ---- reduction (agree_reduce.c) ---- */

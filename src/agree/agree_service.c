@@ -222,7 +222,8 @@ int agree_conn_send(int fd, const struct agree_buf *b)
 	agree_buf_put(&c->out, b->p, b->len);
 	if (c->out.oom)
 		return -ENOMEM;
-	conn_flush(c);
+	/* sent at the end of this loop iteration (flush_all): frames for one peer produced in
+	 * the same iteration (a COMMIT and the next DATA, a hub reply) share one send() */
 	return 0;
 }
 
@@ -271,6 +272,15 @@ static int hub_add(uint64_t comm_id, uint64_t token, uint32_t addr, uint32_t por
 		return -ENOSPC;
 	hub_dir[hub_dir_cnt++] = (struct hub_entry){comm_id, token, addr, port, fd};
 	return 0;
+}
+
+void agree_hub_unregister_local(uint64_t comm_id)
+{
+	for (size_t i = 0; i < hub_dir_cnt; i++)
+		if (hub_dir[i].comm_id == comm_id && hub_dir[i].fd == -1) {
+			hub_dir[i] = hub_dir[--hub_dir_cnt];
+			return;
+		}
 }
 
 bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port)
@@ -420,11 +430,12 @@ static bool dispatch(struct conn *c, const struct agree_msg *m)
 static void conn_read(struct conn *c)
 {
 	uint8_t tmp[65536];
+	bool eof = false;
 	for (;;) {
 		ssize_t n = recv(c->fd, tmp, sizeof(tmp), 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			conn_drop(c, true);
-			return;
+			eof = true; /* frames that arrived before the FIN are still handled */
+			break;
 		}
 		if (n < 0)
 			break;
@@ -469,6 +480,8 @@ static void conn_read(struct conn *c)
 		memmove(c->in.p, c->in.p + off, c->in.len - off);
 		c->in.len -= off;
 	}
+	if (eof)
+		conn_drop(c, true);
 }
 
 /* ---- listener / hub link ---- */
@@ -545,6 +558,15 @@ static void hub_connect(uint64_t now)
 }
 
 /* ---- the loop ---- */
+
+static void flush_all(void)
+{
+	for (int fd = 0; fd < MAX_CONNS; fd++) {
+		struct conn *c = conns[fd];
+		if (c && c->out.len > c->out_off)
+			conn_flush(c);
+	}
+}
 
 /* Groups still agreeing: the loop then wakes every 2 ms for deadlines (collect window,
  * lookups, retries); otherwise every 100 ms (decision-log flushing only). */
@@ -658,6 +680,7 @@ static void *service_main(void *arg)
 		}
 		agree_registry_unlock();
 		step_comms(agree_now_ns());
+		flush_all();
 		agree_decision_log_drain(false);
 	}
 	free(pfd);

@@ -3,8 +3,8 @@
  * Reads every decisions-*.jsonl of the directories (and the files given), groups the lines
  * by communicator and collective sequence number, and compares the ranks' decisions.
  * Exit 0: every (comm, seq) that several ranks logged has one decision. Exit 3: the first
- * divergent (comm, seq) in (comm, seq) order is printed with each rank's decision. Exit 2:
- * usage, I/O or a malformed line (file:line and what is wrong). */
+ * divergent (comm, seq) in (comm, seq) order is printed with each rank's decision. Exit 1:
+ * an unreadable file or a malformed line (file:line:col and what is wrong). Exit 2: usage. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "tools/cli.h"
+
+#define DECISIONS_EXIT_DIVERGENT 3
 
 struct drec {
 	uint64_t comm, seq, bytes;
@@ -248,12 +252,12 @@ static int read_file(struct dset *d, const char *path)
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		fprintf(stderr, "ncclbpf decisions: %s: %s\n", path, strerror(errno));
-		return 2;
+		return CLI_EXIT_REFUSED;
 	}
 	char **nf = realloc(d->files, (d->n_files + 1) * sizeof(*nf));
 	if (!nf) {
 		fclose(f);
-		return 2;
+		return CLI_EXIT_REFUSED;
 	}
 	d->files = nf;
 	d->files[d->n_files] = strdup(path);
@@ -267,7 +271,7 @@ static int read_file(struct dset *d, const char *path)
 		lineno++;
 		if ((size_t)len != strlen(line)) {
 			fprintf(stderr, "%s:%lu: NUL byte in the line\n", path, lineno);
-			rc = 2;
+			rc = CLI_EXIT_REFUSED;
 			break;
 		}
 		if (len == 0 || (len == 1 && line[0] == '\n'))
@@ -284,7 +288,7 @@ static int read_file(struct dset *d, const char *path)
 		if (k < 0) {
 			fprintf(stderr, "%s:%lu:%ld: malformed decision line: %s\n", path, lineno,
 				(long)(j.p - line) + 1, j.err);
-			rc = 2;
+			rc = CLI_EXIT_REFUSED;
 			break;
 		}
 		if (k == 0)
@@ -294,7 +298,7 @@ static int read_file(struct dset *d, const char *path)
 			struct drec *nr = realloc(d->r, nc * sizeof(*nr));
 			if (!nr) {
 				fprintf(stderr, "ncclbpf decisions: out of memory\n");
-				rc = 2;
+				rc = CLI_EXIT_REFUSED;
 				break;
 			}
 			d->r = nr;
@@ -312,14 +316,14 @@ static int read_arg(struct dset *d, const char *path)
 	struct stat st;
 	if (stat(path, &st) != 0) {
 		fprintf(stderr, "ncclbpf decisions: %s: %s\n", path, strerror(errno));
-		return 2;
+		return CLI_EXIT_REFUSED;
 	}
 	if (!S_ISDIR(st.st_mode))
 		return read_file(d, path);
 	DIR *dir = opendir(path);
 	if (!dir) {
 		fprintf(stderr, "ncclbpf decisions: %s: %s\n", path, strerror(errno));
-		return 2;
+		return CLI_EXIT_REFUSED;
 	}
 	struct dirent *e;
 	int rc = 0, n = 0;
@@ -376,14 +380,19 @@ int cmd_decisions(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			printf("usage: ncclbpf decisions [-q] DIR|FILE...\n");
-			return 0;
+			return CLI_EXIT_OK;
+		}
+		if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "ncclbpf decisions: unknown option '%s'\n", argv[i]);
+			rc = CLI_EXIT_USAGE;
+			break;
 		}
 		rc = read_arg(&d, argv[i]);
 		inputs++;
 	}
 	if (!rc && inputs == 0) {
 		fprintf(stderr, "usage: ncclbpf decisions [-q] DIR|FILE...\n");
-		rc = 2;
+		rc = CLI_EXIT_USAGE;
 	}
 	if (rc)
 		goto out;
@@ -407,7 +416,7 @@ int cmd_decisions(int argc, char **argv)
 		{
 			int *seen = calloc((size_t)(end - i), sizeof(int));
 			if (!seen) {
-				rc = 2;
+				rc = CLI_EXIT_REFUSED;
 				goto out;
 			}
 			for (size_t k = i; k < end; k++) {
@@ -430,7 +439,7 @@ int cmd_decisions(int argc, char **argv)
 					       ": the ranks decided differently\n", comm, d.r[j].seq);
 					for (size_t q = j; q < end && d.r[q].seq == d.r[j].seq; q++)
 						print_decision(&d, &d.r[q]);
-					rc = 3;
+					rc = DECISIONS_EXIT_DIVERGENT;
 					goto out;
 				}
 				if (k == j || d.r[k].rank != d.r[k - 1].rank)
@@ -469,3 +478,21 @@ out:
 	free(d.r);
 	return rc;
 }
+
+NCCLBPF_CLI_COMMAND(decisions, .name = "decisions", .run = cmd_decisions,
+		    .synopsis = "[-q] DIR|FILE...",
+		    .summary = "check NCCLBPF_DECISION_LOG files: did every rank decide the same?",
+		    .help = "Reads the decision logs that NCCLBPF_DECISION_LOG=DIR makes every process "
+			    "write\n(decisions-<host>-<pid>.jsonl; every decisions-*.jsonl of a "
+			    "directory, or the\nfiles given), groups the decisions by communicator "
+			    "and collective sequence\nnumber, and compares the ranks'. Prints per "
+			    "communicator the ranks, collectives,\nhow many every rank logged and how "
+			    "many the policy changed\n(docs/agreement.md).\n"
+			    "\n"
+			    "options:\n"
+			    "  -q, --quiet   print only a divergence\n"
+			    "\n"
+			    "exit status: 0 all ranks agree; 3 a divergence (the first divergent\n"
+			    "communicator and seq, with each rank's decision); 1 an unreadable file or\n"
+			    "a malformed line (file:line:col: what is wrong; a partial last line, as a\n"
+			    "killed process leaves, is reported and ignored); 2 usage.\n");

@@ -64,6 +64,7 @@ extern int cmd_decisions(int argc, char **argv) __attribute__((weak));
 extern int cmd_tune(int argc, char **argv) __attribute__((weak));
 extern int cmd_rules(int argc, char **argv) __attribute__((weak));
 extern int cmd_ctl(int argc, char **argv) __attribute__((weak));
+extern int cmd_config(int argc, char **argv) __attribute__((weak));
 #define UNREGISTERED_HELP                                                                     \
 	"(this command has not registered its help text yet: NCCLBPF_CLI_COMMAND, see the top\n" \
 	"of src/tools/main.c)\n"
@@ -72,6 +73,7 @@ static struct cli_command legacy[] = {
 	{ "tune", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
 	{ "rules", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
 	{ "ctl", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
+	{ "config", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
 };
 
 static bool registered(const char *name)
@@ -90,7 +92,7 @@ size_t cli_commands(const struct cli_command *const **out)
 			if (*p)
 				sorted[n_sorted++] = *p;
 		int (*const legacy_fns[])(int, char **) = { cmd_decisions, cmd_tune, cmd_rules,
-							    cmd_ctl };
+							    cmd_ctl, cmd_config };
 		for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
 			legacy[i].run = legacy_fns[i];
 			if (legacy[i].run && !registered(legacy[i].name) &&

@@ -114,7 +114,8 @@ echo "$L0" >"$C/a.jsonl"; echo "$L1" >"$C/b.jsonl"; echo "$L1b" >"$C/c.jsonl"
 "$CLI" decisions "$C/a.jsonl" "$C/c.jsonl" >"$C/out" 2>&1; [ $? -eq 3 ] || die "divergent logs: exit != 3"
 grep -q "DIVERGENT: comm 0x1f seq 7" "$C/out" || die "divergence not reported"
 echo '{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce"}' >"$C/m.jsonl"
-"$CLI" decisions "$C/m.jsonl" >"$C/out" 2>&1; [ $? -eq 2 ] || die "malformed line: exit != 2"
+"$CLI" decisions "$C/m.jsonl" >"$C/out" 2>&1; [ $? -eq 1 ] || die "malformed line: exit != 1"
+"$CLI" decisions --bogus "$C/a.jsonl" >/dev/null 2>&1; [ $? -eq 2 ] || die "unknown option: exit != 2"
 grep -q "m.jsonl:1:.*missing key" "$C/out" || die "malformed line not located"
 : >"$C/empty.jsonl"
 "$CLI" decisions "$C/empty.jsonl" >/dev/null 2>&1; [ $? -eq 0 ] || die "empty log: exit != 0"
@@ -220,6 +221,16 @@ done
 wait_all
 check_decisions
 MIN_VERSIONS=30 expect_no_fallback a0 a1 a2 a3 b0 b1 b2 b3
+
+# ---- 10. ranks far apart in speed: one rank 12x slower. Versions wait for its
+#          contributions (within the collect window), so the fast ranks are paced, bounded
+begin far_behind_short
+for r in 0 1 2; do SLEEP_US=50 start_rank $r $r 1500; done
+SLEEP_US=600 start_rank 3 3 1500
+wait_all
+check_decisions
+MIN_VERSIONS=20 expect_no_fallback 0 1 2 3
+check_waits 0 1 2 3
 
 if [ "$LONG" = 1 ]; then
 	# ---- long: a rank that joins after the bound: every rank falls back, it too ----

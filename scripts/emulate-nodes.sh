@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# The one-GPU multi-node testbed: N ranks on a single GPU, each rank its own emulated node
+# (its own NCCL_HOSTID), so NCCL sees N nodes and uses its network transport (sockets over
+# loopback) between them. Runs ncclbpf-gpubench --same-gpu for every (node count, config),
+# repetitions interleaved, and appends one CSV row per timed collective to the samples file
+# (the offline tuner's format, `ncclbpf tune` reads it directly).
+#
+#   scripts/emulate-nodes.sh [--nodes 2,4] [--coll allreduce] [--min-bytes 4K] [--max-bytes 64M]
+#       [--step-factor 4] [--configs default,pairs,policy:multinode_fix,policy+prof:bandit]
+#       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 160]
+#       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
+#       [--no-mps] [--dry-run]
+#
+# Configs (comma-separated):
+#   default              NCCL's own choice, no plugin
+#   ALGO/PROTO           NCCL_ALGO=ALGO NCCL_PROTO=PROTO, e.g. Tree/LL, Ring/Simple
+#   pairs                every pair of {Tree,Ring} x {LL,LL128,Simple}
+#   policy:NAME          ncclbpf as tuner plugin with BUILD/policies/NAME.bpf.o (or a path)
+#   policy+prof:NAME     the same, also as profiler plugin (policies that learn from timings);
+#                        the ranks' agreement layer meets at 127.0.0.1 (NCCLBPF_AGREE, a
+#                        fresh port per run)
+# policy+prof configs get --policy-warmup untimed collectives per size, each waited for
+# (--warmup-sync: the policy learns from completed collectives, as in a training loop that
+# synchronizes, rather than from a queue the host filled ahead of the GPU) (an online policy's
+# exploration happens there: the bandit needs (1 + M) x arms + 2 epochs, 17 x 6 + 32 = 134
+# with its defaults; 96 is enough for a copy with cfg_explore_windows=1, see
+# `ncclbpf config`), the others --warmup.
+#
+# Interleaving: repetition r runs every node count, and within it every config, in an order
+# rotated by r, so slow drift of the shared host hits all configs alike. Each (rep, nodes,
+# config) is a fresh set of processes and a fresh communicator (NCCL_ALGO is read at init).
+#
+# The CUDA MPS daemon is started first and stopped at the end (also on error or signal):
+# without it the ranks' kernels time-slice the GPU and a 4 KiB AllReduce takes ~4.5 ms
+# instead of ~0.1 ms. It needs the right to run nvidia-cuda-mps-control (root on the
+# device); --no-mps skips it (results then measure time slicing, not the network path).
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0), InfiniBand off, sockets on lo.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+NODES=2,4
+COLL=allreduce
+MIN_BYTES=4K
+MAX_BYTES=64M
+STEP=4
+CONFIGS=default,pairs,policy:multinode_fix,policy+prof:bandit
+ITERS=100
+MIN_ITERS=10
+ITER_BYTES=256M
+WARMUP=5
+POLICY_WARMUP=160
+REPS=5
+OUTDIR=${OUT:-/tmp/ncclbpf-emu}
+SAMPLES=
+BENCH=
+BUILD=$ROOT/build
+DEVICE=0
+MPS=1
+DRY=0
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nodes) NODES=$2; shift 2 ;;
+    --coll) COLL=$2; shift 2 ;;
+    --min-bytes) MIN_BYTES=$2; shift 2 ;;
+    --max-bytes) MAX_BYTES=$2; shift 2 ;;
+    --step-factor) STEP=$2; shift 2 ;;
+    --configs) CONFIGS=$2; shift 2 ;;
+    --iters) ITERS=$2; shift 2 ;;
+    --min-iters) MIN_ITERS=$2; shift 2 ;;
+    --iter-bytes) ITER_BYTES=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --policy-warmup) POLICY_WARMUP=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --out) OUTDIR=$2; shift 2 ;;
+    --samples) SAMPLES=$2; shift 2 ;;
+    --bench) BENCH=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    --device) DEVICE=$2; shift 2 ;;
+    --no-mps) MPS=0; shift ;;
+    --dry-run) DRY=1; shift ;;
+    -h|--help) usage ;;
+    *) echo "emulate-nodes: unknown option '$1'" >&2; usage ;;
+  esac
+done
+for v in "$REPS" "$ITERS" "$MIN_ITERS" "$WARMUP" "$POLICY_WARMUP" "$STEP" "$DEVICE"; do
+  [[ $v =~ ^[0-9]+$ ]] || { echo "emulate-nodes: '$v' is not a number" >&2; exit 1; }
+done
+mkdir -p "$OUTDIR" || exit 1
+SAMPLES=${SAMPLES:-$OUTDIR/samples.csv}
+LOG=$OUTDIR/emulate-nodes.log
+log() { echo "== $*" | tee -a "$LOG" >&2; }
+
+# ---------------------------------------------------------------- configs
+expanded=()
+IFS=, read -r -a cfg_in <<< "$CONFIGS"
+for c in "${cfg_in[@]}"; do
+  case $c in
+    pairs) for a in Tree Ring; do for p in LL LL128 Simple; do expanded+=("$a/$p"); done; done ;;
+    default|*/*|policy:*|policy+prof:*) expanded+=("$c") ;;
+    *) echo "emulate-nodes: unknown config '$c'" >&2; exit 1 ;;
+  esac
+done
+IFS=, read -r -a node_counts <<< "$NODES"
+for n in "${node_counts[@]}"; do
+  [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 64 ] ||
+    { echo "emulate-nodes: bad node count '$n'" >&2; exit 1; }
+done
+
+PLUGIN=$BUILD/libncclbpf.so
+policy_path() { # NAME or path -> object path
+  case $1 in */*|*.o) echo "$1" ;; *) echo "$BUILD/policies/$1.bpf.o" ;; esac
+}
+need_plugin=0
+for c in "${expanded[@]}"; do
+  case $c in
+    policy:*|policy+prof:*)
+      need_plugin=1
+      obj=$(policy_path "${c#*:}")
+      [ $DRY = 1 ] || [ -f "$obj" ] || { echo "emulate-nodes: $obj missing (build the policies with clang first)" >&2; exit 1; } ;;
+  esac
+done
+if [ $need_plugin = 1 ] && [ $DRY = 0 ] && [ ! -f "$PLUGIN" ]; then
+  echo "emulate-nodes: $PLUGIN missing (--build DIR)" >&2; exit 1
+fi
+
+# ---------------------------------------------------------------- harness
+if [ -z "$BENCH" ]; then
+  BENCH=$OUTDIR/ncclbpf-gpubench
+  if [ $DRY = 0 ] && [ ! -x "$BENCH" ]; then
+    if [ -z "${NCCL_HOME:-}" ]; then
+      NCCL_HOME=$(python3 -c 'import nvidia.nccl, os; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
+      [ -n "$NCCL_HOME" ] || NCCL_HOME=/usr/local/cuda
+    fi
+    NCCL_LIB=$(ls "$NCCL_HOME"/lib/libnccl.so* 2>/dev/null | head -1)
+    [ -f "$NCCL_HOME/include/nccl.h" ] && [ -n "$NCCL_LIB" ] ||
+      { echo "emulate-nodes: NCCL headers/library not found (NCCL_HOME=$NCCL_HOME)" >&2; exit 1; }
+    log "building the harness against $NCCL_HOME"
+    nvcc -O2 -std=c++17 -arch=sm_90 -I"$NCCL_HOME/include" -o "$BENCH" "$ROOT/bench/gpu/ncclbpf_gpubench.cu" \
+      -L"$(dirname "$NCCL_LIB")" -l:"$(basename "$NCCL_LIB")" -Xlinker -rpath="$(dirname "$NCCL_LIB")" ||
+      { echo "emulate-nodes: harness build failed" >&2; exit 1; }
+  fi
+fi
+
+# ---------------------------------------------------------------- MPS
+MPS_DIR=
+stop_mps() {
+  [ -n "$MPS_DIR" ] || return 0
+  echo quit | CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe nvidia-cuda-mps-control >/dev/null 2>&1
+  for _ in $(seq 50); do [ -e "$MPS_DIR/pipe/control" ] || break; sleep 0.1; done
+  cp "$MPS_DIR/log/control.log" "$OUTDIR/mps-control.log" 2>/dev/null
+  rm -rf "$MPS_DIR"
+  MPS_DIR=
+}
+trap 'stop_mps' EXIT
+trap 'stop_mps; exit 130' INT TERM
+if [ $MPS = 1 ] && [ $DRY = 0 ]; then
+  command -v nvidia-cuda-mps-control >/dev/null ||
+    { echo "emulate-nodes: nvidia-cuda-mps-control not found (or pass --no-mps)" >&2; exit 1; }
+  MPS_DIR=$(mktemp -d /tmp/ncclbpf-mps.XXXXXX)
+  mkdir -p "$MPS_DIR/pipe" "$MPS_DIR/log"
+  export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe CUDA_MPS_LOG_DIRECTORY=$MPS_DIR/log
+  if ! nvidia-cuda-mps-control -d; then
+    echo "emulate-nodes: could not start the MPS daemon (needs root; or pass --no-mps)" >&2
+    rm -rf "$MPS_DIR"; MPS_DIR=; exit 1
+  fi
+  log "MPS daemon started (pipes in $MPS_DIR/pipe)"
+fi
+
+export NCCL_NVLS_ENABLE=0 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo
+unset NCCL_ALGO NCCL_PROTO NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY
+
+# ---------------------------------------------------------------- runs
+# run_one REP NODES CONFIG: one harness invocation; 0 on success.
+run_one() {
+  local rep=$1 nodes=$2 cfg=$3 envs=() policy="" warm=$WARMUP
+  case $cfg in
+    default) ;;
+    policy:*|policy+prof:*)
+      local obj; obj=$(policy_path "${cfg#*:}")
+      policy=$(basename "$obj" .bpf.o)
+      envs+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCLBPF_POLICY="$obj")
+      if [[ $cfg == policy+prof:* ]]; then
+        AGREE_PORT=$((AGREE_PORT + 1))
+        envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
+        warm=$POLICY_WARMUP
+      fi ;;
+    */*) envs+=(NCCL_ALGO="${cfg%/*}" NCCL_PROTO="${cfg#*/}") ;;
+  esac
+  local label=${cfg//[:\/+]/-}
+  [ -n "$policy" ] && label=${cfg%%:*}-$policy # policy-NAME / policy+prof-NAME, NAME without path
+  label=${label//+/-}
+  local sync=()
+  [[ $cfg == policy+prof:* ]] && sync=(--warmup-sync) # learning needs completions, not a queue
+  local args=("${sync[@]}" --same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
+              --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
+              --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label"
+              --samples "$SAMPLES" --csv "$OUTDIR/summary.csv" --policy "$policy")
+  local runlog=$OUTDIR/logs/n$nodes-$label-r$rep.log
+  if [ $DRY = 1 ]; then echo "env ${envs[*]} $BENCH ${args[*]}"; return 0; fi
+  mkdir -p "$OUTDIR/logs"
+  local t0; t0=$(date +%s%N)
+  env "${envs[@]}" "$BENCH" "${args[@]}" > "$runlog" 2>&1
+  local rc=$?
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  echo "rep=$rep nodes=$nodes config=$cfg rc=$rc ms=$ms" >> "$OUTDIR/timing.txt"
+  if [ $rc -ne 0 ] || ! grep -q "all results correct" "$runlog"; then
+    log "FAILED: rep $rep, $nodes nodes, $cfg (rc $rc); tail of $runlog:"
+    tail -5 "$runlog" | tee -a "$LOG" >&2
+    return 1
+  fi
+  return 0
+}
+
+start=$(date +%s)
+failures=0
+AGREE_PORT=$((24000 + $$ % 16000)) # rendezvous ports of the agreement layer, one per run
+log "testbed: nodes ${NODES}, $COLL $MIN_BYTES..$MAX_BYTES x$STEP, ${#expanded[@]} configs, $REPS reps -> $SAMPLES"
+for rep in $(seq 0 $((REPS - 1))); do
+  for nodes in "${node_counts[@]}"; do
+    n=${#expanded[@]}
+    for k in $(seq 0 $((n - 1))); do
+      cfg=${expanded[$(((k + rep) % n))]}
+      run_one "$rep" "$nodes" "$cfg" || failures=$((failures + 1))
+    done
+  done
+  if [ $DRY = 0 ]; then
+    el=$(( $(date +%s) - start ))
+    log "rep $rep done after ${el}s (about $((el * REPS / (rep + 1)))s for all $REPS)"
+  fi
+done
+log "done: $failures failed runs, $(( $(date +%s) - start ))s; samples in $SAMPLES"
+[ $failures -eq 0 ]

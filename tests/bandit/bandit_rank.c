@@ -1,0 +1,154 @@
+/* One rank of a simulated job driving policies/bandit.bpf.o through the real plugin: the
+ * mock NCCL host dlopens libncclbpf.so as NCCL 2.30 does (tuner v6 + profiler v6 of the same
+ * library, the agreement layer between the processes), and runs S AllReduce collectives:
+ * getCollInfo -> NCCL's selection rule -> a latency from a per-arm model -> the profiler's
+ * events. Prints one summary line the test script compares across ranks.
+ *
+ * usage: bandit_rank LIB.so RANK NRANKS STEPS MODEL [--bytes B] [--sleep-us U]
+ *   MODEL: wrong  NCCL's choice (AUTO) is 30 % slower than the best arm
+ *          best   AUTO is the fastest; every other arm at least 15 % slower
+ *          drift  as wrong, then halfway the best arm becomes 2.5x slower and another
+ *                 arm 20 % faster than AUTO
+ * Summary: "rank R: auto A best B final F converged_at N bad_exploit K drift_best D"
+ * (pairs as algo*3+proto; converged_at = first step of the final run of one pair). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mock_nccl.h"
+#include "profiler_host.h"
+
+#define NPAIR (MOCK_NUM_ALGOS * MOCK_NUM_PROTOS)
+
+static uint64_t rng;
+static double uniform(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 6) {
+		fprintf(stderr, "usage: %s LIB.so RANK NRANKS STEPS wrong|best|drift [--bytes B] [--sleep-us U]\n",
+			argv[0]);
+		return 2;
+	}
+	const char *lib = argv[1], *model = argv[5];
+	int rank = atoi(argv[2]), n_ranks = atoi(argv[3]);
+	long steps = atol(argv[4]);
+	uint64_t bytes = 64 << 10;
+	unsigned long sleep = 0;
+	for (int i = 6; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--bytes"))
+			bytes = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--sleep-us"))
+			sleep = strtoul(argv[i + 1], NULL, 10);
+	}
+	if (rank < 0 || rank >= n_ranks || steps <= 0 ||
+	    (strcmp(model, "wrong") && strcmp(model, "best") && strcmp(model, "drift")))
+		return 2;
+	rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(rank + 1) * 0x2545f4914f6cdd1dull;
+
+	static struct mock_nccl m;
+	if (mock_nccl_load_tuner(&m, 230, lib, 0) != 0 || m.tuner_version != 6) {
+		fprintf(stderr, "rank %d: load tuner: %s\n", rank, m.err);
+		return 1;
+	}
+	struct ph_host h;
+	char err[256];
+	if (ph_open(&h, lib, 6, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rank %d: load profiler: %s\n", rank, err);
+		return 1;
+	}
+	uint64_t comm = 0xba4d17ull;
+	struct ph_comm pc;
+	if (ph_comm_init(&h, &pc, comm, "bandit", n_ranks, n_ranks, rank) != 0)
+		return 1;
+	struct mock_comm mc;
+	if (mock_comm_init(&m, &mc, comm, n_ranks, n_ranks) != 0)
+		return 1;
+
+	/* the per-arm model: AUTO is what NCCL picks from the untouched table */
+	float table0[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	mock_cost_table(table0, MOCK_TOPO_MULTI_NODE, 4, bytes, n_ranks, n_ranks);
+	int aa = 0, ap = 0;
+	if (mock_select(230, table0, &aa, &ap) != 0)
+		return 1;
+	int auto_pair = aa * MOCK_NUM_PROTOS + ap;
+	double mean[NPAIR], drifted[NPAIR];
+	int avail[NPAIR], navail = 0;
+	for (int i = 0; i < NPAIR; i++) {
+		avail[i] = table0[i / MOCK_NUM_PROTOS][i % MOCK_NUM_PROTOS] >= 0;
+		navail += avail[i];
+		mean[i] = 115 + 10 * (i % 4); /* every non-AUTO arm: 15-45 % slower than AUTO */
+	}
+	mean[auto_pair] = 100;
+	/* the best arm: the first available one that is not AUTO; the drift target: the next */
+	int best = -1, second = -1;
+	for (int i = 0; i < NPAIR; i++)
+		if (avail[i] && i != auto_pair) {
+			if (best < 0)
+				best = i;
+			else if (second < 0)
+				second = i;
+		}
+	if (best < 0 || second < 0)
+		return 1;
+	if (strcmp(model, "best"))
+		mean[best] = 70;
+	memcpy(drifted, mean, sizeof(mean));
+	drifted[best] = 175;
+	drifted[second] = 80;
+	int drift = !strcmp(model, "drift");
+
+	int last = -1;
+	long converged = 0, bad = 0;
+	for (long s = 0; s < steps; s++) {
+		float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		memcpy(table, table0, sizeof(table));
+		int n_ch = 0, algo = 1, proto = 2;
+		mock_comm_get_coll_info(&mc, 4, bytes, 1, 0, table, &n_ch);
+		if (mock_select(230, table, &algo, &proto) != 0)
+			return 1;
+		int pair = algo * MOCK_NUM_PROTOS + proto;
+		if (pair != last) {
+			last = pair;
+			converged = s;
+		}
+		const double *mu = drift && s >= steps / 2 ? drifted : mean;
+		/* exploitation phase (after exploration, away from the drift): never slower than AUTO */
+		if (s >= 400 && (!drift || s < steps / 2 || s >= steps / 2 + 400) && mu[pair] > mu[auto_pair])
+			bad++;
+		/* the same collective time on every rank up to 3 %: one shared noise sequence */
+		uint64_t x = (uint64_t)s * 0x9e3779b97f4a7c15ull;
+		x ^= x >> 29;
+		x *= 0xbf58476d1ce4e5b9ull;
+		x ^= x >> 32;
+		double common = 0.9 + 0.2 * (double)(x >> 11) / 9007199254740992.0;
+		if ((x & 63) == 0)
+			common *= 3; /* an outlier now and then */
+		int ch = n_ch > 0 && n_ch < mc.nccl_channels ? n_ch : mc.nccl_channels;
+		struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo, .proto = proto,
+				    .n_channels = ch,
+				    .gpu_ns = (uint64_t)(mu[pair] * 1000 * common * (1 + 0.03 * uniform()))};
+		ph_coll_run(&pc, &k);
+		if (sleep) {
+			struct timespec ts = {0, (long)sleep * 1000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	ph_comm_finalize(&pc);
+	mock_comm_finalize(&mc);
+	int final_best = drift ? second : strcmp(model, "best") ? best : auto_pair;
+	printf("rank %d: arms %d auto %d best %d final %d converged_at %ld bad_exploit %ld expect %d\n", rank,
+	       navail, auto_pair, best, last, converged, bad, final_best);
+	fflush(stdout);
+	ph_close(&h);
+	mock_nccl_unload(&m);
+	return 0;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The bandit through the real plugin and the agreement layer: 4 processes of the mock NCCL
+# host (tuner + profiler of libncclbpf.so, NCCLBPF_POLICY=bandit.bpf.o, strict verifier),
+# for each latency model (AUTO wrong, AUTO best, drift halfway). Checks: all ranks' decision
+# logs agree (`ncclbpf decisions`), every rank ends on the expected arm, convergence within
+# the bound, no exploited arm slower than AUTO, no rank fell back.
+#
+# usage: run_bandit.sh BANDIT_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
+set -u
+RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
+STEPS=${BANDIT_STEPS:-1600}
+rm -rf "$RUN"
+mkdir -p "$RUN"
+fail=0
+BASEPORT=$(( 42000 + ($$ % 16000) )) # disjoint from tests/agree (20000-40000)
+n=0
+for model in wrong best drift; do
+	n=$((n + 1))
+	DIR=$RUN/$model
+	mkdir -p "$DIR/log"
+	echo "== $model"
+	pids=()
+	for r in 0 1 2 3; do
+		NCCLBPF_POLICY=$POLICIES/bandit.bpf.o NCCLBPF_DECISION_LOG=$DIR/log \
+		NCCLBPF_AGREE=127.0.0.1:$((BASEPORT + n)) NCCLBPF_AGREE_WAIT_MS=3000 \
+		NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING \
+			timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 "$STEPS" $model --sleep-us 50 \
+			>"$DIR/out.$r" 2>"$DIR/err.$r" &
+		pids+=($!)
+	done
+	for r in 0 1 2 3; do
+		wait "${pids[$r]}" || { echo "FAIL [$model]: rank $r exited with $?"; tail -3 "$DIR/err.$r"; fail=1; }
+	done
+	"$CLI" decisions "$DIR/log" >"$DIR/decisions.txt" 2>&1 ||
+		{ echo "FAIL [$model]: decision logs disagree"; cat "$DIR/decisions.txt"; fail=1; }
+	sed 's/^/   /' "$DIR/decisions.txt" | head -5
+	# arms A: exploration takes (1 + 16) x A collectives plus two epochs (2 x 16) of lag
+	for r in 0 1 2 3; do
+		line=$(cat "$DIR/out.$r")
+		echo "   $line"
+		read -r arms final expect conv bad <<<"$(echo "$line" |
+			sed -n 's/.*arms \([0-9]*\) .* final \([0-9]*\) converged_at \([0-9]*\) bad_exploit \([0-9]*\) expect \([0-9]*\).*/\1 \2 \5 \3 \4/p')"
+		[ -n "${arms:-}" ] || { echo "FAIL [$model]: rank $r printed no summary"; fail=1; continue; }
+		bound=$(( 17 * arms + 32 ))
+		[ "$model" = drift ] && bound=$(( STEPS / 2 + 3 * 8 + 32 + bound ))
+		[ "$final" = "$expect" ] || { echo "FAIL [$model]: rank $r ended on pair $final, expected $expect"; fail=1; }
+		[ "$conv" -le "$bound" ] || { echo "FAIL [$model]: rank $r converged at $conv > $bound"; fail=1; }
+		[ "$bad" = 0 ] || { echo "FAIL [$model]: rank $r exploited an arm slower than AUTO $bad times"; fail=1; }
+		grep -q "fallback at [0-9]" "$DIR/err.$r" && { echo "FAIL [$model]: rank $r fell back"; fail=1; }
+	done
+done
+[ $fail = 0 ] && echo "bandit end to end: all scenarios passed"
+exit $fail
