@@ -20,6 +20,8 @@
 #include "isa/insn_build.h"
 #include "maps/map.h"
 #include "ncclbpf/policy.h"
+#include "ncclbpf/ncclbpf.h"
+#include "runtime/runtime.h"
 #include "vm/vm.h"
 
 #define NCTX 16
@@ -138,9 +140,11 @@ static void build_two_lookups(void)
 
 /* ---- engines ---- */
 
-enum engine { E_NATIVE, E_INTERP, E_JIT, E_JIT_NOINLINE, E_COUNT };
-static const char *const engine_name[] = { "native C", "interpreter", "JIT",
-					   "JIT (helper call)" };
+/* E_API: the same JIT code through ncclbpf_program_run (verified, prepared by the runtime),
+ * as the plugin calls it on every decision; budget: within +1 ns of E_JIT (raw entry). */
+enum engine { E_NATIVE, E_INTERP, E_JIT, E_API, E_JIT_NOINLINE, E_COUNT };
+static const char *const engine_name[] = { "native C", "interpreter", "JIT (raw entry)",
+					   "ncclbpf_program_run", "JIT (helper call)" };
 
 struct bench_case {
 	const char *name;
@@ -148,6 +152,8 @@ struct bench_case {
 	struct vm_program prog;
 	vm_jit_fn jit, jit_noinline;
 	struct vm_jit_image *img, *img_noinline;
+	struct ncclbpf_object *obj; /* E_API: NULL when the case has no verifiable form */
+	struct ncclbpf_program *api;
 	double *samples[E_COUNT];
 };
 
@@ -178,6 +184,16 @@ static double run_batch(struct bench_case *c, enum engine e, unsigned calls)
 			acc += r0;
 		}
 		break;
+	case E_API: {
+		const struct ncclbpf_program *volatile pp = c->api;
+		const struct ncclbpf_program *p = pp;
+		for (unsigned i = 0; i < calls; i++) {
+			uint64_t r0 = 0;
+			ncclbpf_program_run(p, &ctxs[i % NCTX], sizeof(ctxs[0]), &r0, NULL, 0);
+			acc += r0;
+		}
+		break;
+	}
 	case E_JIT:
 	case E_JIT_NOINLINE: {
 		vm_jit_fn volatile fp = e == E_JIT ? c->jit : c->jit_noinline;
@@ -224,6 +240,22 @@ static int setup_case(struct bench_case *c, const char *name, vm_jit_fn native,
 	}
 	c->jit = vm_jit_entry(c->img);
 	c->jit_noinline = vm_jit_entry(c->img_noinline);
+	/* the runtime's own copy: verified for the tuner hook and JIT-compiled (programs
+	 * without map handles: the two-lookups case embeds raw map addresses) */
+	bool raw_maps = false;
+	for (size_t i = 0; i < n; i++)
+		raw_maps |= insns[i].code == BPF_LDDW;
+	if (!raw_maps) {
+		struct ncclbpf_prepare_opts po = { .sz = sizeof(po), .exec_mode = NCCLBPF_EXEC_JIT,
+						   .verify_mode = NCCLBPF_VERIFY_STRICT };
+		if (runtime_object_from_insns(insns, n * sizeof(*insns), name, &c->obj, err,
+					      sizeof(err)) ||
+		    !(c->api = ncclbpf_object_program(c->obj, 0)) ||
+		    ncclbpf_program_prepare(c->api, NCCLBPF_HOOK_TUNER, &po, err, sizeof(err))) {
+			fprintf(stderr, "%s: runtime prepare failed: %s\n", name, err);
+			return -1;
+		}
+	}
 	for (int e = 0; e < E_COUNT; e++) {
 		c->samples[e] = calloc(batches, sizeof(double));
 		if (!c->samples[e])
@@ -236,15 +268,24 @@ static int setup_case(struct bench_case *c, const char *name, vm_jit_fn native,
 static int check_case(struct bench_case *c)
 {
 	for (int i = 0; i < NCTX; i++) {
-		struct ncclbpf_tuner_ctx ref = ctxs[i], out[3];
+		struct ncclbpf_tuner_ctx ref = ctxs[i], out[4];
 		c->native((uint64_t)(uintptr_t)&ref, sizeof(ref));
-		for (int e = 0; e < 3; e++) {
+		for (int e = 0; e < 4; e++) {
 			out[e] = ctxs[i];
 			uint64_t r0 = 0;
 			if (e == 0)
 				vm_interp_run(&c->prog, (uint64_t)(uintptr_t)&out[e], sizeof(out[e]), &r0,
 					      NULL, NULL);
-			else
+			else if (e == 3) {
+				char err[256];
+				if (c->api && ncclbpf_program_run(c->api, &out[e], sizeof(out[e]), &r0, err,
+								  sizeof(err))) {
+					fprintf(stderr, "%s: %s\n", c->name, err);
+					return -1;
+				}
+				if (!c->api)
+					out[e] = ref;
+			} else
 				(e == 1 ? c->jit : c->jit_noinline)((uint64_t)(uintptr_t)&out[e],
 								    sizeof(out[e]));
 			if (memcmp(&ref, &out[e], sizeof(ref))) {
@@ -306,11 +347,13 @@ int main(int argc, char **argv)
 	/* warm up, then interleave engines batch by batch */
 	for (int c = 0; c < 3; c++)
 		for (int e = 0; e < E_COUNT; e++)
-			run_batch(&cases[c], (enum engine)e, calls);
+			if (e != E_API || cases[c].api)
+				run_batch(&cases[c], (enum engine)e, calls);
 	for (unsigned b = 0; b < batches; b++)
 		for (int c = 0; c < 3; c++)
 			for (int e = 0; e < E_COUNT; e++)
-				cases[c].samples[e][b] = run_batch(&cases[c], (enum engine)e,
+				if (e != E_API || cases[c].api)
+					cases[c].samples[e][b] = run_batch(&cases[c], (enum engine)e,
 								   e == E_INTERP ? (calls + 9) / 10 : calls);
 
 	printf("bench_cpu_dispatch: %u batches x %u calls (interpreter: %u), ns per call\n",
@@ -321,6 +364,8 @@ int main(int argc, char **argv)
 		for (int e = 0; e < E_COUNT; e++) {
 			if (c < 2 && e == E_JIT_NOINLINE)
 				continue; /* identical to JIT without map lookups */
+			if (e == E_API && !cases[c].api)
+				continue;
 			qsort(cases[c].samples[e], batches, sizeof(double), cmp_double);
 			double p50 = pct(cases[c].samples[e], batches, 0.50);
 			double p99 = pct(cases[c].samples[e], batches, 0.99);
@@ -333,7 +378,12 @@ int main(int argc, char **argv)
 	printf("JIT code sizes: noop %zu B, size-aware %zu B, two lookups %zu B (inlined) / %zu B\n",
 	       vm_jit_code_size(cases[0].img), vm_jit_code_size(cases[1].img),
 	       vm_jit_code_size(cases[2].img), vm_jit_code_size(cases[2].img_noinline));
+	for (int c = 0; c < 2; c++) /* the budget: the API within +1 ns of the raw entry */
+		printf("%s: ncclbpf_program_run - raw JIT entry = %+.2f ns (P50)\n", cases[c].name,
+		       pct(cases[c].samples[E_API], batches, 0.50) -
+			       pct(cases[c].samples[E_JIT], batches, 0.50));
 	for (int c = 0; c < 3; c++) {
+		ncclbpf_object_close(cases[c].obj);
 		vm_jit_free(cases[c].img);
 		vm_jit_free(cases[c].img_noinline);
 		for (int e = 0; e < E_COUNT; e++)

@@ -13,12 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "isa/isa.h"
 
 struct isa_check {
 	char *err;
 	size_t errlen;
 	size_t pc;
+	bool jump; /* the error is about a jump target: [E-BAD-JUMP], else [E-BAD-INSN] */
 };
 
 __attribute__((format(printf, 2, 3))) static int isa_fail(struct isa_check *c, const char *fmt,
@@ -31,6 +34,10 @@ __attribute__((format(printf, 2, 3))) static int isa_fail(struct isa_check *c, c
 			va_start(ap, fmt);
 			vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
 			va_end(ap);
+			/* the verifier's stable codes, for instruction-format errors too */
+			size_t len = strlen(c->err);
+			snprintf(c->err + len, c->errlen - len, " [%s]",
+				 c->jump ? "E-BAD-JUMP" : "E-BAD-INSN");
 		}
 	}
 	return -EINVAL;
@@ -183,12 +190,14 @@ static int isa_check_target(struct isa_check *c, const uint8_t *second, size_t c
 			    const char *what)
 {
 	int64_t t = (int64_t)c->pc + 1 + rel;
+	c->jump = true; /* reset by the next instruction's check (isa_validate) */
 	if (t < 0 || t >= (int64_t)cnt)
 		return isa_fail(c, "%s target %lld is outside the program (0..%zu)", what,
 				(long long)t, cnt - 1);
 	if (second[t])
 		return isa_fail(c, "%s target %lld is the second slot of the lddw at insn %lld",
 				what, (long long)t, (long long)t - 1);
+	c->jump = false;
 	return 0;
 }
 
@@ -248,7 +257,7 @@ static int isa_check_jmp(struct isa_check *c, const struct bpf_insn *in, const u
 
 int isa_validate(const struct bpf_insn *insns, size_t insn_cnt, char *err, size_t errlen)
 {
-	struct isa_check c = { err, errlen, 0 };
+	struct isa_check c = { err, errlen, 0, false };
 	int r = 0;
 	if (err && errlen)
 		err[0] = '\0';

@@ -21,6 +21,10 @@ int ld_err(struct ld_ctx *c, int code, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(c->err, c->errlen, fmt, ap);
 		va_end(ap);
+		/* a stable code like the verifier's, so scripts can match loader errors too */
+		size_t n = strlen(c->err);
+		if (code != ENOMEM && code != ENOENT && n + 1 < c->errlen)
+			snprintf(c->err + n, c->errlen - n, " [E-LOAD]");
 	}
 	return -code;
 }

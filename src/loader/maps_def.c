@@ -167,8 +167,8 @@ static int collect_btf_maps(struct ld_ctx *c, int shndx)
 	const struct ld_section *sec = &c->elf.secs[shndx];
 
 	if (!c->has_btf)
-		return ld_err(c, EINVAL, "section %d (.maps): BTF-defined maps need a .BTF section",
-			      shndx);
+		return ld_err(c, EINVAL, "section %d (.maps): BTF-defined maps need a .BTF section "
+			      "(compile with clang -g)", shndx);
 	uint32_t ds = ld_btf_find_datasec(&c->btf, ".maps");
 	if (!ds)
 		return ld_err(c, EINVAL, "section %d (.maps): no BTF DATASEC '.maps'", shndx);

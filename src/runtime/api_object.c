@@ -18,6 +18,8 @@ static void program_release(struct ncclbpf_program *p)
 	p->visited = NULL;
 	p->jit = NULL;
 	p->entry = NULL;
+	p->fast = NULL;
+	p->fast_entry = NULL;
 	p->linked = NULL;
 	p->prepared = false;
 }
@@ -40,10 +42,10 @@ void ncclbpf_object_close(struct ncclbpf_object *obj)
 	free(obj);
 }
 
-static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, char *err,
-		      size_t errlen)
+static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, const char *owner,
+		      char *err, size_t errlen)
 {
-	char why[200] = "";
+	char why[512] = "";
 	struct nb_map_spec spec = {
 		.name = d->name,
 		.type = d->type,
@@ -57,7 +59,9 @@ static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, char *e
 	if (d->origin == NB_MAP_ORIGIN_RODATA)
 		spec.map_flags |= NB_MAP_F_RDONLY_PROG;
 	if (d->pinning == 1) {
-		m->map = runtime_pinned_map(&spec, why, sizeof(why));
+		char who[160];
+		snprintf(who, sizeof(who), "object '%s'", owner);
+		m->map = runtime_pinned_map_owned(&spec, who, why, sizeof(why));
 		m->pinned = true;
 		if (!m->map) {
 			snprintf(err, errlen, "map '%s': %s", d->name, why);
@@ -96,7 +100,7 @@ static int object_finish(struct ncclbpf_object *obj, const struct nb_object *nbo
 		goto fail;
 	}
 	for (size_t i = 0; i < nbo->map_cnt; i++) {
-		rc = create_map(&obj->maps[i], &nbo->maps[i], err, errlen);
+		rc = create_map(&obj->maps[i], &nbo->maps[i], obj->name, err, errlen);
 		obj->map_cnt = i + 1; /* so close frees what was created */
 		if (rc < 0)
 			goto fail;

@@ -72,7 +72,7 @@ static long parse_hex(const char *text, uint8_t **out, const char *what)
 static int cmd_exec(int argc, char **argv)
 {
 	const char *memhex = NULL;
-	bool elf = false, jit = false, verify = false;
+	bool elf = false, jit = false, verify = false, verify_given = false;
 	char err[2048] = "";
 	uint8_t *code = NULL, *mem = NULL;
 	long code_len = 0, mem_len = 0;
@@ -88,9 +88,9 @@ static int cmd_exec(int argc, char **argv)
 		else if (!strcmp(a, "--elf"))
 			elf = true;
 		else if (!strcmp(a, "--verify=on"))
-			verify = true;
+			verify = verify_given = true;
 		else if (!strcmp(a, "--verify=off"))
-			verify = false;
+			verify = false, verify_given = true;
 		else if (!strcmp(a, "--debug"))
 			runtime_set_logger(debug_logger);
 		else if (a[0] == '-' && a[1] == '-')
@@ -138,6 +138,8 @@ static int cmd_exec(int argc, char **argv)
 		fprintf(stderr, "ncclbpf exec: the object has no program\n");
 		goto out;
 	}
+	if (jit && !verify_given) /* only verified code is JIT-compiled */
+		verify = true;
 	struct ncclbpf_prepare_opts opts = {
 		.sz = sizeof(opts),
 		.exec_mode = jit ? NCCLBPF_EXEC_JIT : NCCLBPF_EXEC_CHECKED,

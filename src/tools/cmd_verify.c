@@ -11,8 +11,10 @@
 
 #include "isa/isa.h"
 #include "loader/object.h"
+#include "ncclbpf/ncclbpf.h"
 #include "tools/cli.h"
 #include "verifier/verifier.h"
+#include "vm/vm.h"
 
 struct verify_opts {
 	const struct nb_hook_desc *forced;
@@ -65,6 +67,32 @@ static void print_diag(FILE *f, const struct nb_verifier_diag *d, const struct n
 	    isa_disasm_insn(p->insns, p->insn_cnt, d->insn, ins, sizeof(ins)) < 0)
 		snprintf(ins, sizeof(ins), "(cannot disassemble)");
 	fprintf(f, "  insn %zu: %s\n", d->insn, ins);
+	if (!d->line && p->line_cnt == 0)
+		fprintf(f, "  note: no source lines: the object has no BTF line info; compile with "
+			   "clang -g to see the C line here\n");
+}
+
+/* --stats: whether the accepted program also JIT-compiles, as the plugin would prepare it
+ * (a JIT failure there silently meant the slower interpreter). */
+static void print_jit_status(const char *path, const char *prog, const struct nb_hook_desc *h,
+			     bool allow_rank_local)
+{
+	char err[512] = "";
+	struct ncclbpf_object *obj = NULL;
+	if (ncclbpf_object_open_file(path, &obj, err, sizeof(err)))
+		return;
+	struct ncclbpf_program *p = ncclbpf_object_find_program(obj, prog);
+	struct ncclbpf_prepare_opts o = { .sz = sizeof(o), .exec_mode = NCCLBPF_EXEC_JIT,
+					  .verify_mode = NCCLBPF_VERIFY_STRICT };
+	if (allow_rank_local)
+		setenv("NCCLBPF_RANK_LOCAL", "allow", 1);
+	int rc = p ? ncclbpf_program_prepare(p, (enum ncclbpf_hook)h->type, &o, err, sizeof(err))
+		   : -ENOENT;
+	if (rc == 0)
+		printf("  jit: compiled\n");
+	else
+		printf("  jit: NOT compiled, the plugin runs it in the interpreter: %s\n", err);
+	ncclbpf_object_close(obj);
 }
 
 static void json_diag(struct cli_json *j, const struct nb_verifier_diag *d,
@@ -186,6 +214,8 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 				       (unsigned long long)st.states_stored,
 				       (unsigned long long)st.states_pruned,
 				       (unsigned long long)st.peak_states, (double)st.time_ns / 1e6);
+			if (vo->stats && !vo->json && rc == 0 && vm_jit_available())
+				print_jit_status(path, p->name, hook, vo->allow_rank_local);
 		}
 		if (!vo->json)
 			continue;

@@ -89,7 +89,7 @@ static const struct nb_ctx_field env_fields[] = {
 #define H_UPDATE { NB_HELPER_MAP_UPDATE_ELEM, "bpf_map_update_elem", NB_RET_INTEGER, { MAP, KEY, VAL, A }, true }
 #define H_DELETE { NB_HELPER_MAP_DELETE_ELEM, "bpf_map_delete_elem", NB_RET_INTEGER, { MAP, KEY }, true }
 #define H_KTIME { NB_HELPER_KTIME_GET_NS, "bpf_ktime_get_ns", NB_RET_INTEGER, { 0 }, true }
-/* variadic arguments r3..r5 are not checked: the format decides how many are read */
+/* variadic arguments r3..r5: numbers, as many as the format reads (verifier_helpers.c) */
 #define H_PRINTK { NB_HELPER_TRACE_PRINTK, "bpf_trace_printk", NB_RET_INTEGER, { MEM, SZ }, true }
 #define H_PRANDOM { NB_HELPER_GET_PRANDOM_U32, "bpf_get_prandom_u32", NB_RET_INTEGER, { 0 }, true }
 

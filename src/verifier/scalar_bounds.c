@@ -376,6 +376,60 @@ static uint64_t alu_concrete(uint64_t a, uint64_t b, uint8_t op, bool alu32, int
 	return r & m;
 }
 
+/* Signed quotient range of a / [blo, bhi] with the divisor of one sign, from the corners:
+ * truncating division is monotone in each argument there. false when w-bit overflow
+ * (INT_MIN / -1) is possible. */
+static bool sdiv_corners(const struct wb *a, int64_t blo, int64_t bhi, int w, int64_t *lo,
+			 int64_t *hi)
+{
+	if (a->smin == w_smin(w) && blo <= -1 && bhi >= -1)
+		return false;
+	int64_t c[4] = { a->smin / blo, a->smin / bhi, a->smax / blo, a->smax / bhi };
+	*lo = min_s(min_s(c[0], c[1]), min_s(c[2], c[3]));
+	*hi = max_s(max_s(c[0], c[1]), max_s(c[2], c[3]));
+	return true;
+}
+
+/* Signed div/mod (off = 1) ranges at width w (RFC 9669: x s/ 0 = 0, x s% 0 = x,
+ * INT_MIN s/ -1 = INT_MIN, INT_MIN s% -1 = 0). Regression: results were unknown, so a
+ * bounded index computed with sdiv/smod was rejected as out of range. */
+static void wb_sdivmod(struct wb *r, const struct wb *a, const struct wb *b, uint8_t op, int w)
+{
+	wb_unknown_u(r, w);
+	wb_unknown_s(r, w);
+	if (op == BPF_MOD) {
+		/* |r| < |b|, r has the sign of a (or is 0); a zero divisor gives a itself */
+		int64_t bmag = max_s(b->smin == w_smin(w) ? w_smax(w) : b->smin < 0 ? -b->smin : b->smin,
+				     b->smax < 0 ? -b->smax : b->smax);
+		int64_t lim = b->smin == w_smin(w) ? w_smax(w) : bmag > 0 ? bmag - 1 : 0;
+		bool zero = b->smin <= 0 && b->smax >= 0; /* divisor 0: the dividend itself */
+		r->smin = a->smin >= 0 ? 0 : zero ? a->smin : max_s(a->smin, -lim);
+		r->smax = a->smax <= 0 ? 0 : zero ? a->smax : min_s(a->smax, lim);
+		return;
+	}
+	int64_t lo = INT64_MAX, hi = INT64_MIN, l, h;
+	if (b->smin <= 0 && b->smax >= 0) { /* divisor 0 gives 0 */
+		lo = 0;
+		hi = 0;
+	}
+	if (b->smin <= -1) {
+		if (!sdiv_corners(a, b->smin, min_s(b->smax, -1), w, &l, &h))
+			return;
+		lo = min_s(lo, l);
+		hi = max_s(hi, h);
+	}
+	if (b->smax >= 1) {
+		if (!sdiv_corners(a, max_s(b->smin, 1), b->smax, w, &l, &h))
+			return;
+		lo = min_s(lo, l);
+		hi = max_s(hi, h);
+	}
+	if (lo <= hi) {
+		r->smin = lo;
+		r->smax = hi;
+	}
+}
+
 bool sc_alu(struct vscalar *dst, const struct vscalar *src, uint8_t op, bool alu32, int16_t off)
 {
 	int w = alu32 ? 32 : 64;
@@ -416,9 +470,21 @@ bool sc_alu(struct vscalar *dst, const struct vscalar *src, uint8_t op, bool alu
 	struct vscalar r;
 	sc_unknown(&r);
 	if (signed_divmod) {
-		if (alu32) { r.t = tnum_subreg(r.t); sc_zext32(&r); }
+		struct wb a = wb_get(dst, w), b = wb_get(src, w), res;
+		wb_sdivmod(&res, &a, &b, op, w);
+		if (alu32) {
+			r.t = tnum_subreg(r.t);
+			wb_put(&r, 32, &res);
+			if (!sc_sync(&r))
+				sc_unknown(&r);
+			sc_zext32(&r);
+		} else {
+			wb_put(&r, 64, &res);
+		}
 		*dst = r;
-		return sc_sync(dst) || true;
+		if (!sc_sync(dst))
+			sc_unknown(dst);
+		return true;
 	}
 	struct wb a = wb_get(dst, w), b = wb_get(src, w), res;
 	wb_alu(&res, &a, &b, op, w, b_const, k);

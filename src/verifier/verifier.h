@@ -54,6 +54,9 @@ enum nb_verr {
 	NB_VERR_READONLY_MAP,      /* write to a read-only map (.rodata) */
 	NB_VERR_RETURN,            /* bad return value (uninitialised) */
 	NB_VERR_RANK_LOCAL,        /* rank-invariant output decided from rank-local data */
+	NB_VERR_POINTER_CMP,       /* comparison whose outcome depends on an address */
+	NB_VERR_MISALIGNED,        /* atomic not naturally aligned */
+	NB_VERR_WRITEONLY_MAP,     /* read of a map programs may only write (BPF_F_WRONLY_PROG) */
 	NB_VERR_COUNT
 };
 
@@ -67,7 +70,7 @@ struct nb_verifier_diag {
 	uint32_t line;     /* 0 if unknown */
 	uint32_t col;
 	const char *line_src; /* source text of the line, or NULL */
-	char msg[256];     /* one line a policy author can act on */
+	char msg[512];     /* one line a policy author can act on */
 };
 
 struct nb_verifier_stats {

@@ -276,5 +276,94 @@ int verifier_check_structure(struct verifier_env *env)
 		if (!(env->insn_flags[pc] & (VF_REACHED | VF_LDDW2)))
 			return verr(env, NB_VERR_UNREACHABLE, pc,
 				    "insn %zu can never execute; remove dead code", pc);
+	return verifier_liveness(env);
+}
+
+#define R(n) (1u << (n))
+#define ARGS (R(1) | R(2) | R(3) | R(4) | R(5))
+
+/* Registers instruction `in` reads (*use) and writes (*def). */
+static void use_def(const struct bpf_insn *in, uint16_t *use, uint16_t *def)
+{
+	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code), mode = BPF_MODE(in->code);
+	bool x = BPF_SRC(in->code) == BPF_X;
+	*use = 0;
+	*def = 0;
+	switch (cls) {
+	case BPF_ALU:
+	case BPF_ALU64:
+		*use = (uint16_t)((op == BPF_MOV ? 0 : R(in->dst_reg)) |
+				  (x && op != BPF_END && op != BPF_NEG ? R(in->src_reg) : 0));
+		*def = (uint16_t)R(in->dst_reg);
+		return;
+	case BPF_LD:
+		*def = (uint16_t)R(in->dst_reg);
+		return;
+	case BPF_LDX:
+		*use = (uint16_t)R(in->src_reg);
+		*def = (uint16_t)R(in->dst_reg);
+		return;
+	case BPF_ST:
+		*use = (uint16_t)R(in->dst_reg);
+		return;
+	case BPF_STX:
+		*use = (uint16_t)(R(in->dst_reg) | R(in->src_reg));
+		if (mode == BPF_ATOMIC && in->imm == BPF_CMPXCHG) {
+			*use |= R(0);
+			*def = R(0);
+		} else if (mode == BPF_ATOMIC && (in->imm & BPF_FETCH)) {
+			*def = (uint16_t)R(in->src_reg);
+		}
+		return;
+	default: /* jumps */
+		if (op == BPF_EXIT)
+			*use = R(0);
+		else if (op == BPF_CALL) /* the callee's (own) frame sees r1-r5 */
+			*use = ARGS, *def = R(0) | ARGS;
+		else if (op != BPF_JA)
+			*use = (uint16_t)(R(in->dst_reg) | (x ? R(in->src_reg) : 0));
+		return;
+	}
+}
+
+/* Live registers before each instruction (backward dataflow to a fixpoint). Pruning
+ * ignores the dead registers of a stored state: its paths never read them, so a new state
+ * may hold anything there (Linux does the same). Without it, a loop whose body leaves a
+ * different dead value behind (a lookup result, a clobbered argument) never prunes and
+ * every iteration's paths are explored to the end. Calls: the callee's frame has its own
+ * registers, so a call reads r1-r5, writes r0-r5 and keeps the caller's r6-r9. */
+int verifier_liveness(struct verifier_env *env)
+{
+	size_t n = env->insn_cnt;
+	env->live_regs = calloc(n, sizeof(*env->live_regs));
+	if (!env->live_regs)
+		return -ENOMEM;
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (size_t i = n; i-- > 0;) {
+			if (env->insn_flags[i] & VF_LDDW2)
+				continue;
+			const struct bpf_insn *in = &env->insns[i];
+			uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+			bool jmp = cls == BPF_JMP || cls == BPF_JMP32;
+			uint16_t out = 0, use, def;
+			if (!(jmp && (op == BPF_EXIT || op == BPF_JA))) {
+				size_t next = i + (isa_is_lddw(in) ? 2 : 1);
+				if (next < n)
+					out |= env->live_regs[next];
+			}
+			if (jmp && op != BPF_EXIT && op != BPF_CALL) {
+				int64_t t = jump_target(in, i);
+				if (t >= 0 && (size_t)t < n)
+					out |= env->live_regs[t];
+			}
+			use_def(in, &use, &def);
+			uint16_t live = (uint16_t)(use | (out & ~def) | R(BPF_REG_FP));
+			if (live != env->live_regs[i]) {
+				env->live_regs[i] = live;
+				changed = true;
+			}
+		}
+	}
 	return 0;
 }

@@ -35,6 +35,9 @@ static const char *const codes[NB_VERR_COUNT] = {
 	[NB_VERR_READONLY_MAP] = "E-READONLY-MAP",
 	[NB_VERR_RETURN] = "E-RETURN",
 	[NB_VERR_RANK_LOCAL] = "E-RANK-LOCAL",
+	[NB_VERR_POINTER_CMP] = "E-POINTER-CMP",
+	[NB_VERR_MISALIGNED] = "E-MISALIGNED",
+	[NB_VERR_WRITEONLY_MAP] = "E-WRITEONLY-MAP",
 };
 
 const char *verifier_err_code(enum nb_verr code)
@@ -57,6 +60,12 @@ static const struct nb_line_info *line_for(const struct nb_program *prog, size_t
 			hi = mid;
 	}
 	return lo ? &prog->lines[lo - 1] : NULL;
+}
+
+uint32_t verifier_source_line(const struct verifier_env *env, size_t insn)
+{
+	const struct nb_line_info *li = line_for(env->prog, insn);
+	return li ? li->line : 0;
 }
 
 int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)

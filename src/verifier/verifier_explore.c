@@ -29,6 +29,8 @@
 #define PTR_OFF_LIMIT (1 << 29)
 #define MAX_RECORDS_PER_INSN 1024
 #define MIN_INSNS_BETWEEN_STATES 4
+#define LOOP_DENSE_STATES 8
+#define LOOP_SPARSE_INSNS 64
 
 static bool is_ptr(const struct vreg *r)
 {
@@ -42,16 +44,18 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 {
 	size_t pc = env->pc;
 	char d[128];
-	vreg_describe(env, p, d, sizeof(d));
-	if (p->type == VT_CONST_MAP_PTR)
+	if (p->type == VT_CONST_MAP_PTR) {
+		vreg_describe(env, p, d, sizeof(d));
 		return verr(env, NB_VERR_POINTER_ARITH, pc, "arithmetic on r%u, which is %s", regno, d);
+	}
 	vreg_mark_precise(env, s);
 	p->taint = vtaint_join(p->taint, s->taint); /* where it points is rank-local */
 	if (sc_is_const(&s->s)) {
 		int64_t c = (int64_t)s->s.t.value, off;
-		if (c < -PTR_OFF_LIMIT || c > PTR_OFF_LIMIT ||
-		    (off = sub ? (int64_t)p->off - c : (int64_t)p->off + c) < -PTR_OFF_LIMIT ||
-		    off > PTR_OFF_LIMIT)
+		if ((c < -PTR_OFF_LIMIT || c > PTR_OFF_LIMIT ||
+		     (off = sub ? (int64_t)p->off - c : (int64_t)p->off + c) < -PTR_OFF_LIMIT ||
+		     off > PTR_OFF_LIMIT) &&
+		    (vreg_describe(env, p, d, sizeof(d)), true))
 			return verr(env, NB_VERR_POINTER_ARITH, pc,
 				    "adding %lld to r%u (%s) moves it far out of its object", (long long)c,
 				    regno, d);
@@ -71,6 +75,7 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 			    "a constant offset",
 			    regno);
 	default:
+		vreg_describe(env, p, d, sizeof(d));
 		return verr(env, NB_VERR_POINTER_ARITH, pc,
 			    "variable offset added to r%u (%s); only map value pointers may be indexed "
 			    "by a variable",
@@ -186,7 +191,7 @@ static void for_each_reg(struct vstate *st, void (*fn)(struct vreg *, void *), v
 		for (int r = 0; r < BPF_NREGS; r++)
 			fn(&fr->regs[r], arg);
 		for (unsigned i = 0; i < fr->nslots; i++)
-			if (fr->slots[i].type[0] == SB_SPILL)
+			if (slot_spilled(&fr->slots[i]))
 				fn(&fr->slots[i].spill, arg);
 	}
 }
@@ -204,8 +209,7 @@ static void null_mark_fn(struct vreg *r, void *arg)
 	if (m->is_null) {
 		vreg_set_const(r, 0);
 	} else {
-		r->type = VT_PTR_MAP_VALUE;
-		r->id = 0;
+		r->type = VT_PTR_MAP_VALUE; /* keeps the id: it names the element (same_object) */
 	}
 }
 
@@ -295,6 +299,64 @@ static bool nonnull_ptr(const struct verifier_env *env, const struct vreg *r)
 	return r->type != VT_PTR_MAP_VALUE || (r->s.smin >= -lim && r->s.smax <= lim);
 }
 
+/* Two pointers into the same object at run time, so that comparing them compares only
+ * their offsets: the context, one stack frame, raw memory, or one map value (a map with a
+ * single element, or two pointers from the same lookup). Anything else would let the
+ * outcome depend on where the host placed the objects. */
+static bool same_object(const struct verifier_env *env, const struct vreg *a,
+			const struct vreg *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case VT_PTR_CTX:
+	case VT_PTR_MEM:
+		return true;
+	case VT_PTR_STACK:
+		return a->frameno == b->frameno;
+	case VT_PTR_MAP_VALUE: {
+		if (a->map != b->map)
+			return false;
+		const struct nb_map_def *m = &env->maps[a->map];
+		bool single = (m->type == 2 /* ARRAY */ || m->type == 6 /* PERCPU_ARRAY */) &&
+			      m->max_entries == 1;
+		return single || (a->id && a->id == b->id);
+	}
+	default:
+		return false;
+	}
+}
+
+/* The offset of pointer r from its object's start (constant + variable part), or false
+ * when it is not bounded well enough to compare (|offset| < 2^30 keeps base + offset from
+ * wrapping, so the addresses compare like the offsets do, signed or unsigned). */
+static bool ptr_offset(const struct vreg *r, struct vscalar *o)
+{
+	const int64_t lim = 1 << 30;
+	struct vscalar c;
+	sc_const(&c, (uint64_t)(int64_t)r->off);
+	if (r->type == VT_PTR_MAP_VALUE) {
+		*o = r->s;
+		sc_alu(o, &c, BPF_ADD, false, 0);
+	} else {
+		*o = c;
+	}
+	return o->smin > -lim && o->smax < lim;
+}
+
+/* Variable part of map value pointer r after its offset was narrowed to o. */
+static void ptr_set_offset(struct vstate *st, unsigned frame, unsigned regno,
+			   const struct vscalar *o)
+{
+	struct vreg *r = &st->frames[frame]->regs[regno];
+	if (r->type != VT_PTR_MAP_VALUE || sc_is_const(&r->s))
+		return;
+	struct vscalar v = *o, c;
+	sc_const(&c, (uint64_t)(int64_t)r->off);
+	sc_alu(&v, &c, BPF_SUB, false, 0);
+	r->s = v;
+}
+
 /* Returns 1 when the current path ends, 0 to continue at env->pc, <0 on error. */
 static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 {
@@ -317,7 +379,8 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 	}
 	int feasible = SC_TAKEN | SC_FALL;
 	struct vscalar ta, tb, fa, fb;
-	bool scalars = !is_ptr(a) && !is_ptr(&b);
+	bool scalars = !is_ptr(a) && !is_ptr(&b), ptrs = false;
+	struct vscalar pa, pb;
 	struct null_mark nm_taken = { 0, false }, nm_fall = { 0, false };
 
 	/* after "if a OP b" each operand's range depends on the other's */
@@ -341,7 +404,37 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		} else if (zero && nonnull_ptr(env, p)) {
 			feasible = op == BPF_JEQ ? SC_FALL : SC_TAKEN; /* pointers are never NULL */
 			vreg_mark_precise(env, o); /* decided because it is exactly 0 */
+		} else if (!(zero && (p->type == VT_PTR_MEM ||
+				      (p->type == VT_PTR_CTX && env->hook->ctx_is_raw_memory)))) {
+			ptrs = true; /* raw input memory may be NULL: that is input, not layout */
 		}
+	} else {
+		ptrs = true;
+	}
+	if (ptrs) {
+		/* Only pointers into one object compare by offset; any other comparison involving
+		 * a pointer reveals address bits (which differ per process, hence per rank). */
+		static const uint8_t as_signed[16] = {
+			[BPF_JEQ >> 4] = BPF_JEQ,   [BPF_JNE >> 4] = BPF_JNE,
+			[BPF_JGT >> 4] = BPF_JSGT,  [BPF_JGE >> 4] = BPF_JSGE,
+			[BPF_JLT >> 4] = BPF_JSLT,  [BPF_JLE >> 4] = BPF_JSLE,
+			[BPF_JSGT >> 4] = BPF_JSGT, [BPF_JSGE >> 4] = BPF_JSGE,
+			[BPF_JSLT >> 4] = BPF_JSLT, [BPF_JSLE >> 4] = BPF_JSLE,
+		};
+		uint8_t sop = as_signed[op >> 4];
+		char da[128], db[128];
+		if (!is_ptr(a) || !is_ptr(&b) || !same_object(env, a, &b) || j32 || !sop ||
+		    !ptr_offset(a, &pa) || !ptr_offset(&b, &pb)) {
+			vreg_describe(env, a, da, sizeof(da));
+			vreg_describe(env, &b, db, sizeof(db));
+			return verr(env, NB_VERR_POINTER_CMP, pc,
+				    "%scomparison of %s with %s: its outcome would depend on where "
+				    "objects lie in memory (different per process and per rank); only "
+				    "NULL checks and 64-bit comparisons of two pointers into the same "
+				    "object are allowed",
+				    j32 ? "32-bit " : "", da, db);
+		}
+		feasible = sc_branch(&pa, &pb, sop, false, &ta, &tb, &fa, &fb);
 	}
 	if (feasible == 0)
 		return 1;
@@ -361,6 +454,11 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 			set_scalar_edge(&st, frame, in->dst_reg, &ta, both_org);
 			if (x)
 				set_scalar_edge(&st, frame, in->src_reg, &tb, both_org);
+		}
+		if (ptrs) {
+			ptr_set_offset(&st, frame, in->dst_reg, &ta);
+			if (x)
+				ptr_set_offset(&st, frame, in->src_reg, &tb);
 		}
 		if (nm_taken.id)
 			for_each_reg(&st, null_mark_fn, &nm_taken);
@@ -383,6 +481,11 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		set_scalar_edge(&env->cur, frame, in->dst_reg, &fa, both_org);
 		if (x)
 			set_scalar_edge(&env->cur, frame, in->src_reg, &fb, both_org);
+	}
+	if (ptrs) {
+		ptr_set_offset(&env->cur, frame, in->dst_reg, &fa);
+		if (x)
+			ptr_set_offset(&env->cur, frame, in->src_reg, &fb);
 	}
 	if (nm_fall.id)
 		for_each_reg(&env->cur, null_mark_fn, &nm_fall);
@@ -436,7 +539,7 @@ static int do_exit(struct verifier_env *env)
 	for (uint32_t fi = 0; fi < dying; fi++) {
 		const struct vframe *cf = env->cur.frames[fi];
 		for (unsigned i = 0; i < cf->nslots; i++)
-			if (cf->slots[i].type[0] == SB_SPILL && cf->slots[i].spill.type == VT_PTR_STACK &&
+			if (slot_spilled(&cf->slots[i]) && cf->slots[i].spill.type == VT_PTR_STACK &&
 			    cf->slots[i].spill.frameno == dying)
 				return verr(env, NB_VERR_POINTER_LEAK, pc,
 					    "function leaves a pointer to its own stack in its caller's "
@@ -536,32 +639,32 @@ static int step(struct verifier_env *env)
 static int prune_point(struct verifier_env *env)
 {
 	unsigned n = 0;
-	bool have_hash = false;
-	uint64_t hash = 0;
 	struct vrecord **link = &env->records[env->pc];
 	while (*link) {
 		struct vrecord *r = *link;
-		if (r->branches == 0) {
-			if (vstate_contains(r, &env->cur)) {
-				r->hit++;
-				vstate_prune_precision(env, r);
-				env->stats.states_pruned++;
-				return 1;
-			}
-			if (++r->miss > r->hit * 8 + 64) {
-				*link = r->next; /* evicted; stays allocated for precision links */
+		if (vstate_contains(r, &env->cur, env->live_regs[env->pc])) {
+			r->hit++;
+			vstate_prune_precision(env, r);
+			env->stats.states_pruned++;
+			return 1;
+		}
+		if (++r->miss > r->hit * 8 + 64) {
+			*link = r->next; /* evicted; stays allocated for precision links */
+			continue;
+		}
+		n++;
+		link = &r->next;
+	}
+	if ((env->insn_flags[env->pc] & VF_LOOP_HEAD) && env->inprogress[env->pc]) {
+		uint64_t hash = vstate_hash(&env->cur);
+		struct vrecord **l = &env->live[vlive_bucket(env->pc, hash)];
+		while (*l) {
+			struct vrecord *r = *l;
+			if (r->branches == 0) { /* explored since: a pruning candidate now */
+				*l = r->hnext;
 				continue;
 			}
-		} else {
-			if (!have_hash) {
-				hash = vstate_hash(&env->cur);
-				have_hash = true;
-			}
-			if (!r->hashed) {
-				r->hash = vstate_hash(&r->st);
-				r->hashed = true;
-			}
-			if (r->hash == hash && vstate_equal(&r->st, &env->cur)) {
+			if (r->pc == env->pc && r->hash == hash && vstate_equal(&r->st, &env->cur)) {
 				/* point at the loop's back-edge (the loop condition in C) */
 				size_t at = env->cur.loop_head == env->pc ? env->cur.loop_jump : env->pc;
 				return verr(env, NB_VERR_INFINITE_LOOP, at,
@@ -570,15 +673,20 @@ static int prune_point(struct verifier_env *env)
 					    "iteration",
 					    env->pc);
 			}
+			l = &r->hnext;
 		}
-		n++;
-		link = &r->next;
 	}
-	if (n >= MAX_RECORDS_PER_INSN || env->nrecords >= VERIFIER_MAX_RECORDS)
+	if (n + env->inprogress[env->pc] >= MAX_RECORDS_PER_INSN ||
+	    env->nrecords >= VERIFIER_MAX_RECORDS)
 		return 0;
-	/* like Linux: outside loop heads, do not store a state every few instructions */
-	if (!(env->insn_flags[env->pc] & VF_LOOP_HEAD) &&
-	    env->stats.insns_processed - env->cur.stored_at < MIN_INSNS_BETWEEN_STATES)
+	/* like Linux: outside loop heads, do not store a state every few instructions. At a
+	 * loop head every iteration is stored at first; once a loop has run a few times, only
+	 * every LOOP_SPARSE_INSNS processed instructions: a cycle still repeats one of the
+	 * stored states (every visit is checked against them), while a long counted loop no
+	 * longer copies its state on each iteration. */
+	uint64_t since = env->stats.insns_processed - env->cur.stored_at;
+	if (!(env->insn_flags[env->pc] & VF_LOOP_HEAD) ? since < MIN_INSNS_BETWEEN_STATES
+	    : env->inprogress[env->pc] >= LOOP_DENSE_STATES && since < LOOP_SPARSE_INSNS)
 		return 0;
 	return vstate_store(env);
 }
@@ -631,7 +739,7 @@ static int explore(struct verifier_env *env)
 		if (r < 0)
 			return r;
 		if (r == 1) {
-			vrecord_path_done(env->cur.rec);
+			vrecord_path_done(env, env->cur.rec);
 			vstate_free(&env->cur);
 			if (env->npending == 0)
 				return 0;
@@ -684,9 +792,12 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 			env->taint_on = true;
 	env->insn_flags = calloc(n, 1);
 	env->records = calloc(n, sizeof(*env->records));
+	env->inprogress = calloc(n, sizeof(*env->inprogress));
+	env->live = calloc(VERIFIER_LIVE_BUCKETS, sizeof(*env->live));
 	if (env->taint_on)
 		env->taint_src = calloc(n, sizeof(*env->taint_src));
-	if (env->insn_flags && env->records && (env->taint_src || !env->taint_on)) {
+	if (env->insn_flags && env->records && env->inprogress && env->live &&
+	    (env->taint_src || !env->taint_on)) {
 		err = verifier_check_structure(env);
 		if (!err)
 			err = explore(env);
@@ -704,6 +815,9 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	varena_free(env->arena);
 	free(env->pending);
 	free(env->records);
+	free(env->inprogress);
+	free(env->live_regs);
+	free(env->live);
 	free(env->insn_flags);
 	free(env->taint_src);
 	env->stats.time_ns = now_ns() - t0;

@@ -24,6 +24,35 @@ static bool is_ptr(const struct vreg *r)
 	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
 }
 
+/* How many of r3..r5 bpf_trace_printk may read: the conversions of its format when the
+ * format is read-only global data at a constant offset (bpf_printk puts it there), else
+ * all three. The runtime reads one register per conversion (helpers.c). */
+static unsigned printk_arg_count(const struct verifier_env *env, const struct vreg *fmt,
+				 const struct vreg *size)
+{
+	if (fmt->type != VT_PTR_MAP_VALUE || !sc_is_const(&fmt->s))
+		return 3;
+	const struct nb_map_def *m = &env->maps[fmt->map];
+	if (m->origin != NB_MAP_ORIGIN_RODATA || !m->init_data)
+		return 3;
+	int64_t start = (int64_t)fmt->off + (int64_t)fmt->s.t.value;
+	uint64_t end = (uint64_t)start + size->s.umax; /* helper arg check proved it in range */
+	if (start < 0 || end > m->value_size)
+		return 3;
+	const uint8_t *f = m->init_data;
+	unsigned n = 0;
+	for (uint64_t i = (uint64_t)start; i < end && f[i]; i++) {
+		if (f[i] != '%')
+			continue;
+		if (i + 1 < end && f[i + 1] == '%') {
+			i++;
+			continue;
+		}
+		n++; /* an unsupported conversion stops the helper: an upper bound */
+	}
+	return n < 3 ? n : 3;
+}
+
 int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 {
 	size_t pc = env->pc;
@@ -51,15 +80,16 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 		if (r->type == VT_NOT_INIT)
 			return verr(env, NB_VERR_UNINIT_REG, pc,
 				    "argument r%u of %s was never set", regno, p->name);
-		vreg_describe(env, r, d, sizeof(d));
+		/* described only for a message: this runs on every call the verifier walks */
+#define DESCRIBE_R() vreg_describe(env, r, d, sizeof(d))
 		switch (k) {
 		case NB_ARG_ANYTHING:
-			if (is_ptr(r))
+			if (is_ptr(r) && (DESCRIBE_R(), true))
 				return verr(env, NB_VERR_HELPER_ARG, pc, "argument r%u of %s must be a number, not %s", regno,
 					    p->name, d);
 			break;
 		case NB_ARG_CONST_MAP_PTR:
-			if (r->type != VT_CONST_MAP_PTR)
+			if (r->type != VT_CONST_MAP_PTR && (DESCRIBE_R(), true))
 				return verr(env, NB_VERR_HELPER_ARG, pc,
 					    "argument r%u of %s must be a map (&map_name), not %s",
 					    regno, p->name, d);
@@ -81,11 +111,14 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 					    "the %s passed to %s for map '%s' contains a pointer; keys "
 					    "and values must be numbers",
 					    key ? "key" : "value", p->name, map->name);
-			if (!key && id == NB_HELPER_MAP_UPDATE_ELEM &&
+			/* update and delete both write (Linux: BPF_F_RDONLY_PROG forbids both);
+			 * an agreed map is read-only to tuners */
+			if ((id == NB_HELPER_MAP_UPDATE_ELEM || id == NB_HELPER_MAP_DELETE_ELEM) &&
 			    (map->origin == NB_MAP_ORIGIN_RODATA || (map->map_flags & (1u << 7)) ||
 			     vtaint_map_agreed_readonly(env, map)))
 				return verr(env, NB_VERR_READONLY_MAP, pc,
-					    "map '%s' is read-only to programs", map->name);
+					    "%s on map '%s', which is read-only to programs",
+					    p->name, map->name);
 			break;
 		}
 		case NB_ARG_PTR_TO_MEM: {
@@ -119,6 +152,28 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 			break; /* checked with its buffer */
 		default:
 			break;
+		}
+	}
+#undef DESCRIBE_R
+	/* bpf_trace_printk's variadic arguments: numbers, set, as many as the format reads
+	 * (regression: pointers and stale registers were printed, host addresses in the log) */
+	if (id == NB_HELPER_TRACE_PRINTK && env->hook->type != NB_HOOK_CONFORMANCE) {
+		unsigned n = printk_arg_count(env, vcur_reg(env, 1), vcur_reg(env, 2));
+		for (unsigned regno = 3; regno < 3 + n; regno++) {
+			const struct vreg *r = vcur_reg(env, regno);
+			if (r->type == VT_NOT_INIT)
+				return verr(env, NB_VERR_UNINIT_REG, pc,
+					    "argument r%u of %s was never set; the format reads %u "
+					    "argument%s%s",
+					    regno, p->name, n, n == 1 ? "" : "s",
+					    n == 3 ? " (or is not a constant string: use bpf_printk)" : "");
+			if (is_ptr(r)) {
+				vreg_describe(env, r, d, sizeof(d));
+				return verr(env, NB_VERR_HELPER_ARG, pc,
+					    "argument r%u of %s must be a number, not %s: addresses "
+					    "may not be printed",
+					    regno, p->name, d);
+			}
 		}
 	}
 	/* rank variance of the result: a lookup's NULL-ness (key in r2), or the prototype's */

@@ -13,6 +13,11 @@ static bool map_readonly(const struct nb_map_def *m)
 	return m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7));
 }
 
+static bool map_writeonly(const struct nb_map_def *m)
+{
+	return m->map_flags & (1u << 8); /* BPF_F_WRONLY_PROG */
+}
+
 static bool is_pointer(const struct vreg *r)
 {
 	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
@@ -77,8 +82,13 @@ static int stack_read(struct verifier_env *env, const struct vreg *base, int64_t
 		return err;
 	unsigned slot, byte;
 	slot_of(o, &slot, &byte);
-	if (size == 8 && byte == 0 && slot < f->nslots && f->slots[slot].type[0] == SB_SPILL) {
-		*dst = f->slots[slot].spill;
+	if (slot < f->nslots && slot_spilled(&f->slots[slot]) && f->slots[slot].spill_at == byte &&
+	    f->slots[slot].spill_size == size && (!sx || size == 8)) {
+		struct vreg *sp = &f->slots[slot].spill;
+		/* the reload is a copy: a bounds check on it narrows the slot too */
+		if (sp->type == VT_SCALAR && !sc_is_const(&sp->s) && sp->id == 0)
+			sp->id = ++env->next_id;
+		*dst = *sp;
 		return 0;
 	}
 	for (unsigned i = 0; i < size; i++) {
@@ -117,6 +127,8 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 		struct vslot *s = &f->slots[slot];
 		memset(s->type, SB_SPILL, 8);
 		s->spill = *val;
+		s->spill_at = 0;
+		s->spill_size = 8;
 		s->taint = val->taint ? 0xff : 0;
 		s->taint_src = val->taint;
 		return 0;
@@ -126,21 +138,35 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 			    "%u-byte store of a pointer at fp%lld would split it; spill pointers "
 			    "as aligned 8-byte values",
 			    size, (long long)o);
+	unsigned first = byte;
 	for (unsigned i = 0; i < size; i++) {
 		slot_of(o + i, &slot, &byte);
 		struct vslot *s = &f->slots[slot];
-		if (s->type[0] == SB_SPILL) {
+		if (slot_spilled(s) && byte >= s->spill_at && byte < s->spill_at + s->spill_size) {
 			/* the spilled register is partly overwritten: a scalar's other bytes stay
 			 * readable as unknown bytes, a pointer's bytes become unreadable */
-			memset(s->type, s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID, 8);
+			memset(s->type + s->spill_at,
+			       s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID, s->spill_size);
 			if (s->spill.type != VT_SCALAR) { /* unreadable bytes */
 				s->taint = 0;
 				s->taint_src = 0;
 			}
+			s->spill_at = s->spill_size = 0;
 			vreg_set_not_init(&s->spill);
 		}
 		s->type[byte] = SB_MISC;
 		byte_taint(s, byte, val->taint);
+	}
+	/* A naturally aligned narrower store of a number that fits: remember the register
+	 * (4-byte loop counters whose address is taken, e.g. a map key). */
+	slot_of(o, &slot, &byte);
+	if (size < 8 && (first & (size - 1)) == 0 && val->type == VT_SCALAR &&
+	    val->s.umax < (1ull << (8 * size)) && !slot_spilled(&f->slots[slot])) {
+		struct vslot *s = &f->slots[slot]; /* one register per slot: the first stays */
+		memset(s->type + first, SB_SPILL, size);
+		s->spill = *val;
+		s->spill_at = (uint8_t)first;
+		s->spill_size = (uint8_t)size;
 	}
 	return 0;
 }
@@ -268,13 +294,17 @@ static int map_range(struct verifier_env *env, const struct vreg *r, int64_t ext
 }
 
 static int map_access(struct verifier_env *env, const struct vreg *r, int64_t off,
-		      unsigned size, bool write, const struct vreg *val, size_t pc)
+		      unsigned size, bool write, bool read, const struct vreg *val, size_t pc)
 {
 	int64_t lo, hi;
 	int err = map_range(env, r, off, size, &lo, &hi, pc, write ? "writes" : "reads");
 	if (err)
 		return err;
 	const struct nb_map_def *m = &env->maps[r->map];
+	if (read && map_writeonly(m))
+		return verr(env, NB_VERR_WRITEONLY_MAP, pc,
+			    "reads map '%s', which programs may only write (BPF_F_WRONLY_PROG)",
+			    m->name);
 	if (write && map_readonly(m))
 		return verr(env, NB_VERR_READONLY_MAP, pc,
 			    "writes to map '%s', which is read-only to programs", m->name);
@@ -316,10 +346,15 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 	struct vreg val;
 
 	if (cls == BPF_STX) {
-		val = *vcur_reg(env, insn->src_reg);
-		if (val.type == VT_NOT_INIT)
+		struct vreg *sr = vcur_reg(env, insn->src_reg);
+		if (sr->type == VT_NOT_INIT)
 			return verr(env, NB_VERR_UNINIT_REG, pc, "stores r%u, which was never set",
 				    insn->src_reg);
+		/* a spill is a copy: checking the register (or a reload) narrows both */
+		if (mode == BPF_MEM && vcur_reg(env, insn->dst_reg)->type == VT_PTR_STACK &&
+		    sr->type == VT_SCALAR && !sc_is_const(&sr->s) && sr->id == 0)
+			sr->id = ++env->next_id;
+		val = *sr;
 	} else if (cls == BPF_ST) {
 		vreg_set_const(&val, (uint64_t)(int64_t)insn->imm);
 	} else {
@@ -336,6 +371,20 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 	}
 
 	int64_t o = (int64_t)base.off + insn->off;
+	if (atomic && size > 1) {
+		/* Natural alignment, as in Linux: a misaligned locked instruction that crosses a
+		 * cache line takes the kernel's split-lock trap (~1 ms per call on x86-64 hosts
+		 * with split-lock detection). Map values and stack slots are 8-byte aligned, so
+		 * the offset decides; a variable offset must have its low bits known zero. */
+		bool var_ok = base.type != VT_PTR_MAP_VALUE ||
+			      ((base.s.t.value | base.s.t.mask) & (size - 1)) == 0;
+		if ((o & (int64_t)(size - 1)) != 0 || !var_ok)
+			return verr(env, NB_VERR_MISALIGNED, pc,
+				    "%u-byte atomic operation at offset %lld%s is not aligned to its "
+				    "size; atomics must be naturally aligned (a misaligned one can "
+				    "cross a cache line and trap)",
+				    size, (long long)o, var_ok ? "" : " plus a variable offset");
+	}
 	struct vreg loaded;
 	vreg_set_not_init(&loaded);
 	int err = 0;
@@ -389,7 +438,7 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 		}
 		break;
 	case VT_PTR_MAP_VALUE:
-		err = map_access(env, &base, insn->off, size, !load, &val, pc);
+		err = map_access(env, &base, insn->off, size, !load, load || atomic, &val, pc);
 		if (vtaint_map_writable(&env->maps[base.map]))
 			taint = vtaint_new(env, VTK_MAP_VALUE, base.map);
 		taint = vtaint_join(taint, base.taint);
@@ -455,6 +504,11 @@ int verifier_check_helper_mem(struct verifier_env *env, const struct vreg *r, ui
 		int err = map_range(env, r, 0, size, &lo, &hi, pc, "helper reads");
 		if (err) /* the same fault, but it is the argument that is wrong */
 			env->diag->code = NB_VERR_HELPER_ARG;
+		else if (map_writeonly(&env->maps[r->map]))
+			return verr(env, NB_VERR_WRITEONLY_MAP, pc,
+				    "r%d: %s is read from map '%s', which programs may only write "
+				    "(BPF_F_WRONLY_PROG)",
+				    argno, what, env->maps[r->map].name);
 		return err;
 	}
 	case VT_PTR_MEM:

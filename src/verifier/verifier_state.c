@@ -173,9 +173,10 @@ static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bo
 		return o->off == n->off;
 	case VT_PTR_STACK:
 		return o->off == n->off && o->frameno == n->frameno;
-	case VT_PTR_MAP_VALUE:
+	case VT_PTR_MAP_VALUE: /* the id says which pointers share an element */
 		return o->map == n->map && o->off == n->off &&
-		       (exact ? sc_equal(&o->s, &n->s) : sc_in(&o->s, &n->s));
+		       (exact ? sc_equal(&o->s, &n->s) : sc_in(&o->s, &n->s)) &&
+		       check_ids(m, o->id, n->id);
 	case VT_PTR_MAP_VALUE_OR_NULL:
 		return o->map == n->map && o->off == n->off && n->id &&
 		       check_ids(m, o->id, n->id);
@@ -192,26 +193,25 @@ static bool slot_cmp(const struct vslot *o, const struct vslot *n, bool precise,
 		     struct idmap *m)
 {
 	if (exact) {
-		if (memcmp(o->type, n->type, 8) != 0 || o->taint != n->taint)
+		if (memcmp(o->type, n->type, 8) != 0 || o->taint != n->taint ||
+		    o->spill_at != n->spill_at || o->spill_size != n->spill_size)
 			return false;
-		if (o->type[0] == SB_SPILL)
+		if (slot_spilled(o))
 			return reg_cmp(&o->spill, &n->spill, true, true, m);
 		return true;
 	}
-	if (o->type[0] == SB_SPILL) {
-		if (o->spill.type == VT_SCALAR && !precise) {
-			for (int b = 0; b < 8; b++)
-				if (n->type[b] == SB_INVALID ||
-				    (n->type[b] == SB_SPILL && n->spill.type != VT_SCALAR))
-					return false;
-			return !(n->taint & ~o->taint);
-		}
-		if (n->type[0] != SB_SPILL)
+	/* a spilled pointer, or a scalar whose value mattered: the same spill is needed;
+	 * otherwise every byte the old state had initialised must be some number */
+	bool as_reg = slot_spilled(o) && (o->spill.type != VT_SCALAR || precise);
+	if (as_reg) {
+		if (!slot_spilled(n) || n->spill_at != o->spill_at || n->spill_size != o->spill_size)
 			return false;
-		return reg_cmp(&o->spill, &n->spill, precise, false, m);
+		if (!reg_cmp(&o->spill, &n->spill, precise, false, m))
+			return false;
 	}
 	for (int b = 0; b < 8; b++) {
-		if (o->type[b] == SB_INVALID)
+		if (o->type[b] == SB_INVALID ||
+		    (as_reg && b >= o->spill_at && b < o->spill_at + o->spill_size))
 			continue;
 		/* old byte is MISC: any initialised scalar byte will do, if no more rank-local */
 		if (n->type[b] == SB_INVALID ||
@@ -228,7 +228,7 @@ static bool bit(const uint64_t *bits, unsigned pos)
 }
 
 static bool states_cmp(const struct vstate *o, const uint64_t *precise, const struct vstate *n,
-		       bool exact)
+		       bool exact, uint16_t live)
 {
 	struct idmap m = { .n = 0, .fresh = 1 };
 	if (o->nframes != n->nframes)
@@ -241,9 +241,12 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 		bool top = f + 1 == o->nframes;
 		if (of->callsite != nf->callsite)
 			return false;
-		for (unsigned r = 0; r < BPF_NREGS; r++)
+		for (unsigned r = 0; r < BPF_NREGS; r++) {
+			if (top && !exact && !((live >> r) & 1))
+				continue; /* dead: never read by the old state's paths */
 			if (!reg_cmp(&of->regs[r], &nf->regs[r], !top || bit(precise, r), exact, &m))
 				return false;
+		}
 		unsigned ns = of->nslots > nf->nslots ? of->nslots : nf->nslots;
 		for (unsigned i = 0; i < ns; i++) {
 			const struct vslot *os = i < of->nslots ? &of->slots[i] : &invalid_slot;
@@ -255,15 +258,15 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 	return true;
 }
 
-bool vstate_contains(const struct vrecord *old, const struct vstate *cur)
+bool vstate_contains(const struct vrecord *old, const struct vstate *cur, uint16_t live)
 {
-	return states_cmp(&old->st, old->precise, cur, false);
+	return states_cmp(&old->st, old->precise, cur, false, live);
 }
 
 bool vstate_equal(const struct vstate *a, const struct vstate *b)
 {
 	static const uint64_t all[2] = { ~0ull, ~0ull };
-	return states_cmp(a, all, b, true);
+	return states_cmp(a, all, b, true, 0xffff);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -310,7 +313,8 @@ uint64_t vstate_hash(const struct vstate *st)
 			h = mix(h, i);
 			h = mix(h, t);
 			h = mix(h, sl->taint);
-			if (sl->type[0] == SB_SPILL)
+			h = mix(h, (uint64_t)sl->spill_at << 8 | sl->spill_size);
+			if (slot_spilled(sl))
 				h = reg_hash(h, &sl->spill);
 		}
 	}
@@ -351,7 +355,7 @@ static struct vorig pos_org(const struct vframe *f, unsigned pos)
 	if (pos < BPF_NREGS)
 		return f->regs[pos].type == VT_SCALAR ? f->regs[pos].org : none;
 	unsigned i = pos - BPF_NREGS;
-	if (i < f->nslots && f->slots[i].type[0] == SB_SPILL && f->slots[i].spill.type == VT_SCALAR)
+	if (i < f->nslots && slot_spilled(&f->slots[i]) && f->slots[i].spill.type == VT_SCALAR)
 		return f->slots[i].spill.org;
 	return none;
 }
@@ -447,22 +451,33 @@ int vstate_store(struct verifier_env *env)
 		f->cap = f->nslots;
 		rec->st.frames[i] = f;
 	}
-	env->cur.rec = rec; /* rec->hash is computed when first needed */
+	env->cur.rec = rec;
 	env->cur.stored_at = env->stats.insns_processed;
-	rec->next = env->records[env->pc];
-	env->records[env->pc] = rec;
+	/* every cycle of the program passes a loop head: only there can a state repeat */
+	if (env->insn_flags[env->pc] & VF_LOOP_HEAD) {
+		rec->hash = vstate_hash(&rec->st);
+		rec->hashed = true;
+		uint32_t b = vlive_bucket(rec->pc, rec->hash);
+		rec->hnext = env->live[b];
+		env->live[b] = rec;
+	}
+	env->inprogress[env->pc]++;
 	env->nrecords++;
 	env->stats.states_stored++;
 	return 0;
 }
 
-void vrecord_path_done(struct vrecord *rec)
+/* A path ended: states whose every path below is explored become pruning candidates. */
+void vrecord_path_done(struct verifier_env *env, struct vrecord *rec)
 {
 	while (rec) {
 		if (rec->branches)
 			rec->branches--;
 		if (rec->branches)
 			return;
+		env->inprogress[rec->pc]--;
+		rec->next = env->records[rec->pc]; /* leaves env->live lazily (branches == 0) */
+		env->records[rec->pc] = rec;
 		rec = rec->parent;
 	}
 }

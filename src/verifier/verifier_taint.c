@@ -27,6 +27,9 @@ uint32_t vtaint_new(struct verifier_env *env, enum vtaint_kind kind, uint32_t ar
 	return env->pc + 1;
 }
 
+/* The one place that says which maps hold rank-local data (map-kind rules go here): any
+ * map a program or the plugin may write, so all but .rodata, BPF_F_RDONLY_PROG and agreed
+ * maps. */
 bool vtaint_map_writable(const struct nb_map_def *m)
 {
 	/* agreed maps (NCCLBPF_F_AGREED, bit 24): tuners read the published version active
@@ -65,31 +68,43 @@ void vtaint_branch(struct verifier_env *env, struct vstate *st, const struct vre
 	st->path_taint = vtaint_new(env, VTK_BRANCH, t);
 }
 
-/* "map 'x' value at insn 7", "ctx->reg_buff at insn 2", ... */
+/* "line 42" when the object has line info, else "insn 7" */
+static void where(const struct verifier_env *env, uint32_t insn, char *buf, size_t len)
+{
+	uint32_t line = verifier_source_line(env, insn);
+	if (line)
+		snprintf(buf, len, "line %u", line);
+	else
+		snprintf(buf, len, "insn %u", insn);
+}
+
+/* "map 'x' value at line 12", "ctx->reg_buff at insn 2", ... */
 static void describe_source(const struct verifier_env *env, uint32_t taint, char *buf,
 			    size_t len)
 {
 	uint32_t insn = taint - 1;
 	const struct vtaint_src *s = &env->taint_src[insn];
 	const char *mname = s->arg < env->map_cnt ? env->maps[s->arg].name : "?";
+	char at[32];
+	where(env, insn, at, sizeof(at));
 	switch (s->kind) {
 	case VTK_CTX:
-		snprintf(buf, len, "ctx->%s at insn %u",
-			 s->arg < env->hook->field_cnt ? env->hook->fields[s->arg].name : "?", insn);
+		snprintf(buf, len, "ctx->%s at %s",
+			 s->arg < env->hook->field_cnt ? env->hook->fields[s->arg].name : "?", at);
 		break;
 	case VTK_HELPER: {
 		const struct nb_helper_proto *p = hook_helper(env->hook, (int32_t)s->arg);
-		snprintf(buf, len, "%s at insn %u", p ? p->name : "a helper", insn);
+		snprintf(buf, len, "%s at %s", p ? p->name : "a helper", at);
 		break;
 	}
 	case VTK_MAP_VALUE:
-		snprintf(buf, len, "map '%.64s' value at insn %u", mname, insn);
+		snprintf(buf, len, "map '%.64s' value at %s", mname, at);
 		break;
 	case VTK_MAP_PRESENCE:
-		snprintf(buf, len, "presence of the key in map '%.64s' at insn %u", mname, insn);
+		snprintf(buf, len, "presence of the key in map '%.64s' at %s", mname, at);
 		break;
 	default:
-		snprintf(buf, len, "insn %u", insn);
+		snprintf(buf, len, "%s", at);
 	}
 }
 
@@ -98,10 +113,11 @@ int vtaint_check_output(struct verifier_env *env, const struct nb_ctx_field *f,
 {
 	if (!env->taint_on || !hook_output_rank_invariant(env->hook, f))
 		return 0;
-	char src[128];
+	char src[192], at[32];
 	static const char hint[] =
-		": ranks may decide differently and deadlock; use rank-invariant inputs only, or "
-		"set NCCLBPF_RANK_LOCAL=allow if all ranks share this state";
+		": ranks may decide differently and deadlock; decide from rank-invariant inputs "
+		"(ctx->n_bytes, coll_type, seq, n_ranks, cost, ... or an agreed map), or set "
+		"NCCLBPF_RANK_LOCAL=allow if every rank shares this state";
 	if (val->taint) {
 		describe_source(env, val->taint, src, sizeof(src));
 		return verr(env, NB_VERR_RANK_LOCAL, env->pc,
@@ -110,9 +126,10 @@ int vtaint_check_output(struct verifier_env *env, const struct nb_ctx_field *f,
 	if (env->cur.path_taint) {
 		uint32_t br = env->cur.path_taint - 1;
 		describe_source(env, env->taint_src[br].arg, src, sizeof(src));
+		where(env, br, at, sizeof(at));
 		return verr(env, NB_VERR_RANK_LOCAL, env->pc,
-			    "ctx->%s depends on rank-local data (a branch at insn %u on %s)%s",
-			    f->name, br, src, hint);
+			    "ctx->%s depends on rank-local data (a branch at %s on %s)%s",
+			    f->name, at, src, hint);
 	}
 	return 0;
 }

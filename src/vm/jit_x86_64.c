@@ -55,7 +55,7 @@ struct gen {
 	int n_pushed;
 	int pad;
 	bool main_stack;
-	struct jit_fault_rec *raw;
+	struct vm_jit_fault_rec *raw;
 };
 
 static const uint8_t caller_saved_homes[] = { X_RAX, X_RCX, X_RDX, X_RSI, X_RDI, X_R8 };
@@ -741,7 +741,8 @@ int jit_generate(const struct vm_program *prog, const struct jit_analysis *an,
 	img->map_size = size;
 	img->code_len = size;
 	img->entry = (vm_jit_fn)(uintptr_t)mem;
-	img->run = (uint64_t(*)(uint64_t, uint64_t, struct jit_fault_rec *))(uintptr_t)(
+	img->may_fault = g.an->may_fault;
+	img->run = (uint64_t(*)(uint64_t, uint64_t, struct vm_jit_fault_rec *))(uintptr_t)(
 		mem + g.entry_b);
 	goto out;
 oom:

@@ -117,18 +117,15 @@ int jit_compile_permuted(const struct vm_program *prog, const struct vm_jit_opti
 
 /* Where JIT code reports a run-time fault: info = kind | pc << 8 | helper id << 32; count is bumped with a
  * locked increment (the raw entry's record is shared by all threads). */
-struct jit_fault_rec {
-	uint64_t info;
-	uint64_t count;
-};
 
 struct vm_jit_image {
 	uint8_t *code;      /* RX mapping */
 	size_t map_size;    /* bytes mapped */
 	size_t code_len;    /* bytes of code */
 	vm_jit_fn entry;    /* raw entry: faults go to raw_fault */
-	uint64_t (*run)(uint64_t a1, uint64_t a2, struct jit_fault_rec *rec);
-	struct jit_fault_rec raw_fault;
+	uint64_t (*run)(uint64_t a1, uint64_t a2, struct vm_jit_fault_rec *rec);
+	struct vm_jit_fault_rec raw_fault;
+	bool may_fault;     /* false: run never reports a fault (entry == run) */
 };
 
 /* Facts about the program found before code generation (jit_x86_64_prog.c). */

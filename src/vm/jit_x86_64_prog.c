@@ -346,13 +346,19 @@ bad_insn_why:
 		if (fstart == 0 && in->src_reg == BPF_REG_FP && BPF_CLASS(in->code) != BPF_LD)
 			an->main_uses_fp = true;
 		size_t next = pc + (in->code == BPF_LDDW ? 2 : 1);
-		if (!ends_flow(in) && next < n && an->func_start[next])
+		/* a call of an unavailable helper always faults (the runtime links code the
+		 * verifier proved dead as "call 0"): nothing falls through it, so dead code right
+		 * before a bpf-to-bpf function does not make the JIT refuse the program */
+		bool trap = is_helper_call(in) &&
+			    (in->imm < 0 || in->imm >= NB_HELPER_MAX || !prog->helpers ||
+			     !prog->helpers[in->imm]);
+		if (!ends_flow(in) && !trap && next < n && an->func_start[next])
 			return jit_analysis_free(an),
 			       fail(err, errlen,
 				    "jit: insn %zu: execution falls through into the function at "
 				    "insn %zu",
 				    pc, next);
-		if (!ends_flow(in) && next >= n)
+		if (!ends_flow(in) && !trap && next >= n)
 			an->falls_off_end = true;
 	}
 	if (an->has_calls || an->falls_off_end)
@@ -511,7 +517,7 @@ static void decode_fault(uint64_t info, struct vm_fault *fault)
 int vm_jit_run(const struct vm_jit_image *img, uint64_t a1, uint64_t a2, uint64_t *r0,
 	       struct vm_fault *fault)
 {
-	struct jit_fault_rec rec = { 0, 0 };
+	struct vm_jit_fault_rec rec = { 0, 0 };
 	if (!img || !img->run)
 		return -EINVAL;
 	uint64_t v = img->run(a1, a2, &rec);
@@ -523,6 +529,22 @@ int vm_jit_run(const struct vm_jit_image *img, uint64_t a1, uint64_t a2, uint64_
 	if (fault)
 		decode_fault(rec.info, fault);
 	return -EFAULT;
+}
+
+vm_jit_run_fn vm_jit_runner(const struct vm_jit_image *img)
+{
+	return img ? img->run : NULL;
+}
+
+bool vm_jit_may_fault(const struct vm_jit_image *img)
+{
+	return !img || img->may_fault;
+}
+
+void vm_jit_fault_decode(const struct vm_jit_fault_rec *rec, struct vm_fault *fault)
+{
+	if (rec && fault)
+		decode_fault(rec->info, fault);
 }
 
 uint64_t vm_jit_fault_count(const struct vm_jit_image *img)

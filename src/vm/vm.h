@@ -75,6 +75,11 @@ struct vm_checked {
 	size_t region_cnt;
 	uint64_t insn_budget; /* 0 = unlimited */
 	uint64_t insns_executed;
+	/* Map handles a helper's map argument may be (the object's maps); a helper call is
+	 * checked against its prototype before it runs (map handle, key/value/buffer memory
+	 * in a region), so unverified programs cannot hand the host a wild pointer. */
+	void *const *maps;
+	size_t map_cnt;
 };
 
 /* Runs the program with r1 = a1, r2 = a2 (conformance passes mem, len; hooks pass ctx, 0).
@@ -126,6 +131,19 @@ bool vm_jit_available(void);
  * Thread-safe; the fault is reported per call. */
 int vm_jit_run(const struct vm_jit_image *img, uint64_t a1, uint64_t a2, uint64_t *r0,
 	       struct vm_fault *fault);
+/* The per-call entry behind vm_jit_run, for a caller that inlines its fast path (the
+ * runtime's decision path): after a call, rec->count != 0 means the run faulted; decode it
+ * with vm_jit_fault_decode. info = kind | pc << 8 | detail << 32. */
+struct vm_jit_fault_rec {
+	uint64_t info;
+	uint64_t count;
+};
+typedef uint64_t (*vm_jit_run_fn)(uint64_t a1, uint64_t a2, struct vm_jit_fault_rec *rec);
+vm_jit_run_fn vm_jit_runner(const struct vm_jit_image *img);
+/* false when the code can never fault (no local calls, no missing helper, no way past the
+ * end): its raw entry then needs no fault record at all */
+bool vm_jit_may_fault(const struct vm_jit_image *img);
+void vm_jit_fault_decode(const struct vm_jit_fault_rec *rec, struct vm_fault *fault);
 /* The raw entry (vm_jit_entry) cannot report faults: a faulting call returns 0 and is
  * counted here (the last fault's kind/pc is kept too). For the runtime's statistics. */
 uint64_t vm_jit_fault_count(const struct vm_jit_image *img);

@@ -383,6 +383,9 @@ static VM_ALWAYS_INLINE int vm_run_loop(const struct vm_program *prog, uint64_t 
 						     "call to unavailable helper %d", in->imm);
 					goto out_fault;
 				}
+				if (checked &&
+				    vm_check_helper_args(cs, prog, (int32_t)id, reg, pc - 1, fault))
+					goto out_fault;
 				uint64_t arg1 = reg[1];
 				reg[0] = fn(reg[1], reg[2], reg[3], reg[4], reg[5]);
 				if (checked)

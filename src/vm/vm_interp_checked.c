@@ -137,6 +137,59 @@ int vm_check_mem(struct vm_check_state *st, size_t pc, uint64_t addr, uint32_t s
 	return -EFAULT;
 }
 
+int vm_check_helper_args(struct vm_check_state *st, const struct vm_program *prog, int32_t id,
+			 const uint64_t *reg, size_t pc, struct vm_fault *f)
+{
+	const struct nb_helper_proto *proto = prog->helper_protos ? prog->helper_protos[id] : NULL;
+	struct nb_map *map = NULL;
+	if (!proto) /* the runtime gives every available helper one; bare VM users trust theirs */
+		return 0;
+	for (int a = 0; a < 5; a++) {
+		uint64_t v = reg[a + 1];
+		switch (proto->args[a]) {
+		case NB_ARG_CONST_MAP_PTR: {
+			bool known = !st->chk->maps; /* no list: the caller vouches for handles */
+			for (size_t i = 0; i < st->chk->map_cnt && !known; i++)
+				known = st->chk->maps[i] == (void *)(uintptr_t)v;
+			if (!known) {
+				vm_fault_set(f, VM_FAULT_BAD_HELPER, pc, v,
+					     "argument r%d of %s is not a map of this object", a + 1,
+					     proto->name);
+				return -EFAULT;
+			}
+			map = (struct nb_map *)(uintptr_t)v;
+			break;
+		}
+		case NB_ARG_PTR_TO_MAP_KEY:
+		case NB_ARG_PTR_TO_MAP_VALUE: {
+			if (!map) {
+				vm_fault_set(f, VM_FAULT_BAD_HELPER, pc, v, "%s: no map argument",
+					     proto->name);
+				return -EFAULT;
+			}
+			uint32_t n = proto->args[a] == NB_ARG_PTR_TO_MAP_KEY ? map_key_size(map)
+									    : map_value_size(map);
+			if (vm_check_mem(st, pc, v, n, false, f))
+				return -EFAULT;
+			break;
+		}
+		case NB_ARG_PTR_TO_MEM: {
+			uint64_t n = a < 4 ? reg[a + 2] : 0;
+			if (n == 0 || n > 4096 || vm_check_mem(st, pc, v, (uint32_t)n, false, f)) {
+				if (n == 0 || n > 4096)
+					vm_fault_set(f, VM_FAULT_BAD_HELPER, pc, v,
+						     "buffer size %" PRIu64 " for %s", n, proto->name);
+				return -EFAULT;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
 void vm_check_helper_result(struct vm_check_state *st, const struct vm_program *prog, int32_t id,
 			    uint64_t r1, uint64_t r0)
 {

@@ -28,6 +28,11 @@ __attribute__((format(printf, 5, 6))) void vm_fault_set(struct vm_fault *f,
 int vm_check_mem(struct vm_check_state *st, size_t pc, uint64_t addr, uint32_t size, bool write,
 		 struct vm_fault *f);
 
+/* Before helper `id` runs: its arguments match its prototype (a known map handle, key /
+ * value / buffer memory inside readable regions). 0, or -EFAULT with f filled. */
+int vm_check_helper_args(struct vm_check_state *st, const struct vm_program *prog, int32_t id,
+			 const uint64_t *reg, size_t pc, struct vm_fault *f);
+
 /* After helper `id` returned r0 with r1 = its first argument: registers the map value it
  * returned when its prototype says it returns one. */
 void vm_check_helper_result(struct vm_check_state *st, const struct vm_program *prog, int32_t id,

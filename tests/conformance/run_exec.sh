@@ -9,7 +9,9 @@ dir=$2
 shift 2
 pass=0
 fail=0
+rejected=0
 for f in "$dir"/*.data; do
+	mem=
 	# section contents with comments stripped
 	sect() { awk -v s="$1" '/^--/ { cur = $2; next } { sub(/#.*/, "") } cur == s && NF { print }' "$f"; }
 	prog=$(sect raw | awk '{ for (i = 1; i <= NF; i++) { w = $i; sub(/^0[xX]/, "", w);
@@ -31,10 +33,16 @@ for f in "$dir"/*.data; do
 	esac
 	if [ $rc -eq 0 ] && [ "$(norm "$got")" = "$w" ]; then
 		pass=$((pass + 1))
+	elif [ $rc -ne 0 ] && [ -n "${NCCLBPF_EXEC_ALLOW_REJECT:-}" ] &&
+		printf '%s\n' "$prog" | "$cli" exec ${mem:+"$mem"} "$@" 2>&1 | grep -q '\[E-'; then
+		# the verifier refuses it (the JIT only runs verified code): not a JIT failure
+		rejected=$((rejected + 1))
 	else
 		fail=$((fail + 1))
 		echo "FAIL $(basename "$f"): rc $rc, got '$got', expected '$want'" >&2
 	fi
 done
-echo "ncclbpf exec $*: $pass passed, $fail failed"
-[ $fail -eq 0 ] && [ $pass -gt 0 ]
+echo "ncclbpf exec $*: $pass passed, $fail failed, $rejected rejected by the verifier"
+# with rejections allowed, only the few programs that rely on run-time division by zero or
+# contain dead code may be refused
+[ $fail -eq 0 ] && [ $pass -gt 0 ] && [ $rejected -le 8 ]

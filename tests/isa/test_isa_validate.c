@@ -159,6 +159,10 @@ static void test_rejections(void)
 	REJECT("invalid offset -1 for mod", INSN(BPF_ALU | BPF_MOD | BPF_K, 1, 0, -1, 3), EXIT());
 	/* insn number is the failing one */
 	REJECT("insn 3:", MOV64_K(0, 0), LDDW(1, 2), INSN(0xff, 0, 0, 0, 0), EXIT());
+	/* the verifier's stable codes name format errors too (issue 14) */
+	REJECT("unknown opcode 0xff [E-BAD-INSN]", INSN(0xff, 0, 0, 0, 0), EXIT());
+	REJECT("outside the program (0..1) [E-BAD-JUMP]", INSN(BPF_JMP | BPF_JA, 0, 0, 5, 0), EXIT());
+	REJECT("[E-BAD-INSN]", INSN(BPF_JMP | BPF_JA, 0, 0, 0, 0), INSN(0xff, 0, 0, 0, 0), EXIT());
 	/* a tiny error buffer is truncated, never overrun */
 	char small[8];
 	CHECK(isa_validate(PROG(INSN(0xff, 0, 0, 0, 0), EXIT()), 2, small, sizeof(small)) ==

@@ -254,6 +254,19 @@ static void test_verify_modes(void)
 	/* NCCLBPF_VERIFY_OFF (conformance only): loads */
 	CHECK(rt_prepare(bad, NCCLBPF_HOOK_AUTO, NCCLBPF_EXEC_CHECKED, NCCLBPF_VERIFY_OFF, err,
 			 sizeof(err)) == 0);
+	/* Regression (issue 14): unverified programs (warn or off) never run in the JIT or the
+	 * plain interpreter, which trust the proof: a NULL dereference there killed the host.
+	 * Explicit modes are refused; the default mode runs them checked. */
+	CHECK(rt_prepare(bad, NCCLBPF_HOOK_AUTO, NCCLBPF_EXEC_JIT, NCCLBPF_VERIFY_OFF, err,
+			 sizeof(err)) == -EPERM);
+	CHECK_STR_CONTAINS(err, "checked interpreter");
+	CHECK(rt_prepare(bad, NCCLBPF_HOOK_AUTO, NCCLBPF_EXEC_INTERPRET, NCCLBPF_VERIFY_WARN, err,
+			 sizeof(err)) == -EPERM);
+	CHECK(rt_prepare(bad, NCCLBPF_HOOK_AUTO, NCCLBPF_EXEC_DEFAULT, NCCLBPF_VERIFY_WARN, err,
+			 sizeof(err)) == 0);
+	CHECK(!ncclbpf_program_is_jitted(bad));
+	CHECK(ncclbpf_program_run(bad, &c, sizeof(c), &r0, err, sizeof(err)) == -EFAULT);
+	CHECK_STR_CONTAINS(err, "unchecked");
 	ncclbpf_object_close(obj);
 }
 
@@ -343,8 +356,9 @@ static void test_conformance(void)
 		CHECK(p != NULL);
 		int rc = rt_prepare(p, NCCLBPF_HOOK_CONFORMANCE, all_modes[m], NCCLBPF_VERIFY_OFF, err,
 				    sizeof(err));
-		if (all_modes[m] == NCCLBPF_EXEC_JIT && !vm_jit_available()) {
-			CHECK(rc < 0);
+		if (all_modes[m] == NCCLBPF_EXEC_JIT || all_modes[m] == NCCLBPF_EXEC_INTERPRET) {
+			CHECK(rc == -EPERM); /* unverified: checked interpreter only */
+			rc = 0;
 		} else {
 			CHECK(rc == 0);
 			r0 = 0;

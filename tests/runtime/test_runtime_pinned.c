@@ -66,6 +66,14 @@ int main(void)
 	CHECK(ncclbpf_object_open_file(RT_PROG("runtime_pin_conflict"), &bad, err, sizeof(err)) < 0);
 	CHECK(bad == NULL);
 	CHECK_STR_CONTAINS(err, "rt_shared");
+	/* Regression (issue 14): the same map declared read-only to programs binds no more
+	 * (matching was on type and sizes only): every attribute must match, and the message
+	 * names both declarations */
+	CHECK(ncclbpf_object_open_file(RT_PROG("runtime_pin_readonly"), &bad, err, sizeof(err)) < 0);
+	CHECK(bad == NULL);
+	CHECK_STR_CONTAINS(err, "runtime_pin_writer");
+	CHECK_STR_CONTAINS(err, "runtime_pin_readonly");
+	CHECK_STR_CONTAINS(err, "flags 0x80");
 
 	/* the pin outlives the object that created it */
 	ncclbpf_object_close(w);

@@ -5,11 +5,15 @@
 
 #include "verifier/verifier.h"
 
+/* .rodata holds printk formats (the verifier counts their conversions) */
+static uint8_t rodata[32] = "%d %u %x\0%%\0%llu%";
 static const struct nb_map_def maps[] = {
 	{ .name = "h", .type = 1, .key_size = 8, .value_size = 16, .max_entries = 8 },
 	{ .name = "a", .type = 2, .key_size = 4, .value_size = 64, .max_entries = 2 },
 	{ .name = ".rodata", .origin = NB_MAP_ORIGIN_RODATA, .type = 2, .key_size = 4,
-	  .value_size = 32, .max_entries = 1, .map_flags = 1u << 7 },
+	  .value_size = 32, .max_entries = 1, .map_flags = 1u << 7, .init_data = rodata },
+	{ .name = "wo", .type = 2, .key_size = 4, .value_size = 16, .max_entries = 1,
+	  .map_flags = 1u << 8 },
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,6 +33,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					 .allow_rank_local = (data[size - 1] & 1) != 0 };
 	struct nb_verifier_diag diag;
 	struct nb_verifier_stats st;
-	verifier_check(&prog, maps, 3, hook_desc(h), &opts, &diag, &st);
+	verifier_check(&prog, maps, sizeof(maps) / sizeof(maps[0]), hook_desc(h), &opts, &diag, &st);
 	return 0;
 }

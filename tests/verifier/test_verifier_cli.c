@@ -44,6 +44,18 @@ int main(int argc, char **argv)
 	CHECK_STR_CONTAINS(out, "pruned");
 	CHECK_STR_CONTAINS(out, "peak");
 	CHECK_STR_CONTAINS(out, " ms");
+	CHECK_STR_CONTAINS(out, "jit: compiled"); /* a JIT fallback would be visible here */
+
+	/* a caret under the column of the diagnostic */
+	snprintf(cmd, sizeof(cmd), "%s verify %s/policies/unsafe/null_deref.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "    16 | return v->count; // EXPECT: E-NULL-DEREF\n       |           ^\n");
+
+	/* loader errors carry a stable code too */
+	snprintf(cmd, sizeof(cmd), "printf 'not an ELF file at all' > %s/not_elf.bpf.o && "
+		 "%s verify %s/not_elf.bpf.o 2>&1", bin, cli, bin);
+	CHECK(run(cmd) == 1); /* refused input (CLI_EXIT_REFUSED) */
+	CHECK_STR_CONTAINS(out, "[E-LOAD]");
 
 	/* --type overrides the section: a tuner program's output writes are not allowed in
 	 * a profiler */

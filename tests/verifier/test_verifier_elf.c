@@ -106,6 +106,12 @@ static void check_unsafe(const char *name)
 		CHECK_STR_CONTAINS(buf, want);
 		CHECK_STR_CONTAINS(buf, "EXPECT"); /* the source line is shown */
 		CHECK_STR_CONTAINS(buf, "insn ");
+		CHECK_STR_CONTAINS(buf, "       | "); /* the caret line under the source */
+		CHECK(strchr(buf, '^') != NULL);
+		if (diag.code == NB_VERR_RANK_LOCAL) /* sources named by line, with the remedy */
+			CHECK_STR_CONTAINS(diag.msg, "at line ");
+		if (diag.code == NB_VERR_RANK_LOCAL)
+			CHECK_STR_CONTAINS(diag.msg, "rank-invariant inputs");
 	}
 	loader_close(obj);
 }
@@ -189,7 +195,8 @@ int main(int argc, char **argv)
 		NB_VERR_HELPER_DENIED, NB_VERR_HELPER_ARG, NB_VERR_STACK_LIMIT, NB_VERR_CALL_DEPTH,
 		NB_VERR_INFINITE_LOOP, NB_VERR_BUDGET, NB_VERR_POINTER_LEAK, NB_VERR_DIV_ZERO,
 		NB_VERR_UNINIT_REG, NB_VERR_UNINIT_STACK, NB_VERR_BAD_JUMP, NB_VERR_FALL_OFF,
-		NB_VERR_BAD_INSN, NB_VERR_UNREACHABLE, NB_VERR_RANK_LOCAL,
+		NB_VERR_BAD_INSN, NB_VERR_UNREACHABLE, NB_VERR_RANK_LOCAL, NB_VERR_READONLY_MAP,
+		NB_VERR_POINTER_CMP, NB_VERR_MISALIGNED, NB_VERR_WRITEONLY_MAP,
 	};
 	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
 		test_checks++;

@@ -284,7 +284,7 @@ static void test_hooks(void)
 	CHECK(hook_helper(hook_desc(NB_HOOK_TUNER), NB_HELPER_GET_PRANDOM_U32)->rank_local_result);
 	CHECK(!hook_helper(hook_desc(NB_HOOK_TUNER), NB_HELPER_MAP_LOOKUP_ELEM)->rank_local_result);
 	/* stable code, appended */
-	CHECK(NB_VERR_RANK_LOCAL == NB_VERR_RETURN + 1 && NB_VERR_RANK_LOCAL + 1 == NB_VERR_COUNT);
+	CHECK(NB_VERR_RANK_LOCAL == NB_VERR_RETURN + 1 && NB_VERR_RANK_LOCAL < NB_VERR_COUNT);
 	CHECK(strcmp(verifier_err_code(NB_VERR_RANK_LOCAL), "E-RANK-LOCAL") == 0);
 	/* other errors keep precedence: a pointer stored to an output is a leak */
 	{

@@ -14,6 +14,7 @@
 #include "plugin/chain/chain.h"
 #include "plugin/metrics/metrics.h"
 #include "plugin/profiler/profiler.h"
+#include "runtime/control.h"
 #include "runtime/runtime.h"
 
 static _Atomic(struct profiler_ctx *) ctx_table[PROFILER_MAX_POOLS];
@@ -84,6 +85,11 @@ static int mode_from_env(void)
 		return PROFILER_MODE_FULL;
 	runtime_load_policies_from_env();
 	if (runtime_hook_chain(NB_HOOK_PROFILER) || runtime_find_map("ncclbpf_latency"))
+		return PROFILER_MODE_COLL;
+	/* reloads activated through the agreement layer need its group, which forms once the
+	 * profiler has told it the rank (tuner_reload.c) */
+	const char *ra = getenv("NCCLBPF_RELOAD_AGREE");
+	if (ra && !strcmp(ra, "1"))
 		return PROFILER_MODE_COLL;
 	return PROFILER_MODE_OFF;
 }
@@ -248,6 +254,23 @@ static bool profiler_null_mode(void);
 /* set once some context got an inner plugin: the event path skips chaining before that */
 static _Atomic bool chain_active;
 
+/* `ncclbpf ctl status`: the profiler section (control thread). */
+static void profiler_status(struct runtime_status_emit *e)
+{
+	struct profiler_counters pc;
+	int m = atomic_load(&process_mode);
+	profiler_get_counters(&pc);
+	e->str(e, "mode", m == PROFILER_MODE_FULL ? "full" : m == PROFILER_MODE_COLL ? "coll"
+			  : m == PROFILER_MODE_OFF ? "off" : "unset");
+	e->u64(e, "completed", pc.completed);
+	e->u64(e, "program_faults", pc.program_faults);
+	e->u64(e, "dropped_pool", pc.dropped_pool);
+	e->u64(e, "dropped_ctx", pc.dropped_ctx);
+	e->u64(e, "detached", pc.detached);
+	e->u64(e, "stale_handles", pc.stale_handles);
+	e->u64(e, "null_handles", pc.null_handles);
+}
+
 int profiler_init(void **context, int *activation_mask, const struct profiler_init_args *a)
 {
 	if (!context)
@@ -357,6 +380,8 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 				  (unsigned long long)profiler_now_ns(), c->index,
 				  (unsigned long long)c->comm_id, c->comm_name, c->rank, c->n_ranks,
 				  c->n_nodes, version, mode);
+	runtime_status_provider("profiler", profiler_status);
+	runtime_control_acquire(); /* released by finalize */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
 		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u, "
 		    "KernelCh %s",
@@ -787,6 +812,7 @@ int profiler_finalize(void *context)
 		return NB_NCCL_SUCCESS;
 	pthread_mutex_lock(&ctx_lock);
 	uint32_t g = atomic_load(&c->gen);
+	bool was_live = g & 1;
 	if (g & 1) {
 		profiler_sample_release(c);
 		atomic_store_explicit(&c->gen, (g + 1) & PROFILER_GEN_MASK, memory_order_release);
@@ -810,6 +836,8 @@ int profiler_finalize(void *context)
 	agree_comm_profiler_close(c->comm_id);
 	if (c->trace)
 		trace_writer_flush_all();
+	if (was_live)
+		runtime_control_release();
 	return NB_NCCL_SUCCESS;
 }
 

@@ -101,9 +101,10 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	/* SEC("profiler") programs were written for a GPU time on every collective (the
 	 * bandit's reward, for one): unless the user asked for sampling explicitly, they get
 	 * it. The latency map and the metrics are fine with samples. */
-	const struct nb_hook_chain *progs = runtime_hook_chain(NB_HOOK_PROFILER);
+	const struct nb_hook_chain *progs = runtime_chain_enter(NB_HOOK_PROFILER);
 	if (!(env && *env) && progs && progs->len > 0)
 		fixed = 1;
+	runtime_chain_exit();
 	s->fixed_n = fixed > 0 ? (uint32_t)fixed : 0;
 	s->n = s->fixed_n ? s->fixed_n : 1;
 	const char *d = getenv("NCCLBPF_PROFILE_SAMPLE_DELAY_MS");

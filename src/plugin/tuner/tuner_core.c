@@ -64,8 +64,9 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	/* Loads NCCLBPF_POLICY once per process; the runtime logs the outcome (one INFO line
 	 * for pass-through, one WARN line with the diagnostic per rejected object). */
 	runtime_load_policies_from_env();
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
 	size_t attached = chain ? chain->len : 0;
+	runtime_chain_exit();
 
 	struct tuner_comm *tc = calloc(1, sizeof(*tc));
 	if (!tc) {
@@ -78,6 +79,11 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->n_ranks = (uint32_t)n_ranks;
 	tc->n_nodes = (uint32_t)n_nodes;
 	tc->abi_version = abi_version;
+	tc->stats.kind = "tuner";
+	tc->stats.comm_id = comm_id;
+	tc->stats.n_ranks = tc->n_ranks;
+	tc->stats.n_nodes = tc->n_nodes;
+	tc->stats.abi_version = abi_version;
 	const char *sym = getenv("NCCLBPF_TUNER_SYM");
 	int pin = tuner_sym_mode_parse(sym);
 	if (pin < 0)
@@ -86,6 +92,8 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->pin = pin != 0;
 	tc->metrics = metrics_tuner_open(comm_id);
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
+	tuner_reload_comm_open(tc);
+	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
 		    "tuner program(s)%s",
@@ -143,10 +151,12 @@ int tuner_comm_close(void *ctx)
 	runtime_log(NB_LOG_INFO, TUNER_LOG,
 		    "tuner: comm 0x%" PRIx64 " finalized: %" PRIu64 " decisions, %" PRIu64
 		    " changed by policy",
-		    tc->comm_id, tc->calls, tc->decided);
+		    tc->comm_id, atomic_load(&tc->stats.calls), atomic_load(&tc->stats.changed));
+	runtime_comm_unregister(&tc->stats);
+	tuner_reload_comm_close(tc);
+	agree_comm_tuner_close(tc->agree);
 	if (tc->inner)
 		chain_tuner_finalize(tc->inner, tc->inner_ctx);
-	agree_comm_tuner_close(tc->agree);
 	free(tc);
 	return NB_NCCL_SUCCESS;
 }
@@ -187,15 +197,17 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 {
 	uint64_t seq, comm_seq;
 	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
-	tc->calls++;
+	atomic_store_explicit(&tc->stats.calls, comm_seq + 1, memory_order_relaxed);
 	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
 	float *table = (float *)cost_table;
 	/* the inner plugin first: its edits are what the policies see as NCCL's choice */
 	if (tc->inner)
 		chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops,
 				      table, num_algo, num_proto, reg_buff, n_channels);
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
-	if (!chain || chain->len == 0) {
+	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
+	if (!chain) {
+		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return false;
 	}
@@ -204,8 +216,19 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 	 * NCCL 2.31 cannot call again for this collective) */
 	if (agree_tuner_begin(tc->agree, comm_seq) == AGREE_FALLBACK) {
 		agree_tuner_end();
+		runtime_chain_exit();
 		if (tc->pin)
 			tuner_pin(table, num_algo, num_proto);
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		return false;
+	}
+	/* a reload activating across ranks: old or new chain, as the agreed view at comm_seq
+	 * says (after agree_tuner_begin, which binds that view) */
+	if (__builtin_expect(atomic_load_explicit(&chain->gated, memory_order_relaxed) != 0, 0))
+		chain = tuner_reload_gate(tc, chain, comm_seq);
+	if (!chain || chain->len == 0) {
+		agree_tuner_end();
+		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return false;
 	}
@@ -225,12 +248,12 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
 	c.abi_version = tc->abi_version;
 	tuner_ctx_fill(&c, table, num_algo, num_proto);
+	c.comm_seq = comm_seq;
 	c.n_nvl_domains = tc->n_nvl_domains;
 	c.min_ranks_per_nvl_domain = tc->min_ranks_per_nvl_domain;
 	c.max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
 	c.ranks_per_node = tc->n_nodes && tc->n_ranks % tc->n_nodes == 0
 				   ? tc->n_ranks / tc->n_nodes : 0;
-	c.comm_seq = comm_seq;
 
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's
@@ -243,13 +266,17 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 			c.algo = sa;
 			c.proto = sp;
 			c.n_channels = sn;
+			runtime_stat_inc(&tc->stats.faults);
 			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
 		}
 	}
 	agree_tuner_end();
+	if (atomic_load_explicit(&tc->stats.chain_version, memory_order_relaxed) != chain->version)
+		atomic_store_explicit(&tc->stats.chain_version, chain->version, memory_order_relaxed);
 
 	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
+		runtime_chain_exit();
 		if (tc->pin)
 			tuner_pin(table, num_algo, num_proto);
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
@@ -260,13 +287,16 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 			&applied);
 	bool changed = applied.algo >= 0 || applied.n_channels > 0;
 	if (changed)
-		tc->decided++;
+		runtime_stat_inc(&tc->stats.changed);
 	/* the table was left to NCCL (KEEP or a discarded request): make its choice explicit */
 	if (applied.algo < 0 && tc->pin)
 		tuner_pin(table, num_algo, num_proto);
+	if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
+		runtime_stat_inc(&tc->stats.clamps);
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
+	runtime_chain_exit();
 	agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo, applied.proto,
 			   applied.n_channels);
 	return changed;
@@ -293,9 +323,13 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 	if (tc->inner)
 		chain_tuner_chunk_size(tc->inner, tc->inner_ctx, coll_type, n_bytes, algo, proto,
 				       n_channels, chunk_size);
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER_CHUNK);
-	if (!chain || chain->len == 0)
+	const struct nb_hook_chain *chain = runtime_chain_for(
+		runtime_chain_enter(NB_HOOK_TUNER_CHUNK), tc->comm_id,
+		atomic_load_explicit(&tc->stats.calls, memory_order_relaxed) - 1);
+	if (!chain || chain->len == 0) {
+		runtime_chain_exit();
 		return NB_NCCL_SUCCESS;
+	}
 	struct ncclbpf_chunk_ctx c = {
 		.comm_id = tc->comm_id,
 		.n_bytes = n_bytes,
@@ -315,12 +349,12 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 		}
 	}
 	uint64_t grain = proto_grain(proto);
-	if (c.chunk_size == *chunk_size)
-		return NB_NCCL_SUCCESS;
-	if (grain == 0 || c.chunk_size < grain) {
-		note_issues(1u << TUNER_ISSUE_BAD_CHUNK, chain->items[0].label, NULL);
-		return NB_NCCL_SUCCESS;
+	if (c.chunk_size != *chunk_size) {
+		if (grain == 0 || c.chunk_size < grain)
+			note_issues(1u << TUNER_ISSUE_BAD_CHUNK, chain->items[0].label, NULL);
+		else
+			*chunk_size = (size_t)c.chunk_size;
 	}
-	*chunk_size = (size_t)c.chunk_size;
+	runtime_chain_exit();
 	return NB_NCCL_SUCCESS;
 }

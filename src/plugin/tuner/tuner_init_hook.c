@@ -4,6 +4,7 @@
  * of the doubles (ref/nccl-2.31-and-ecosystem.md §1.3): baseLatencies[7][3],
  * hwLatencies[3][7][3], then five [4 compcap][3] bandwidth tables (llMaxBws,
  * perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, perChMaxNVLSTreeBws). */
+#include <stdio.h>
 #include <string.h>
 
 #include "ncclbpf/ncclbpf.h"
@@ -60,9 +61,12 @@ void tuner_run_init_hook(struct tuner_comm *tc, void *constants)
 {
 	if (!tc || !constants)
 		return;
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER_INIT);
-	if (!chain || chain->len == 0)
+	/* valid until runtime_chain_exit (a hot reload frees a chain only after) */
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER_INIT);
+	if (!chain || chain->len == 0) {
+		runtime_chain_exit();
 		return;
+	}
 	double *k = constants;
 	struct ncclbpf_tuner_init_ctx c, orig;
 	memset(&c, 0, sizeof(c));
@@ -84,14 +88,16 @@ void tuner_run_init_hook(struct tuner_comm *tc, void *constants)
 			tuner_note_issue(TUNER_ISSUE_FAULT, chain->items[i].label, err);
 		}
 	}
+	char label[128]; /* copied: the chain may be freed once we leave it */
+	snprintf(label, sizeof(label), "%s",
+		 chain->len == 1 && chain->items[0].label ? chain->items[0].label : "policy chain");
+	runtime_chain_exit();
 	tuner_constants_to_ctx(k, &orig);
 	memcpy(&orig, &c, offsetof(struct ncclbpf_tuner_init_ctx, base_latency_ns));
 	unsigned rejected;
 	unsigned changed = tuner_constants_from_ctx(k, &orig, &c, &rejected);
 	if (rejected)
-		tuner_note_issue(TUNER_ISSUE_BAD_CONSTANT, chain->len == 1 ? chain->items[0].label
-									 : "policy chain",
-				 NULL);
+		tuner_note_issue(TUNER_ISSUE_BAD_CONSTANT, label, NULL);
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_TUNING,
 		    "tuner: comm 0x%llx: tuner/init changed %u of NCCL's tuning constants%s",
 		    (unsigned long long)tc->comm_id, changed,

@@ -1,0 +1,136 @@
+/* bench_verify_time: verification time (CPU time of the verifier only) of
+ *  - every program of the objects given (the shipped policies; rank-local ones verified
+ *    with allow_rank_local so that every one is timed to the end),
+ *  - counted loops of 10 ... 10,000 iterations (4-instruction body, and the everyday
+ *    `for (__u32 i = 0; i < N; i++) bpf_map_lookup_elem(&m, &i)` with i in a 4-byte slot),
+ *  - a 16-instruction loop whose bound is an input: it can only end by exhausting the
+ *    processed-instruction budget (1,000,000), which must be reported quickly.
+ * Budgets (issue 14): shipped policy <= 1 ms, 1,000-iteration counted loop <= 1 ms,
+ * budget exhaustion reported <= 200 ms. Prints the median and max of `reps` runs.
+ *
+ *   bench_verify_time [reps=21] [POLICY.bpf.o...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader/object.h"
+#include "verifier/verifier.h"
+#include "../tests/verifier/insn_macros.h"
+
+static const struct nb_map_def maps[] = {
+	{ .name = "per_bucket", .origin = NB_MAP_ORIGIN_BTF, .type = 2, .key_size = 4,
+	  .value_size = 8, .max_entries = 100000 },
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Verifies reps times; prints one table row. Returns the verdict of the last run. */
+static int row(const char *what, const struct nb_program *p, const struct nb_map_def *m,
+	       size_t map_cnt, const struct nb_hook_desc *h, int reps, double budget_ms)
+{
+	uint64_t *t = calloc((size_t)reps, sizeof(*t));
+	struct nb_verifier_stats st = { 0 };
+	struct nb_verifier_diag diag;
+	struct nb_verifier_opts opts = { .allow_rank_local = true };
+	int rc = 0;
+	for (int i = 0; i < reps; i++) {
+		rc = verifier_check(p, m, map_cnt, h, &opts, &diag, &st);
+		t[i] = st.time_ns;
+	}
+	qsort(t, (size_t)reps, sizeof(*t), cmp_u64);
+	double med = (double)t[reps / 2] / 1e6, max = (double)t[reps - 1] / 1e6;
+	printf("| %-44s | %5zu | %9llu | %-16s | %8.3f | %8.3f | %s |\n", what, p->insn_cnt,
+	       (unsigned long long)st.insns_processed,
+	       rc == 0 ? "accepted" : verifier_err_code(diag.code), med, max,
+	       med <= budget_ms ? "yes" : "NO");
+	free(t);
+	return rc;
+}
+
+static void counted_loop(int n, int reps)
+{
+	/* r6 = 0; r7 = 0; do { r7 += r6; r6 += 1; } while (r6 < n); return r7 */
+	struct bpf_insn prog[] = { MOV64_IMM(6, 0), MOV64_IMM(7, 0), ALU64_REG(BPF_ADD, 7, 6),
+				   ALU64_IMM(BPF_ADD, 6, 1), JMP_IMM(BPF_JLT, 6, n, -3),
+				   MOV64_REG(0, 7), EXIT() };
+	struct nb_program p = { .name = "loop", .insns = prog, .insn_cnt = 7, .main_insn_cnt = 7 };
+	char what[64];
+	snprintf(what, sizeof(what), "counted loop, %d iterations", n);
+	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, n <= 1000 ? 1.0 : 1e9);
+}
+
+static void lookup_loop(int n, int reps)
+{
+	/* for (__u32 i = 0; i < n; i++) sum += lookup(&m, &i) ? 1 : 0 */
+	struct bpf_insn prog[] = {
+		MOV64_IMM(7, 0), ST(BPF_W, 10, -4, 0), /* 2 */ MOV64_REG(2, 10),
+		ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, 0), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, 1),
+		ALU64_IMM(BPF_ADD, 7, 1), LDX(BPF_W, 1, 10, -4), ALU64_IMM(BPF_ADD, 1, 1),
+		STX(BPF_W, 10, 1, -4), JMP_IMM(BPF_JLT, 1, n, -11), MOV64_REG(0, 7), EXIT() };
+	size_t cnt = sizeof(prog) / sizeof(prog[0]);
+	struct nb_program p = { .name = "lookup_loop", .insns = prog, .insn_cnt = cnt,
+				.main_insn_cnt = cnt };
+	char what[64];
+	snprintf(what, sizeof(what), "u32 i in a stack slot + lookup, %d iter.", n);
+	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, n <= 1000 ? 1.0 : 1e9);
+}
+
+static void budget_loop(int reps)
+{
+	/* 16 instructions; the bound comes from the context: never proven to end */
+	struct bpf_insn prog[] = {
+		LDX(BPF_DW, 6, 1, 16), MOV64_IMM(7, 0), MOV64_IMM(8, 0), /* 3 */
+		ALU64_REG(BPF_ADD, 7, 8), ALU64_IMM(BPF_XOR, 7, 0x55), ALU64_IMM(BPF_AND, 7, 0xffff),
+		ALU64_IMM(BPF_ADD, 8, 1), ALU64_IMM(BPF_LSH, 7, 1), ALU64_IMM(BPF_RSH, 7, 1),
+		MOV64_REG(1, 7), ALU64_IMM(BPF_MUL, 1, 3), ALU64_REG(BPF_ADD, 7, 1),
+		ALU64_IMM(BPF_AND, 7, 0xffff), JMP_REG(BPF_JLT, 8, 6, -11), MOV64_REG(0, 7), EXIT() };
+	size_t cnt = sizeof(prog) / sizeof(prog[0]);
+	struct nb_program p = { .name = "budget", .insns = prog, .insn_cnt = cnt,
+				.main_insn_cnt = cnt };
+	row("input-bounded loop (budget exhaustion)", &p, maps, 1, hook_desc(NB_HOOK_PROFILER),
+	    reps, 200.0);
+}
+
+int main(int argc, char **argv)
+{
+	int reps = 21, first = 1;
+	if (argc > 1 && strspn(argv[1], "0123456789") == strlen(argv[1])) {
+		reps = atoi(argv[1]);
+		first = 2;
+	}
+	if (reps < 1)
+		reps = 1;
+	printf("| program | insns | processed | verdict | median ms | max ms | within budget |\n");
+	printf("|---|---|---|---|---|---|---|\n");
+	for (int a = first; a < argc; a++) {
+		struct nb_object *obj = NULL;
+		char err[256];
+		if (loader_open_file(argv[a], &obj, err, sizeof(err))) {
+			fprintf(stderr, "%s: %s\n", argv[a], err);
+			continue;
+		}
+		for (size_t i = 0; i < obj->prog_cnt; i++) {
+			const struct nb_hook_desc *h = hook_for_section(obj->progs[i].section);
+			if (!h)
+				continue;
+			const char *base = strrchr(argv[a], '/');
+			char what[96];
+			snprintf(what, sizeof(what), "%.40s: %.40s", base ? base + 1 : argv[a],
+				 obj->progs[i].name);
+			row(what, &obj->progs[i], obj->maps, obj->map_cnt, h, reps, 1.0);
+		}
+		loader_close(obj);
+	}
+	static const int sizes[] = { 10, 100, 1000, 10000 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		counted_loop(sizes[i], reps);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		lookup_loop(sizes[i], reps);
+	budget_loop(reps < 5 ? reps : 5);
+	return 0;
+}
