@@ -269,6 +269,19 @@ check_decisions
 expect_same_fallback 0 1 2 3 4 5
 check_waits 0 1 2 3 4 5
 
+# ---- 14. the leader killed in tree mode: its direct leaves (1, 2) use the flat rule, the
+#          relay (3) the same rule with its own upward ACKs and tells its children ------
+begin tree_leader_killed
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+for r in 0 1 2 3 4 5; do SLEEP_US=300 start_rank $r $r 8000; done
+sleep 0.8
+kill -9 $(pgrep -P "${PIDS[0]}") 2>/dev/null
+KILLED=0
+wait_all
+check_decisions
+expect_same_fallback 1 2 3 4 5
+check_waits 1 2 3 4 5
+
 if [ "$LONG" = 1 ]; then
 	# ---- long: a rank that joins after the bound: every rank falls back, it too ----
 	begin late_join_beyond_bound
