@@ -25,35 +25,25 @@
 
 #define PRODUCE_AHEAD 16 /* produced-but-uncommitted versions the leader keeps */
 
-struct agree_peer {
-	int fd;        /* -1 once gone */
-	uint32_t rank;
-	bool gone;     /* left after joining: its acks are frozen */
-	bool orphan;   /* tree: a rank whose relay was lost, told F only */
-};
 
-static void relay_forward(struct agree_comm *ac, const struct agree_buf *b);
-static void relay_lost_child(struct agree_comm *ac, uint32_t r);
-static void relay_step(struct agree_comm *ac, uint64_t now);
-
-static uint64_t thread_cpu_ns(void)
+uint64_t agree_thread_cpu_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t my_rank(const struct agree_comm *ac)
+uint32_t agree_my_rank(const struct agree_comm *ac)
 {
 	int r = atomic_load(&ac->rank);
 	return r < 0 ? 0 : (uint32_t)r;
 }
 
-static void send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
+void agree_send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
 			uint64_t number)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, t, my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, t, agree_my_rank(ac), ac->comm_id, ac->token);
 	if (t == AGREE_MSG_FALLBACK || t == AGREE_MSG_WELCOME) {
 		agree_buf_u64(&b, number);
 	} else if (t == AGREE_MSG_REFUSE) {
@@ -117,7 +107,7 @@ static void reclaim(struct agree_stream *s)
 	}
 }
 
-static void snapshot(const struct agree_stream *s, uint8_t *dst)
+void agree_snapshot(const struct agree_stream *s, uint8_t *dst)
 {
 	const uint64_t *src = (const uint64_t *)(const void *)s->contrib;
 	uint64_t *d = (uint64_t *)(void *)dst;
@@ -132,7 +122,7 @@ static void end_group_at(struct agree_comm *ac, uint64_t f, const char *why)
 	agree_comm_fallback(ac, f, why); /* the smallest F wins */
 }
 
-static void end_group(struct agree_comm *ac, const char *why)
+void agree_end_group(struct agree_comm *ac, const char *why)
 {
 	end_group_at(ac, agree_first_uncommitted_seq(ac), why);
 }
@@ -148,7 +138,7 @@ static void send_commit_down(struct agree_comm *ac, uint32_t idx, uint64_t v)
 	agree_buf_u32(&b, idx);
 	agree_buf_u64(&b, v);
 	agree_wire_end(&b, f);
-	relay_forward(ac, &b);
+	agree_relay_forward(ac, &b);
 	agree_buf_free(&b);
 }
 
@@ -203,7 +193,7 @@ static void lost_parent(struct agree_comm *ac, const char *why)
 		return;
 	}
 	runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%llx rank %u: %s; asking the leader for the "
-	       "group's fallback point", (unsigned long long)ac->comm_id, my_rank(ac), why);
+	       "group's fallback point", (unsigned long long)ac->comm_id, agree_my_rank(ac), why);
 	ac->parent = 0;
 	ac->orphan = true;
 	ac->joined = false;
@@ -216,7 +206,7 @@ static void lost_parent(struct agree_comm *ac, const char *why)
 static void follower_hello(struct agree_comm *ac)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, agree_my_rank(ac), ac->comm_id, ac->token);
 	agree_buf_u32(&b, ac->n_ranks);
 	agree_buf_u32(&b, ac->n_streams);
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
@@ -236,9 +226,9 @@ static void follower_ship(struct agree_comm *ac, struct agree_stream *s, uint32_
 	uint64_t closed = atomic_load_explicit(&s->closed_epoch, memory_order_acquire);
 	if (closed <= s->shipped_epochs)
 		return;
-	snapshot(s, s->snap);
+	agree_snapshot(s, s->snap);
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, agree_my_rank(ac), ac->comm_id, ac->token);
 	agree_buf_u32(&b, idx);
 	agree_buf_u64(&b, closed - 1);
 	agree_buf_u32(&b, s->desc.value_size);
@@ -263,10 +253,10 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (rc == 0)
 			ac->registered = true;
 		else if (rc != -EAGAIN)
-			end_group(ac, "the rendezvous hub has this communicator from another job");
+			agree_end_group(ac, "the rendezvous hub has this communicator from another job");
 	}
 	if (ac->relay)
-		relay_step(ac, now);
+		agree_relay_step(ac, now);
 	if (ac->fd < 0) {
 		if (ac->group_dead || now < ac->next_try_ns)
 			return;
@@ -290,7 +280,7 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		return;
 	uint64_t f = atomic_load(&ac->fallback_seq);
 	if (f != AGREE_NO_FALLBACK && !ac->fallback_sent) {
-		send_simple(ac, ac->fd, AGREE_MSG_FALLBACK, 0, f);
+		agree_send_simple(ac, ac->fd, AGREE_MSG_FALLBACK, 0, f);
 		ac->fallback_sent = true;
 	}
 	uint64_t drop = agree_config()->fault_drop_after_epochs;
@@ -332,7 +322,7 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 	case AGREE_MSG_REFUSE: {
 		char why[96];
 		snprintf(why, sizeof(why), "the leader refused this rank (reason %u)", m->reason);
-		end_group(ac, why);
+		agree_end_group(ac, why);
 		return false;
 	}
 	case AGREE_MSG_BYE: /* the parent's communicator was destroyed */
@@ -353,14 +343,14 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		s->latest_number = m->number;
 		struct agree_version *v = version_new(s, m->number, s->latest);
 		if (!v) {
-			end_group(ac, "out of memory");
+			agree_end_group(ac, "out of memory");
 			return true;
 		}
 		uint32_t slot = (uint32_t)(m->number % s->pending_cap);
 		free(s->pending[slot]);
 		s->pending[slot] = v;
 		if (!ac->relay) {
-			send_simple(ac, ac->fd, AGREE_MSG_ACK, m->stream, m->number);
+			agree_send_simple(ac, ac->fd, AGREE_MSG_ACK, m->stream, m->number);
 			return true;
 		}
 		/* a relay forwards the entries unchanged and acks once its subtree holds v */
@@ -372,7 +362,7 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		agree_buf_u32(&b, m->n_entries);
 		agree_buf_put(&b, m->entries, (size_t)m->n_entries * (4u + m->value_size));
 		agree_wire_end(&b, f);
-		relay_forward(ac, &b);
+		agree_relay_forward(ac, &b);
 		agree_buf_free(&b);
 		return true;
 	}
@@ -398,7 +388,7 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 
 /* ------------------------------------------------------------------ leader ---- */
 
-static bool streams_match(const struct agree_comm *ac, const struct agree_msg *m)
+bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m)
 {
 	if (m->n_streams != ac->n_streams)
 		return false;
@@ -430,7 +420,7 @@ static void encode_data(struct agree_comm *ac, struct agree_buf *b, struct agree
 	}
 }
 
-static void send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
+void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
 		      const struct agree_version *v, const uint8_t *prev)
 {
 	struct agree_buf b = {0};
@@ -461,7 +451,7 @@ static void catch_up(struct agree_comm *ac, int fd)
 			struct agree_version *ver = s->produced_ring[v % PRODUCE_AHEAD];
 			if (!ver)
 				break;
-			send_data(ac, fd, s, i, ver, prev);
+			agree_send_data(ac, fd, s, i, ver, prev);
 			prev = ver->data;
 		}
 	}
@@ -499,7 +489,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		char why[96];
 		snprintf(why, sizeof(why), "rank %u lost its relay (rank %u)", r, q);
 		end_group_at(ac, relay_fallback_seq(ac, q), why);
-		send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
+		agree_send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
 		return true;
 	}
 	if (m->h.type == AGREE_MSG_HELLO) {
@@ -507,13 +497,13 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		if (r == 0 || r >= ac->n_ranks || m->n_ranks != ac->n_ranks || ac->peers[r] ||
 		    (ac->fanout && agree_tree_parent(r, ac->fanout) != 0))
 			reason = AGREE_REFUSE_RANK; /* also a rank that left: no rejoining */
-		else if (!streams_match(ac, m))
+		else if (!agree_streams_match(ac, m))
 			reason = AGREE_REFUSE_STREAMS;
 		if (reason) {
 			AGREE_STAT(msgs_refused, 1);
-			send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
+			agree_send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
 			if (reason == AGREE_REFUSE_STREAMS) /* a real member that cannot agree */
-				end_group(ac, "a rank loaded different agreed maps");
+				agree_end_group(ac, "a rank loaded different agreed maps");
 			return false;
 		}
 		struct agree_peer *p = calloc(1, sizeof(*p));
@@ -523,7 +513,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		p->rank = r;
 		ac->peers[r] = p;
 		ac->joined_count++;
-		send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
+		agree_send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
 		if (atomic_load(&ac->fallback_seq) == AGREE_NO_FALLBACK)
 			catch_up(ac, fd);
 		return true;
@@ -547,7 +537,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 			uint32_t idx;
 			memcpy(&idx, e, 4);
 			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
-				end_group(ac, "out of memory");
+				agree_end_group(ac, "out of memory");
 				return true;
 			}
 		}
@@ -577,7 +567,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 			uint32_t idx;
 			memcpy(&idx, e, 4);
 			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
-				end_group(ac, "out of memory");
+				agree_end_group(ac, "out of memory");
 				return true;
 			}
 		}
@@ -606,7 +596,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
  * the rest of the relay's block (relay). */
 static bool kids_alloc(struct agree_comm *ac)
 {
-	uint32_t me = my_rank(ac);
+	uint32_t me = agree_my_rank(ac);
 	ac->kids = calloc(ac->n_ranks, sizeof(uint32_t));
 	if (!ac->kids)
 		return false;
@@ -671,11 +661,11 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 		return; /* test-only: a slow leader */
 	if (have < ac->n_ranks && now - s->first_arrival_ns < agree_config()->collect_ns)
 		return;
-	uint64_t c0 = thread_cpu_ns();
-	snapshot(s, s->snap); /* the leader's own contribution */
+	uint64_t c0 = agree_thread_cpu_ns();
+	agree_snapshot(s, s->snap); /* the leader's own contribution */
 	struct agree_version *v = malloc(sizeof(*v) + s->bytes);
 	if (!v) {
-		end_group(ac, "out of memory");
+		agree_end_group(ac, "out of memory");
 		return;
 	}
 	v->number = e + 1;
@@ -710,7 +700,7 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	s->produced = v->number;
 	s->first_arrival_ns = 0;
 	AGREE_STAT(epochs_reduced, 1);
-	AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
+	AGREE_STAT(leader_cpu_ns, agree_thread_cpu_ns() - c0);
 }
 
 static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_t idx)
@@ -725,7 +715,7 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		for (uint32_t k = 0; k < ac->n_kids; k++)
 			if (!ac->peers[ac->kids[k]] || s->rank_acked[ac->kids[k]] < next)
 				return;
-		uint64_t c0 = thread_cpu_ns();
+		uint64_t c0 = agree_thread_cpu_ns();
 		struct agree_version *v = s->produced_ring[next % PRODUCE_AHEAD];
 		s->produced_ring[next % PRODUCE_AHEAD] = NULL;
 		if (!v || v->number != next || !commit_version(ac, s, v))
@@ -739,7 +729,7 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 			if (!ac->peers[ac->kids[k]]->gone)
 				agree_conn_send(ac->peers[ac->kids[k]]->fd, &b);
 		agree_buf_free(&b);
-		AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
+		AGREE_STAT(leader_cpu_ns, agree_thread_cpu_ns() - c0);
 	}
 }
 
@@ -750,13 +740,13 @@ static void leader_step(struct agree_comm *ac, uint64_t now)
 		if (rc == 0)
 			ac->registered = true;
 		else if (rc != -EAGAIN)
-			end_group(ac, "the rendezvous hub has this communicator from another job");
+			agree_end_group(ac, "the rendezvous hub has this communicator from another job");
 	}
 	uint64_t f = atomic_load(&ac->fallback_seq);
 	if (f != AGREE_NO_FALLBACK && f != ac->fallback_sent_seq) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r] && !ac->peers[r]->gone)
-				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
+				agree_send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
 		ac->fallback_sent_seq = f;
 		ac->group_dead = true;
 	}
@@ -765,217 +755,6 @@ static void leader_step(struct agree_comm *ac, uint64_t now)
 			leader_produce(ac, &ac->streams[i], i, now);
 		leader_commit(ac, &ac->streams[i], i);
 		reclaim(&ac->streams[i]);
-	}
-}
-
-/* ------------------------------------------------------------------- relay ---- */
-/* A relay (tree mode) is a follower of the leader and the leader of its children: it
- * keeps their contributions sparsely, ships one PARTIAL (their combination with its own,
- * with counts) per epoch, forwards DATA / COMMIT / FALLBACK down and ACKs a version up
- * only once every child acked it. */
-
-static void relay_forward(struct agree_comm *ac, const struct agree_buf *b)
-{
-	for (uint32_t k = 0; ac->relay && ac->peers && k < ac->n_kids; k++) {
-		struct agree_peer *p = ac->peers[ac->kids[k]];
-		if (p && !p->gone)
-			agree_conn_send(p->fd, b);
-	}
-}
-
-/* A child left: the relay stops acking (its ACK means "my whole subtree holds v") and
- * tells the leader, which fixes F from the relay's last ACK (leader_on_msg LOST). */
-static void relay_lost_child(struct agree_comm *ac, uint32_t r)
-{
-	if (ac->fd >= 0 && ac->joined) {
-		struct agree_buf b = {0};
-		size_t f = agree_wire_begin(&b, AGREE_MSG_LOST, my_rank(ac), ac->comm_id, ac->token);
-		agree_buf_u32(&b, r);
-		agree_wire_end(&b, f);
-		agree_conn_send(ac->fd, &b);
-		agree_buf_free(&b);
-	}
-	ac->peer_bye = false;
-}
-
-/* Epochs closed by every member of the subtree, and how many closed the next one. */
-static void relay_progress(struct agree_comm *ac, struct agree_stream *s, uint64_t *full,
-			   uint32_t *done)
-{
-	uint64_t mine = atomic_load_explicit(&s->closed_epoch, memory_order_acquire);
-	uint64_t lo = mine;
-	for (uint32_t k = 0; k < ac->n_kids; k++)
-		if (s->rank_epochs[ac->kids[k]] < lo)
-			lo = s->rank_epochs[ac->kids[k]];
-	uint32_t d = mine > lo;
-	for (uint32_t k = 0; k < ac->n_kids; k++)
-		d += s->rank_epochs[ac->kids[k]] > lo;
-	*full = lo;
-	*done = d;
-}
-
-static void relay_ship(struct agree_comm *ac, struct agree_stream *s, uint32_t idx, uint64_t now)
-{
-	uint64_t full;
-	uint32_t done;
-	relay_progress(ac, s, &full, &done);
-	bool advanced = !s->part_sent_once || full > s->part_full_sent;
-	bool more = full == s->part_full_sent && done > s->part_done_sent;
-	/* one PARTIAL per epoch in steady state (the subtree's last contribution completes
-	 * it); stragglers' partial progress goes up at most every collect window / 8 */
-	if (!advanced && !(more && now - s->part_last_ns >= agree_config()->collect_ns / 8))
-		return;
-	uint64_t c0 = thread_cpu_ns();
-	const struct nb_map_agreed_desc *d = &s->desc;
-	snapshot(s, s->snap);
-	agree_partial_reset(d, s->part);
-	agree_partial_add_dense(d, s->part, s->snap);
-	for (uint32_t k = 0; k < ac->n_kids; k++)
-		agree_partial_add_sparse(d, s->part, &s->rank_views[ac->kids[k]], false);
-	uint32_t es = d->value_size + 8;
-	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, my_rank(ac), ac->comm_id, ac->token);
-	agree_buf_u32(&b, idx);
-	agree_buf_u64(&b, full);
-	agree_buf_u32(&b, done);
-	agree_buf_u32(&b, es);
-	size_t count_off = b.len;
-	agree_buf_u32(&b, 0);
-	uint32_t n = agree_wire_put_delta(&b, s->part, s->part_shipped, d->max_entries, es, es);
-	if (!b.oom) {
-		memcpy(b.p + count_off, &n, 4);
-		agree_wire_end(&b, f);
-		agree_conn_send(ac->fd, &b);
-		memcpy(s->part_shipped, s->part, (size_t)es * d->max_entries);
-		s->part_full_sent = full;
-		s->part_done_sent = done;
-		s->part_sent_once = true;
-		s->part_last_ns = now;
-	}
-	agree_buf_free(&b);
-	AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
-}
-
-static void relay_ack(struct agree_comm *ac, struct agree_stream *s, uint32_t idx)
-{
-	uint64_t v = s->latest_number;
-	for (uint32_t k = 0; k < ac->n_kids; k++) {
-		struct agree_peer *p = ac->peers[ac->kids[k]];
-		if (!p || p->gone)
-			return; /* not all joined, or one left: nothing newer is acked */
-		if (s->rank_acked[ac->kids[k]] < v)
-			v = s->rank_acked[ac->kids[k]];
-	}
-	if (v > s->acked_up) {
-		send_simple(ac, ac->fd, AGREE_MSG_ACK, idx, v);
-		s->acked_up = v;
-	}
-}
-
-static void relay_step(struct agree_comm *ac, uint64_t now)
-{
-	uint64_t f = atomic_load(&ac->fallback_seq);
-	if (f != AGREE_NO_FALLBACK && f != ac->down_fallback_sent) {
-		struct agree_buf b = {0};
-		size_t o = agree_wire_begin(&b, AGREE_MSG_FALLBACK, my_rank(ac), ac->comm_id, ac->token);
-		agree_buf_u64(&b, f);
-		agree_wire_end(&b, o);
-		relay_forward(ac, &b);
-		agree_buf_free(&b);
-		ac->down_fallback_sent = f;
-	}
-	if (ac->fd < 0 || !ac->joined || ac->group_dead)
-		return;
-	for (uint32_t i = 0; i < ac->n_streams; i++) {
-		if (f == AGREE_NO_FALLBACK)
-			relay_ship(ac, &ac->streams[i], i, now);
-		relay_ack(ac, &ac->streams[i], i);
-	}
-}
-
-/* Every version the relay holds and has not seen committed, for a joining child (nothing
- * commits before the whole subtree joined, so these start at version 1). */
-static void relay_catch_up(struct agree_comm *ac, int fd)
-{
-	for (uint32_t i = 0; i < ac->n_streams; i++) {
-		struct agree_stream *s = &ac->streams[i];
-		uint64_t committed = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
-		const uint8_t *prev = s->last ? s->last->data : NULL;
-		for (uint64_t v = committed + 1; v <= s->latest_number; v++) {
-			struct agree_version *ver = s->pending[v % s->pending_cap];
-			if (!ver || ver->number != v)
-				break;
-			send_data(ac, fd, s, i, ver, prev);
-			prev = ver->data;
-		}
-	}
-}
-
-static bool relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_msg *m)
-{
-	uint32_t r = m->h.rank;
-	if (m->h.type == AGREE_MSG_HELLO) {
-		uint32_t reason = 0;
-		if (r >= ac->n_ranks || agree_tree_parent(r, ac->fanout) != my_rank(ac) ||
-		    m->n_ranks != ac->n_ranks || ac->peers[r])
-			reason = AGREE_REFUSE_RANK;
-		else if (!streams_match(ac, m))
-			reason = AGREE_REFUSE_STREAMS;
-		if (reason) {
-			AGREE_STAT(msgs_refused, 1);
-			send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
-			if (reason == AGREE_REFUSE_STREAMS)
-				end_group(ac, "a rank loaded different agreed maps");
-			return false;
-		}
-		struct agree_peer *p = calloc(1, sizeof(*p));
-		if (!p)
-			return false;
-		p->fd = fd;
-		p->rank = r;
-		ac->peers[r] = p;
-		ac->joined_count++;
-		send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
-		if (atomic_load(&ac->fallback_seq) == AGREE_NO_FALLBACK)
-			relay_catch_up(ac, fd);
-		return true;
-	}
-	if (r >= ac->n_ranks || !ac->peers[r] || ac->peers[r]->gone || ac->peers[r]->fd != fd)
-		return false;
-	switch (m->h.type) {
-	case AGREE_MSG_CONTRIB: {
-		if (m->stream >= ac->n_streams)
-			return false;
-		struct agree_stream *s = &ac->streams[m->stream];
-		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0)
-			return false;
-		for (uint32_t k = 0; k < m->n_entries; k++) {
-			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
-			uint32_t idx;
-			memcpy(&idx, e, 4);
-			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
-				end_group(ac, "out of memory");
-				return true;
-			}
-		}
-		if (m->number + 1 > s->rank_epochs[r])
-			s->rank_epochs[r] = m->number + 1;
-		return true;
-	}
-	case AGREE_MSG_ACK:
-		if (m->stream >= ac->n_streams)
-			return false;
-		if (m->number > ac->streams[m->stream].rank_acked[r])
-			ac->streams[m->stream].rank_acked[r] = m->number;
-		return true;
-	case AGREE_MSG_FALLBACK: /* goes up with this relay's own (follower_step) */
-		agree_comm_fallback(ac, m->seq, "a rank could not agree in time");
-		return true;
-	case AGREE_MSG_BYE:
-		ac->peer_bye = true;
-		return false;
-	default:
-		return false;
 	}
 }
 
@@ -1002,9 +781,9 @@ void agree_group_step(struct agree_comm *ac, uint64_t now)
 		ac->role = atomic_load(&ac->rank) == 0 ? AGREE_ROLE_LEADER : AGREE_ROLE_FOLLOWER;
 		/* the same on every rank: n_ranks and NCCLBPF_AGREE_FANOUT (a job-wide setting) */
 		ac->fanout = agree_tree_fanout_for(ac->n_ranks, getenv("NCCLBPF_AGREE_FANOUT"));
-		ac->parent = agree_tree_parent(my_rank(ac), ac->fanout);
+		ac->parent = agree_tree_parent(agree_my_rank(ac), ac->fanout);
 		ac->relay = ac->role == AGREE_ROLE_FOLLOWER &&
-			    agree_tree_is_relay(my_rank(ac), ac->fanout, ac->n_ranks);
+			    agree_tree_is_relay(agree_my_rank(ac), ac->fanout, ac->n_ranks);
 		if (!stream_alloc(ac) ||
 		    ((ac->role == AGREE_ROLE_LEADER || ac->relay) && !leader_alloc(ac))) {
 			ac->group_dead = true;
@@ -1015,7 +794,7 @@ void agree_group_step(struct agree_comm *ac, uint64_t now)
 		if (ac->fanout && (ac->relay || ac->role == AGREE_ROLE_LEADER))
 			runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%llx rank %u: fan-in "
 				    "tree, fan-out %u, %u direct children%s",
-				    (unsigned long long)ac->comm_id, my_rank(ac), ac->fanout, ac->n_kids,
+				    (unsigned long long)ac->comm_id, agree_my_rank(ac), ac->fanout, ac->n_kids,
 				    ac->relay ? " (relay)" : " (leader)");
 	}
 	if (ac->role == AGREE_ROLE_LEADER)
@@ -1032,7 +811,7 @@ bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m
 	if (ac->role == AGREE_ROLE_FOLLOWER && fd == ac->fd)
 		return follower_on_msg(ac, m);
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->relay && ac->peers)
-		return relay_on_child_msg(ac, fd, m);
+		return agree_relay_on_child_msg(ac, fd, m);
 	return false;
 }
 
@@ -1071,7 +850,7 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 			if (p && !p->gone && p->fd == fd) {
 				p->gone = true;
 				p->fd = -1;
-				relay_lost_child(ac, p->rank);
+				agree_relay_lost_child(ac, p->rank);
 			}
 		}
 		return;
@@ -1087,7 +866,7 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 void agree_group_detach(struct agree_comm *ac)
 {
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->fd >= 0) {
-		send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
+		agree_send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
 		agree_conn_flush_close(ac->fd);
 		ac->fd = -1;
 	}
@@ -1097,7 +876,7 @@ void agree_group_detach(struct agree_comm *ac)
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r]) {
 				if (!ac->peers[r]->gone) {
-					send_simple(ac, ac->peers[r]->fd, AGREE_MSG_BYE, 0, 0);
+					agree_send_simple(ac, ac->peers[r]->fd, AGREE_MSG_BYE, 0, 0);
 					agree_conn_flush_close(ac->peers[r]->fd);
 				}
 				free(ac->peers[r]);

@@ -201,6 +201,29 @@ void agree_hub_unregister_local(uint64_t comm_id);
 bool agree_hub_local_lookup(uint64_t comm_id, uint32_t rank, uint64_t token, uint32_t *addr,
 			    uint32_t *port);
 
+/* ---- shared by the group protocol (agree_group.c) and the relay (agree_relay.c),
+ * service thread only ---- */
+struct agree_peer { /* a direct child as its leader or relay sees it */
+	int fd;        /* -1 once gone */
+	uint32_t rank;
+	bool gone;     /* left after joining: its acks are frozen */
+	bool orphan;   /* tree: a rank whose relay was lost, told F only */
+};
+uint32_t agree_my_rank(const struct agree_comm *ac);
+uint64_t agree_thread_cpu_ns(void);
+void agree_send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
+		       uint64_t number);
+void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
+		     const struct agree_version *v, const uint8_t *prev);
+void agree_snapshot(const struct agree_stream *s, uint8_t *dst);
+void agree_end_group(struct agree_comm *ac, const char *why);
+bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m);
+/* relay (agree_relay.c) */
+void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b);
+void agree_relay_lost_child(struct agree_comm *ac, uint32_t r);
+void agree_relay_step(struct agree_comm *ac, uint64_t now);
+bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_msg *m);
+
 /* ---- reduction (agree_reduce.c) ---- */
 /* out (dense, stride x max_entries) = op over the leader's own dense view `self` and the
  * sparse views of the others; entries nobody contributed stay 0. LEADER: out = self.
