@@ -13,6 +13,13 @@
  *     follower changes 2 entries of its contribution per epoch. Prints, per epoch: bytes
  *     on the leader's wire, the leader's service-thread CPU for reduce + encode + commit
  *     (socket I/O excluded) and in total, its contribution state, and the wall time.
+ *     In tree mode (NCCLBPF_AGREE_FANOUT, or more than 64 ranks) the simulated peers are
+ *     the leader's direct children only; a simulated relay sends one PARTIAL per epoch
+ *     for its whole subtree.
+ *
+ *   bench_cpu_agree tree POLICY.bpf.o RANKS [epochs=50]
+ *     Flat vs tree at RANKS (each in a child process), ratios tree / flat, and a relay's
+ *     load (the flat group of F ranks). Flat is skipped above 1024 ranks.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -24,6 +31,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <arpa/inet.h>
 
 #include "agree/agree.h"
@@ -153,6 +161,7 @@ static int bench_lookup(const char *obj_path, int batches, int calls)
 struct sim {
 	int fd;
 	uint32_t rank;
+	uint32_t subtree; /* > 1: a simulated relay standing for this many ranks (PARTIAL) */
 	struct agree_buf in;
 	uint64_t contributed; /* CONTRIB sent for epochs < this */
 	uint64_t committed;
@@ -194,7 +203,45 @@ static void sim_contrib(struct sim *s, uint64_t comm, uint64_t token, uint64_t e
 	agree_buf_free(&b);
 }
 
-static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
+/* A relay's PARTIAL: the same two entries, combined over its subtree (value + count). */
+static void sim_partial(struct sim *s, uint64_t comm, uint64_t token, uint64_t epoch,
+			const struct nb_map_agreed_desc *d)
+{
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, s->rank, comm, token);
+	agree_buf_u32(&b, 0);
+	agree_buf_u64(&b, epoch + 1); /* every member closed epochs 0..epoch */
+	agree_buf_u32(&b, 0);
+	agree_buf_u32(&b, d->value_size + 8);
+	agree_buf_u32(&b, 2);
+	for (uint32_t e = 0; e < 2; e++) {
+		agree_buf_u32(&b, (uint32_t)((e * 13 + epoch / 16) % d->max_entries));
+		for (uint32_t w = 0; w < d->value_size / 8; w++)
+			agree_buf_u64(&b, 1000 + s->rank + epoch * 3 + w);
+		agree_buf_u64(&b, s->subtree);
+	}
+	agree_wire_end(&b, f);
+	sim_send(s, &b);
+	agree_buf_free(&b);
+}
+
+static void sim_epoch(struct sim *s, uint64_t comm, uint64_t token, uint64_t epoch,
+		      const struct nb_map_agreed_desc *d)
+{
+	if (s->subtree > 1)
+		sim_partial(s, comm, token, epoch, d);
+	else
+		sim_contrib(s, comm, token, epoch, d);
+}
+
+struct group_result {
+	uint32_t ranks, fanout, direct;
+	uint64_t epochs;
+	double bytes, leader_us, service_us, wall_ms;
+};
+
+static int bench_group(const char *policy, uint32_t n, uint64_t epochs,
+		       struct group_result *res)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -236,11 +283,20 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 	agree_tuner_begin(ac, 0); /* starts the group (listener, hub) */
 	agree_tuner_end();
 
-	struct sim *sims = calloc(n, sizeof(*sims));
-	struct pollfd *pf = calloc(n, sizeof(*pf));
-	for (uint32_t r = 1; r < n; r++) {
-		struct sim *s = &sims[r];
+	/* the leader's direct children only: in tree mode (NCCLBPF_AGREE_FANOUT, or more than
+	 * AGREE_TREE_MIN_RANKS ranks) a simulated relay stands for its whole subtree */
+	uint32_t fan = agree_tree_fanout_for(n, getenv("NCCLBPF_AGREE_FANOUT"));
+	uint32_t *kid = calloc(n, sizeof(uint32_t)), nk = 0;
+	for (uint32_t r = 1; r < n; r++)
+		if (agree_tree_parent(r, fan) == 0)
+			kid[nk++] = r;
+	struct sim *sims = calloc(nk + 1, sizeof(*sims));
+	struct pollfd *pf = calloc(nk + 1, sizeof(*pf));
+	for (uint32_t i = 1; i <= nk; i++) {
+		struct sim *s = &sims[i];
+		uint32_t r = kid[i - 1];
 		s->rank = r;
+		s->subtree = agree_tree_subtree(r, fan, n);
 		s->fd = socket(AF_INET, SOCK_STREAM, 0);
 		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
 		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -265,9 +321,10 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 		agree_wire_end(&b, f);
 		sim_send(s, &b);
 		agree_buf_free(&b);
-		sim_contrib(s, comm, token, 0, &d);
+		sim_epoch(s, comm, token, 0, &d);
 		s->contributed = 1;
 	}
+	n = nk + 1; /* from here on: the simulated connections */
 	struct agree_stats st0;
 	agree_get_stats(&st0);
 	uint64_t t0 = now_ns(), seq = 1, last_seq = (epochs + 2) * k;
@@ -304,7 +361,7 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 					sim_send(s, &b);
 					agree_buf_free(&b);
 					/* a follower's next epoch closes about when a version arrives */
-					sim_contrib(s, comm, token, s->contributed++, &d);
+					sim_epoch(s, comm, token, s->contributed++, &d);
 				} else if (m.h.type == AGREE_MSG_COMMIT) {
 					s->committed = m.number;
 				}
@@ -337,18 +394,29 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 	uint64_t reduced = st.epochs_reduced - st0.epochs_reduced;
 	uint64_t bytes = (st.bytes_sent - st0.bytes_sent) + (st.bytes_received - st0.bytes_received);
 	size_t sparse = 0;
-	for (uint32_t r = 1; r < n; r++)
-		sparse += (size_t)ac->streams[0].rank_views[r].cap * (4 + d.value_size);
-	printf("%5u ranks: %3llu epochs, %7.0f bytes/epoch on the leader's wire (%5.0f per "
-	       "follower), leader CPU %7.1f us/epoch reduce+encode+commit (I/O excluded), %7.1f us/epoch "
-	       "service thread total, wall %6.2f ms/epoch, contribution state "
-	       "%zu KiB (dense would be %zu KiB)\n",
-	       n, (unsigned long long)reduced, reduced ? (double)bytes / reduced : 0.0,
+	for (uint32_t i = 1; i < n; i++)
+		sparse += (size_t)ac->streams[0].rank_views[sims[i].rank].cap *
+			  (4 + d.value_size + (sims[i].subtree > 1 ? 8 : 0));
+	uint32_t ranks = fan ? (uint32_t)(kid[nk - 1] + sims[nk].subtree) : n;
+	printf("%5u ranks (%s, %u direct children): %3llu epochs, %7.0f bytes/epoch on the "
+	       "leader's wire (%5.0f per child), leader CPU %7.1f us/epoch reduce+encode+commit "
+	       "(I/O excluded), %7.1f us/epoch service thread total, wall %6.2f ms/epoch, "
+	       "contribution state %zu KiB (dense would be %zu KiB)\n",
+	       ranks, fan ? "tree" : "flat", n - 1, (unsigned long long)reduced,
+	       reduced ? (double)bytes / reduced : 0.0,
 	       reduced ? (double)bytes / reduced / (n - 1) : 0.0,
 	       reduced ? (double)(st.leader_cpu_ns - st0.leader_cpu_ns) / reduced / 1000.0 : 0.0,
 	       reduced ? (double)(st.service_cpu_ns - st0.service_cpu_ns) / reduced / 1000.0 : 0.0,
 	       (double)wall / 1e6 / (double)epochs, sparse / 1024,
-	       (size_t)(n - 1) * d.stride * d.max_entries / 1024);
+	       (size_t)(ranks - 1) * d.stride * d.max_entries / 1024);
+	fflush(stdout);
+	if (res)
+		*res = (struct group_result){ranks, fan, n - 1, reduced,
+			reduced ? (double)bytes / reduced : 0.0,
+			reduced ? (double)(st.leader_cpu_ns - st0.leader_cpu_ns) / reduced / 1000.0 : 0.0,
+			reduced ? (double)(st.service_cpu_ns - st0.service_cpu_ns) / reduced / 1000.0 : 0.0,
+			(double)wall / 1e6 / (double)epochs};
+	free(kid);
 	for (uint32_t r = 1; r < n; r++) {
 		close(sims[r].fd);
 		agree_buf_free(&sims[r].in);
@@ -361,6 +429,59 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs)
 	return 0;
 }
 
+/* One configuration in a child process (the agree service is process-wide). */
+static int run_child(const char *policy, uint32_t n, uint64_t epochs, const char *fanout,
+		     struct group_result *res)
+{
+	int pfd[2];
+	if (pipe(pfd) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		setenv("NCCLBPF_AGREE_FANOUT", fanout, 1);
+		struct group_result r = {0};
+		int rc = bench_group(policy, n, epochs, &r);
+		if (write(pfd[1], &r, sizeof(r)) != (ssize_t)sizeof(r))
+			rc = 1;
+		_exit(rc);
+	}
+	close(pfd[1]);
+	ssize_t got = pid > 0 ? read(pfd[0], res, sizeof(*res)) : -1;
+	close(pfd[0]);
+	int st = 0;
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	return got == (ssize_t)sizeof(*res) && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Tree vs flat at RANKS, each in its own process, interleaved: the leader's wire and CPU
+ * per epoch; then a relay's load, which is a flat leader's with F - 1 followers plus one
+ * PARTIAL up (measured as the flat group of F ranks). Flat is skipped above 1024 ranks. */
+static int bench_tree(const char *policy, uint32_t n, uint64_t epochs)
+{
+	struct group_result flat = {0}, tree = {0}, relay = {0};
+	char fs[16];
+	uint32_t f = agree_tree_fanout_for(n, n <= AGREE_TREE_MIN_RANKS ? "8" : NULL);
+	snprintf(fs, sizeof(fs), "%u", f);
+	bool have_flat = n <= 1024; /* the simulation of a flat 2048 takes minutes */
+	if (have_flat && run_child(policy, n, epochs, "flat", &flat) != 0)
+		return 1;
+	if (run_child(policy, n, epochs, fs, &tree) != 0)
+		return 1;
+	if (run_child(policy, f, epochs, "flat", &relay) != 0)
+		return 1;
+	printf("tree (fan-out %u) at %u ranks: leader %u direct children, %.0f bytes/epoch, "
+	       "service thread %.1f us/epoch", f, tree.ranks, tree.direct, tree.bytes,
+	       tree.service_us);
+	if (have_flat)
+		printf("; vs flat: bytes %.3fx, service thread %.3fx, wall %.3fx", tree.bytes / flat.bytes,
+		       tree.service_us / flat.service_us, tree.wall_ms / flat.wall_ms);
+	printf("\n  each relay (%u children): ~%.1f us/epoch service thread, %.0f bytes/epoch "
+	       "(the flat group of %u ranks)\n", f - 1, relay.service_us, relay.bytes, f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "lookup"))
@@ -368,8 +489,11 @@ int main(int argc, char **argv)
 				    argc > 4 ? atoi(argv[4]) : 1000);
 	if (argc >= 4 && !strcmp(argv[1], "group"))
 		return bench_group(argv[2], (uint32_t)atoi(argv[3]),
-				   argc > 4 ? strtoull(argv[4], NULL, 10) : 50);
-	fprintf(stderr, "usage: %s lookup OBJ [batches] [calls] | group POLICY.bpf.o RANKS [epochs]\n",
-		argv[0]);
+				   argc > 4 ? strtoull(argv[4], NULL, 10) : 50, NULL);
+	if (argc >= 4 && !strcmp(argv[1], "tree"))
+		return bench_tree(argv[2], (uint32_t)atoi(argv[3]),
+				  argc > 4 ? strtoull(argv[4], NULL, 10) : 50);
+	fprintf(stderr, "usage: %s lookup OBJ [batches] [calls] | group POLICY.bpf.o RANKS [epochs]"
+		" | tree POLICY.bpf.o RANKS [epochs]\n", argv[0]);
 	return 2;
 }

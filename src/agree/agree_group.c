@@ -25,30 +25,25 @@
 
 #define PRODUCE_AHEAD 16 /* produced-but-uncommitted versions the leader keeps */
 
-struct agree_peer {
-	int fd;        /* -1 once gone */
-	uint32_t rank;
-	bool gone;     /* left after joining: its acks are frozen */
-};
 
-static uint64_t thread_cpu_ns(void)
+uint64_t agree_thread_cpu_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t my_rank(const struct agree_comm *ac)
+uint32_t agree_my_rank(const struct agree_comm *ac)
 {
 	int r = atomic_load(&ac->rank);
 	return r < 0 ? 0 : (uint32_t)r;
 }
 
-static void send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
+void agree_send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
 			uint64_t number)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, t, my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, t, agree_my_rank(ac), ac->comm_id, ac->token);
 	if (t == AGREE_MSG_FALLBACK || t == AGREE_MSG_WELCOME) {
 		agree_buf_u64(&b, number);
 	} else if (t == AGREE_MSG_REFUSE) {
@@ -112,7 +107,7 @@ static void reclaim(struct agree_stream *s)
 	}
 }
 
-static void snapshot(const struct agree_stream *s, uint8_t *dst)
+void agree_snapshot(const struct agree_stream *s, uint8_t *dst)
 {
 	const uint64_t *src = (const uint64_t *)(const void *)s->contrib;
 	uint64_t *d = (uint64_t *)(void *)dst;
@@ -127,7 +122,7 @@ static void end_group_at(struct agree_comm *ac, uint64_t f, const char *why)
 	agree_comm_fallback(ac, f, why); /* the smallest F wins */
 }
 
-static void end_group(struct agree_comm *ac, const char *why)
+void agree_end_group(struct agree_comm *ac, const char *why)
 {
 	end_group_at(ac, agree_first_uncommitted_seq(ac), why);
 }
@@ -136,26 +131,74 @@ static void end_group(struct agree_comm *ac, const char *why)
  * have been committed (the leader commits what all ranks acked, and still does after
  * losing this rank), so it activates all of them and falls back after the last one. The
  * leader computes the same F from this rank's last ACKs (leader_on_close). */
+static void send_commit_down(struct agree_comm *ac, uint32_t idx, uint64_t v)
+{
+	struct agree_buf b = {0}; /* encoded once, the same bytes to every child */
+	size_t f = agree_wire_begin(&b, AGREE_MSG_COMMIT, 0, ac->comm_id, ac->token);
+	agree_buf_u32(&b, idx);
+	agree_buf_u64(&b, v);
+	agree_wire_end(&b, f);
+	agree_relay_forward(ac, &b);
+	agree_buf_free(&b);
+}
+
+/* Commits the held versions gate+1 .. upto (a relay forwards each COMMIT to its
+ * children, who hold them: it acked only what all of them held). */
+static void commit_held(struct agree_comm *ac, struct agree_stream *s, uint32_t idx,
+			uint64_t upto)
+{
+	uint64_t g = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
+	for (uint64_t v = g + 1; v <= upto; v++) {
+		uint32_t slot = (uint32_t)(v % s->pending_cap);
+		struct agree_version *ver = s->pending[slot];
+		if (!ver || ver->number != v)
+			break;
+		s->pending[slot] = NULL;
+		if (!commit_version(ac, s, ver))
+			break;
+		if (ac->relay)
+			send_commit_down(ac, idx, v);
+	}
+}
+
 static void follower_lost_leader(struct agree_comm *ac, const char *why)
 {
 	uint64_t f = UINT64_MAX;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
-		uint64_t g = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
-		for (uint64_t v = g + 1; v <= s->latest_number; v++) {
-			uint32_t slot = (uint32_t)(v % s->pending_cap);
-			struct agree_version *ver = s->pending[slot];
-			if (!ver || ver->number != v)
-				break;
-			s->pending[slot] = NULL;
-			if (!commit_version(ac, s, ver))
-				break;
-		}
-		uint64_t fs = (s->latest_number + 2) * s->k; /* S of the first version not acked */
+		/* what this rank acked upward: a leaf acks every DATA at once; a relay acks
+		 * what its whole subtree holds (the leader sees the same number) */
+		uint64_t acked = ac->relay ? s->acked_up : s->latest_number;
+		commit_held(ac, s, i, acked);
+		uint64_t fs = (acked + 2) * s->k; /* S of the first version not acked */
 		if (fs < f)
 			f = fs;
 	}
 	end_group_at(ac, f, why);
+}
+
+/* A child of a relay that lost its relay (or its link to it) cannot tell which of the
+ * versions it acked the relay acked upward: it asks the leader, which answers with the
+ * group's F (WELCOME) - the first version the relay did not ack. Until then its tuner
+ * waits (bounded) like at any uncommitted activation. */
+static void lost_parent(struct agree_comm *ac, const char *why)
+{
+	if (ac->parent == 0 || ac->relay) {
+		follower_lost_leader(ac, why);
+		return;
+	}
+	uint64_t f = atomic_load(&ac->fallback_seq);
+	if (f != AGREE_NO_FALLBACK && agree_first_uncommitted_seq(ac) >= f) {
+		ac->group_dead = true; /* already holds everything before F */
+		return;
+	}
+	runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%llx rank %u: %s; asking the leader for the "
+	       "group's fallback point", (unsigned long long)ac->comm_id, agree_my_rank(ac), why);
+	ac->parent = 0;
+	ac->orphan = true;
+	ac->joined = false;
+	ac->leader_port = 0;
+	ac->next_try_ns = 0;
 }
 
 /* ---------------------------------------------------------------- follower ---- */
@@ -163,7 +206,7 @@ static void follower_lost_leader(struct agree_comm *ac, const char *why)
 static void follower_hello(struct agree_comm *ac)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, agree_my_rank(ac), ac->comm_id, ac->token);
 	agree_buf_u32(&b, ac->n_ranks);
 	agree_buf_u32(&b, ac->n_streams);
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
@@ -183,9 +226,9 @@ static void follower_ship(struct agree_comm *ac, struct agree_stream *s, uint32_
 	uint64_t closed = atomic_load_explicit(&s->closed_epoch, memory_order_acquire);
 	if (closed <= s->shipped_epochs)
 		return;
-	snapshot(s, s->snap);
+	agree_snapshot(s, s->snap);
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, agree_my_rank(ac), ac->comm_id, ac->token);
 	agree_buf_u32(&b, idx);
 	agree_buf_u64(&b, closed - 1);
 	agree_buf_u32(&b, s->desc.value_size);
@@ -205,6 +248,15 @@ static void follower_ship(struct agree_comm *ac, struct agree_stream *s, uint32_
 
 static void follower_step(struct agree_comm *ac, uint64_t now)
 {
+	if (ac->relay && !ac->registered) {
+		int rc = agree_hub_register(ac); /* its children look it up */
+		if (rc == 0)
+			ac->registered = true;
+		else if (rc != -EAGAIN)
+			agree_end_group(ac, "the rendezvous hub has this communicator from another job");
+	}
+	if (ac->relay)
+		agree_relay_step(ac, now);
 	if (ac->fd < 0) {
 		if (ac->group_dead || now < ac->next_try_ns)
 			return;
@@ -228,19 +280,20 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		return;
 	uint64_t f = atomic_load(&ac->fallback_seq);
 	if (f != AGREE_NO_FALLBACK && !ac->fallback_sent) {
-		send_simple(ac, ac->fd, AGREE_MSG_FALLBACK, 0, f);
+		agree_send_simple(ac, ac->fd, AGREE_MSG_FALLBACK, 0, f);
 		ac->fallback_sent = true;
 	}
 	uint64_t drop = agree_config()->fault_drop_after_epochs;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
-		follower_ship(ac, &ac->streams[i], i);
+		if (!ac->relay) /* a relay's own contribution goes up in its PARTIAL */
+			follower_ship(ac, &ac->streams[i], i);
 		reclaim(&ac->streams[i]);
 		if (drop && ac->streams[i].shipped_epochs >= drop && ac->fd >= 0) {
 			/* test-only: the connection drops (docs/agreement.md "Testing"); FIN after
 			 * everything sent, like a process that closes its socket */
 			agree_conn_flush_close(ac->fd);
 			ac->fd = -1;
-			follower_lost_leader(ac, "lost the connection to the leader (injected)");
+			lost_parent(ac, "lost the connection to its parent (injected)");
 			return;
 		}
 	}
@@ -251,17 +304,29 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 	switch (m->h.type) {
 	case AGREE_MSG_WELCOME:
 		ac->joined = true;
-		if (m->seq != AGREE_NO_FALLBACK)
-			end_group(ac, "joined after the group fell back");
+		if (m->seq != AGREE_NO_FALLBACK) {
+			/* every version before F is committed at the leader (or will be: it
+			 * acked them all); this rank holds them if it acked them (an orphan) */
+			for (uint32_t i = 0; i < ac->n_streams; i++) {
+				struct agree_stream *s = &ac->streams[i];
+				/* the last v with S_v = (v + 1) K < F */
+				uint64_t upto = (m->seq - 1) / s->k >= 1 ? (m->seq - 1) / s->k - 1 : 0;
+				commit_held(ac, s, i, upto < s->latest_number ? upto : s->latest_number);
+			}
+			uint64_t u = agree_first_uncommitted_seq(ac);
+			end_group_at(ac, u < m->seq ? u : m->seq, ac->orphan ?
+				     "its relay was lost (the leader's fallback point)" :
+				     "joined after the group fell back");
+		}
 		return true;
 	case AGREE_MSG_REFUSE: {
 		char why[96];
 		snprintf(why, sizeof(why), "the leader refused this rank (reason %u)", m->reason);
-		end_group(ac, why);
+		agree_end_group(ac, why);
 		return false;
 	}
-	case AGREE_MSG_BYE: /* the leader's communicator was destroyed */
-		follower_lost_leader(ac, "the communicator was destroyed on the leader");
+	case AGREE_MSG_BYE: /* the parent's communicator was destroyed */
+		lost_parent(ac, "the communicator was destroyed on its parent");
 		return false;
 	case AGREE_MSG_FALLBACK:
 		/* keep the link: COMMITs of versions activating before F may still come */
@@ -278,25 +343,42 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		s->latest_number = m->number;
 		struct agree_version *v = version_new(s, m->number, s->latest);
 		if (!v) {
-			end_group(ac, "out of memory");
+			agree_end_group(ac, "out of memory");
 			return true;
 		}
 		uint32_t slot = (uint32_t)(m->number % s->pending_cap);
 		free(s->pending[slot]);
 		s->pending[slot] = v;
-		send_simple(ac, ac->fd, AGREE_MSG_ACK, m->stream, m->number);
+		if (!ac->relay) {
+			agree_send_simple(ac, ac->fd, AGREE_MSG_ACK, m->stream, m->number);
+			return true;
+		}
+		/* a relay forwards the entries unchanged and acks once its subtree holds v */
+		struct agree_buf b = {0};
+		size_t f = agree_wire_begin(&b, AGREE_MSG_DATA, 0, ac->comm_id, ac->token);
+		agree_buf_u32(&b, m->stream);
+		agree_buf_u64(&b, m->number);
+		agree_buf_u32(&b, m->value_size);
+		agree_buf_u32(&b, m->n_entries);
+		agree_buf_put(&b, m->entries, (size_t)m->n_entries * (4u + m->value_size));
+		agree_wire_end(&b, f);
+		agree_relay_forward(ac, &b);
+		agree_buf_free(&b);
 		return true;
 	}
 	case AGREE_MSG_COMMIT: {
 		if (m->stream >= ac->n_streams)
 			return false;
 		struct agree_stream *s = &ac->streams[m->stream];
+		if (m->number <= (atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK))
+			return true; /* an orphan committed it from WELCOME already */
 		uint32_t slot = (uint32_t)(m->number % s->pending_cap);
 		struct agree_version *v = s->pending[slot];
 		if (!v || v->number != m->number)
 			return false;
 		s->pending[slot] = NULL;
-		commit_version(ac, s, v);
+		if (commit_version(ac, s, v) && ac->relay)
+			send_commit_down(ac, m->stream, m->number);
 		return true;
 	}
 	default:
@@ -306,7 +388,7 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 
 /* ------------------------------------------------------------------ leader ---- */
 
-static bool streams_match(const struct agree_comm *ac, const struct agree_msg *m)
+bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m)
 {
 	if (m->n_streams != ac->n_streams)
 		return false;
@@ -338,7 +420,7 @@ static void encode_data(struct agree_comm *ac, struct agree_buf *b, struct agree
 	}
 }
 
-static void send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
+void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
 		      const struct agree_version *v, const uint8_t *prev)
 {
 	struct agree_buf b = {0};
@@ -369,26 +451,59 @@ static void catch_up(struct agree_comm *ac, int fd)
 			struct agree_version *ver = s->produced_ring[v % PRODUCE_AHEAD];
 			if (!ver)
 				break;
-			send_data(ac, fd, s, i, ver, prev);
+			agree_send_data(ac, fd, s, i, ver, prev);
 			prev = ver->data;
 		}
 	}
 }
 
+/* S of the first version direct child q did not ack: a lost leaf activates every version
+ * it acked; a relay's subtree holds every version the relay acked. */
+static uint64_t relay_fallback_seq(const struct agree_comm *ac, uint32_t q)
+{
+	uint64_t f = UINT64_MAX;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		const struct agree_stream *s = &ac->streams[i];
+		uint64_t fs = (s->rank_acked[q] + 2) * s->k;
+		if (fs < f)
+			f = fs;
+	}
+	return f;
+}
+
 static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m)
 {
 	uint32_t r = m->h.rank;
+	if (m->h.type == AGREE_MSG_HELLO && ac->fanout && r > 0 && r < ac->n_ranks &&
+	    m->n_ranks == ac->n_ranks && agree_tree_parent(r, ac->fanout) != 0 && !ac->peers[r]) {
+		/* a rank below a relay lost it (or its link to it): agreement ends at the first
+		 * version that relay did not ack - what the relay's subtree holds */
+		uint32_t q = agree_tree_parent(r, ac->fanout);
+		struct agree_peer *p = calloc(1, sizeof(*p));
+		if (!p)
+			return false;
+		p->fd = fd;
+		p->rank = r;
+		p->orphan = true;
+		ac->peers[r] = p;
+		char why[96];
+		snprintf(why, sizeof(why), "rank %u lost its relay (rank %u)", r, q);
+		end_group_at(ac, relay_fallback_seq(ac, q), why);
+		agree_send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
+		return true;
+	}
 	if (m->h.type == AGREE_MSG_HELLO) {
 		uint32_t reason = 0;
-		if (r == 0 || r >= ac->n_ranks || m->n_ranks != ac->n_ranks || ac->peers[r])
+		if (r == 0 || r >= ac->n_ranks || m->n_ranks != ac->n_ranks || ac->peers[r] ||
+		    (ac->fanout && agree_tree_parent(r, ac->fanout) != 0))
 			reason = AGREE_REFUSE_RANK; /* also a rank that left: no rejoining */
-		else if (!streams_match(ac, m))
+		else if (!agree_streams_match(ac, m))
 			reason = AGREE_REFUSE_STREAMS;
 		if (reason) {
 			AGREE_STAT(msgs_refused, 1);
-			send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
+			agree_send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
 			if (reason == AGREE_REFUSE_STREAMS) /* a real member that cannot agree */
-				end_group(ac, "a rank loaded different agreed maps");
+				agree_end_group(ac, "a rank loaded different agreed maps");
 			return false;
 		}
 		struct agree_peer *p = calloc(1, sizeof(*p));
@@ -398,7 +513,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		p->rank = r;
 		ac->peers[r] = p;
 		ac->joined_count++;
-		send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
+		agree_send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
 		if (atomic_load(&ac->fallback_seq) == AGREE_NO_FALLBACK)
 			catch_up(ac, fd);
 		return true;
@@ -406,9 +521,43 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 	if (r == 0 || r >= ac->n_ranks || !ac->peers[r] || ac->peers[r]->gone ||
 	    ac->peers[r]->fd != fd)
 		return false; /* only a joined member may speak, on its own connection */
+	if (ac->peers[r]->orphan) /* told F; its CONTRIB/ACK/BYE change nothing */
+		return m->h.type != AGREE_MSG_BYE;
+	bool is_relay = agree_tree_is_relay(r, ac->fanout, ac->n_ranks);
 	switch (m->h.type) {
+	case AGREE_MSG_PARTIAL: {
+		if (!is_relay || m->stream >= ac->n_streams)
+			return false;
+		struct agree_stream *s = &ac->streams[m->stream];
+		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size + 8) != 0 ||
+		    m->done > agree_tree_subtree(r, ac->fanout, ac->n_ranks))
+			return false;
+		for (uint32_t k = 0; k < m->n_entries; k++) {
+			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
+			uint32_t idx;
+			memcpy(&idx, e, 4);
+			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
+				agree_end_group(ac, "out of memory");
+				return true;
+			}
+		}
+		if (m->number >= s->rank_epochs[r]) {
+			s->rank_done[r] = m->number > s->rank_epochs[r] || m->done > s->rank_done[r] ?
+					  m->done : s->rank_done[r];
+			s->rank_epochs[r] = m->number;
+		}
+		return true;
+	}
+	case AGREE_MSG_LOST: {
+		if (!is_relay || m->lost >= ac->n_ranks || agree_tree_parent(m->lost, ac->fanout) != r)
+			return false;
+		char why[96];
+		snprintf(why, sizeof(why), "rank %u (below relay %u) left the group", m->lost, r);
+		end_group_at(ac, relay_fallback_seq(ac, r), why);
+		return true;
+	}
 	case AGREE_MSG_CONTRIB: {
-		if (m->stream >= ac->n_streams)
+		if (is_relay || m->stream >= ac->n_streams)
 			return false;
 		struct agree_stream *s = &ac->streams[m->stream];
 		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0)
@@ -418,7 +567,7 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 			uint32_t idx;
 			memcpy(&idx, e, 4);
 			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
-				end_group(ac, "out of memory");
+				agree_end_group(ac, "out of memory");
 				return true;
 			}
 		}
@@ -443,10 +592,25 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 	}
 }
 
+/* Direct children: all other ranks (flat), ranks 1..F-1 and the relays (tree leader),
+ * the rest of the relay's block (relay). */
+static bool kids_alloc(struct agree_comm *ac)
+{
+	uint32_t me = agree_my_rank(ac);
+	ac->kids = calloc(ac->n_ranks, sizeof(uint32_t));
+	if (!ac->kids)
+		return false;
+	ac->n_kids = 0;
+	for (uint32_t r = 1; r < ac->n_ranks; r++)
+		if (r != me && agree_tree_parent(r, ac->fanout) == me)
+			ac->kids[ac->n_kids++] = r;
+	return true;
+}
+
 static bool leader_alloc(struct agree_comm *ac)
 {
 	ac->peers = calloc(ac->n_ranks, sizeof(*ac->peers));
-	if (!ac->peers)
+	if (!ac->peers || !kids_alloc(ac))
 		return false;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
@@ -458,6 +622,14 @@ static bool leader_alloc(struct agree_comm *ac)
 		if (!s->rank_views || !s->reduce_cnt || !s->rank_epochs || !s->rank_acked ||
 		    !s->produced_ring)
 			return false;
+		if (ac->fanout) {
+			size_t pb = (size_t)(s->desc.value_size + 8) * s->desc.max_entries;
+			s->rank_done = calloc(ac->n_ranks, sizeof(uint32_t));
+			s->part = calloc(1, pb);
+			s->part_shipped = ac->relay ? calloc(1, pb) : NULL;
+			if (!s->rank_done || !s->part || (ac->relay && !s->part_shipped))
+				return false;
+		}
 	}
 	return true;
 }
@@ -470,9 +642,16 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 		return;
 	uint64_t e = s->produced; /* epoch e makes version e + 1 */
 	s->rank_epochs[0] = atomic_load_explicit(&s->closed_epoch, memory_order_acquire);
-	uint32_t have = 0;
-	for (uint32_t r = 0; r < ac->n_ranks; r++)
-		have += s->rank_epochs[r] > e;
+	uint32_t have = s->rank_epochs[0] > e;
+	for (uint32_t k = 0; k < ac->n_kids; k++) {
+		uint32_t r = ac->kids[k];
+		if (!ac->fanout || !agree_tree_is_relay(r, ac->fanout, ac->n_ranks))
+			have += s->rank_epochs[r] > e;
+		else if (s->rank_epochs[r] > e) /* every member of r's subtree closed e */
+			have += agree_tree_subtree(r, ac->fanout, ac->n_ranks);
+		else if (s->rank_epochs[r] == e)
+			have += s->rank_done[r];
+	}
 	if (have == 0)
 		return;
 	if (s->first_arrival_ns == 0)
@@ -482,24 +661,37 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 		return; /* test-only: a slow leader */
 	if (have < ac->n_ranks && now - s->first_arrival_ns < agree_config()->collect_ns)
 		return;
-	uint64_t c0 = thread_cpu_ns();
-	snapshot(s, s->snap); /* the leader's own contribution */
+	uint64_t c0 = agree_thread_cpu_ns();
+	agree_snapshot(s, s->snap); /* the leader's own contribution */
 	struct agree_version *v = malloc(sizeof(*v) + s->bytes);
 	if (!v) {
-		end_group(ac, "out of memory");
+		agree_end_group(ac, "out of memory");
 		return;
 	}
 	v->number = e + 1;
 	v->activation = (e + 2) * s->k;
 	atomic_init(&v->next, NULL);
-	agree_reduce(&s->desc, v->data, s->reduce_cnt, s->snap, s->rank_views + 1,
-		     ac->n_ranks - 1);
+	if (!ac->fanout) {
+		agree_reduce(&s->desc, v->data, s->reduce_cnt, s->snap, s->rank_views + 1,
+			     ac->n_ranks - 1);
+	} else { /* leaves' views count 1, relays' partials carry their counts */
+		agree_partial_reset(&s->desc, s->part);
+		agree_partial_add_dense(&s->desc, s->part, s->snap);
+		for (uint32_t k = 0; k < ac->n_kids; k++) {
+			uint32_t r = ac->kids[k];
+			agree_partial_add_sparse(&s->desc, s->part, &s->rank_views[r],
+						 agree_tree_is_relay(r, ac->fanout, ac->n_ranks));
+		}
+		agree_partial_finish(&s->desc, v->data, s->part, s->snap);
+	}
 	const uint8_t *prev = s->latest_number ? s->latest : NULL;
 	struct agree_buf data = {0};
 	encode_data(ac, &data, s, idx, v, prev);
-	for (uint32_t r = 1; r < ac->n_ranks; r++)
-		if (ac->peers[r] && !ac->peers[r]->gone)
-			agree_conn_send(ac->peers[r]->fd, &data);
+	for (uint32_t k = 0; k < ac->n_kids; k++) {
+		struct agree_peer *p = ac->peers[ac->kids[k]];
+		if (p && !p->gone)
+			agree_conn_send(p->fd, &data);
+	}
 	agree_buf_free(&data);
 	memcpy(s->latest, v->data, s->bytes);
 	s->latest_number = v->number;
@@ -508,7 +700,7 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 	s->produced = v->number;
 	s->first_arrival_ns = 0;
 	AGREE_STAT(epochs_reduced, 1);
-	AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
+	AGREE_STAT(leader_cpu_ns, agree_thread_cpu_ns() - c0);
 }
 
 static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_t idx)
@@ -520,10 +712,10 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		uint64_t next = g + 1;
 		if (next > s->produced)
 			return;
-		for (uint32_t r = 1; r < ac->n_ranks; r++)
-			if (!ac->peers[r] || s->rank_acked[r] < next)
+		for (uint32_t k = 0; k < ac->n_kids; k++)
+			if (!ac->peers[ac->kids[k]] || s->rank_acked[ac->kids[k]] < next)
 				return;
-		uint64_t c0 = thread_cpu_ns();
+		uint64_t c0 = agree_thread_cpu_ns();
 		struct agree_version *v = s->produced_ring[next % PRODUCE_AHEAD];
 		s->produced_ring[next % PRODUCE_AHEAD] = NULL;
 		if (!v || v->number != next || !commit_version(ac, s, v))
@@ -533,11 +725,11 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		agree_buf_u32(&b, idx);
 		agree_buf_u64(&b, next);
 		agree_wire_end(&b, f);
-		for (uint32_t r = 1; r < ac->n_ranks; r++)
-			if (!ac->peers[r]->gone)
-				agree_conn_send(ac->peers[r]->fd, &b);
+		for (uint32_t k = 0; k < ac->n_kids; k++)
+			if (!ac->peers[ac->kids[k]]->gone)
+				agree_conn_send(ac->peers[ac->kids[k]]->fd, &b);
 		agree_buf_free(&b);
-		AGREE_STAT(leader_cpu_ns, thread_cpu_ns() - c0);
+		AGREE_STAT(leader_cpu_ns, agree_thread_cpu_ns() - c0);
 	}
 }
 
@@ -548,13 +740,13 @@ static void leader_step(struct agree_comm *ac, uint64_t now)
 		if (rc == 0)
 			ac->registered = true;
 		else if (rc != -EAGAIN)
-			end_group(ac, "the rendezvous hub has this communicator from another job");
+			agree_end_group(ac, "the rendezvous hub has this communicator from another job");
 	}
 	uint64_t f = atomic_load(&ac->fallback_seq);
 	if (f != AGREE_NO_FALLBACK && f != ac->fallback_sent_seq) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r] && !ac->peers[r]->gone)
-				send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
+				agree_send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
 		ac->fallback_sent_seq = f;
 		ac->group_dead = true;
 	}
@@ -587,12 +779,23 @@ void agree_group_step(struct agree_comm *ac, uint64_t now)
 {
 	if (ac->role == AGREE_ROLE_NONE) {
 		ac->role = atomic_load(&ac->rank) == 0 ? AGREE_ROLE_LEADER : AGREE_ROLE_FOLLOWER;
-		if (!stream_alloc(ac) || (ac->role == AGREE_ROLE_LEADER && !leader_alloc(ac))) {
+		/* the same on every rank: n_ranks and NCCLBPF_AGREE_FANOUT (a job-wide setting) */
+		ac->fanout = agree_tree_fanout_for(ac->n_ranks, getenv("NCCLBPF_AGREE_FANOUT"));
+		ac->parent = agree_tree_parent(agree_my_rank(ac), ac->fanout);
+		ac->relay = ac->role == AGREE_ROLE_FOLLOWER &&
+			    agree_tree_is_relay(agree_my_rank(ac), ac->fanout, ac->n_ranks);
+		if (!stream_alloc(ac) ||
+		    ((ac->role == AGREE_ROLE_LEADER || ac->relay) && !leader_alloc(ac))) {
 			ac->group_dead = true;
 			agree_comm_fallback(ac, agree_first_uncommitted_seq(ac), "out of memory");
 			ac->role = AGREE_ROLE_FOLLOWER; /* stays idle: group_dead */
 			return;
 		}
+		if (ac->fanout && (ac->relay || ac->role == AGREE_ROLE_LEADER))
+			runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%llx rank %u: fan-in "
+				    "tree, fan-out %u, %u direct children%s",
+				    (unsigned long long)ac->comm_id, agree_my_rank(ac), ac->fanout, ac->n_kids,
+				    ac->relay ? " (relay)" : " (leader)");
 	}
 	if (ac->role == AGREE_ROLE_LEADER)
 		leader_step(ac, now);
@@ -607,6 +810,8 @@ bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m
 		return leader_on_msg(ac, fd, m);
 	if (ac->role == AGREE_ROLE_FOLLOWER && fd == ac->fd)
 		return follower_on_msg(ac, m);
+	if (ac->role == AGREE_ROLE_FOLLOWER && ac->relay && ac->peers)
+		return agree_relay_on_child_msg(ac, fd, m);
 	return false;
 }
 
@@ -615,7 +820,10 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 	if (ac->role == AGREE_ROLE_LEADER) {
 		for (uint32_t r = 1; ac->peers && r < ac->n_ranks; r++) {
 			struct agree_peer *p = ac->peers[r];
-			if (p && !p->gone && p->fd == fd) {
+			if (p && !p->gone && p->fd == fd && p->orphan) {
+				p->gone = true; /* it was told F already */
+				p->fd = -1;
+			} else if (p && !p->gone && p->fd == fd) {
 				/* it activates every version it acked (follower_lost_leader): those
 				 * still commit here once the others ack; F is the first it did not */
 				p->gone = true;
@@ -636,29 +844,39 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 		}
 		return;
 	}
-	if (fd != ac->fd)
+	if (fd != ac->fd) {
+		for (uint32_t k = 0; ac->relay && k < ac->n_kids; k++) {
+			struct agree_peer *p = ac->peers[ac->kids[k]];
+			if (p && !p->gone && p->fd == fd) {
+				p->gone = true;
+				p->fd = -1;
+				agree_relay_lost_child(ac, p->rank);
+			}
+		}
 		return;
+	}
 	ac->fd = -1;
 	if (ac->joined)
-		follower_lost_leader(ac, "lost the connection to the leader");
+		lost_parent(ac, ac->parent == 0 ? "lost the connection to the leader" :
+			    "lost the connection to its relay");
 	else
-		ac->leader_port = 0; /* not joined yet: find the leader again (late start) */
+		ac->leader_port = 0; /* not joined yet: find the parent again (late start) */
 }
 
 void agree_group_detach(struct agree_comm *ac)
 {
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->fd >= 0) {
-		send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
+		agree_send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
 		agree_conn_flush_close(ac->fd);
 		ac->fd = -1;
 	}
-	if (ac->role == AGREE_ROLE_LEADER)
+	if (ac->role == AGREE_ROLE_LEADER || ac->relay)
 		agree_hub_unregister_local(ac->comm_id);
-	if (ac->role == AGREE_ROLE_LEADER && ac->peers) {
+	if ((ac->role == AGREE_ROLE_LEADER || ac->relay) && ac->peers) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r]) {
 				if (!ac->peers[r]->gone) {
-					send_simple(ac, ac->peers[r]->fd, AGREE_MSG_BYE, 0, 0);
+					agree_send_simple(ac, ac->peers[r]->fd, AGREE_MSG_BYE, 0, 0);
 					agree_conn_flush_close(ac->peers[r]->fd);
 				}
 				free(ac->peers[r]);
@@ -666,6 +884,9 @@ void agree_group_detach(struct agree_comm *ac)
 	}
 	free(ac->peers);
 	ac->peers = NULL;
+	free(ac->kids);
+	ac->kids = NULL;
+	ac->n_kids = 0;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
 		free(s->shipped);
@@ -681,6 +902,11 @@ void agree_group_detach(struct agree_comm *ac)
 		s->reduce_cnt = NULL;
 		free(s->rank_epochs);
 		free(s->rank_acked);
+		free(s->rank_done);
+		free(s->part);
+		free(s->part_shipped);
+		s->rank_done = NULL;
+		s->part = s->part_shipped = NULL;
 		for (uint32_t k = 0; s->produced_ring && k < PRODUCE_AHEAD; k++)
 			free(s->produced_ring[k]);
 		free(s->produced_ring);

@@ -65,6 +65,16 @@ struct agree_stream {
 	uint32_t *reduce_cnt;                  /* max_entries: contributors per entry (scratch) */
 	uint64_t *rank_epochs;                 /* epochs received per rank */
 	uint64_t *rank_acked;                  /* highest version acked per rank */
+	uint32_t *rank_done;                   /* tree: a relay child's members done at
+						* rank_epochs (its PARTIAL's count) */
+	uint8_t *part;                         /* tree: partial scratch (value + count) */
+	/* [S] relay */
+	uint8_t *part_shipped;                 /* the partial as last shipped (delta base) */
+	uint64_t part_full_sent;               /* (full, done) last shipped */
+	uint32_t part_done_sent;
+	bool part_sent_once;
+	uint64_t part_last_ns;                 /* when the last PARTIAL went up */
+	uint64_t acked_up;                     /* highest version ACKed to the leader */
 	uint64_t produced;                     /* versions 1..produced sent as DATA */
 	uint64_t first_arrival_ns;             /* when epoch `produced` first got a contribution */
 	struct agree_version **produced_ring;  /* produced but uncommitted versions */
@@ -110,6 +120,14 @@ struct agree_comm {
 	bool fallback_sent;                    /* follower: FALLBACK reported to the leader */
 	uint64_t fallback_sent_seq;            /* leader: F last announced */
 	bool peer_bye;                         /* leader: the closing peer said BYE */
+	/* [S] fan-in tree (agree_tree.c); fanout 0 = flat */
+	uint32_t fanout;
+	uint32_t parent;                       /* rank this one connects to (0 = leader) */
+	bool relay;                            /* has children: acts as their leader */
+	bool orphan;                           /* lost its relay: rescued by the leader */
+	uint32_t *kids;                        /* leader/relay: direct children */
+	uint32_t n_kids;
+	uint64_t down_fallback_sent;           /* relay: F last forwarded to its children */
 	/* decision log ring [T] producer, [S] consumer */
 	struct agree_decision *log_ring;
 	uint32_t log_cap;
@@ -180,7 +198,31 @@ uint16_t agree_listen_port(void);
 /* The hub forgets a communicator this process led (entries of other processes go when
  * their connection closes). */
 void agree_hub_unregister_local(uint64_t comm_id);
-bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port);
+bool agree_hub_local_lookup(uint64_t comm_id, uint32_t rank, uint64_t token, uint32_t *addr,
+			    uint32_t *port);
+
+/* ---- shared by the group protocol (agree_group.c) and the relay (agree_relay.c),
+ * service thread only ---- */
+struct agree_peer { /* a direct child as its leader or relay sees it */
+	int fd;        /* -1 once gone */
+	uint32_t rank;
+	bool gone;     /* left after joining: its acks are frozen */
+	bool orphan;   /* tree: a rank whose relay was lost, told F only */
+};
+uint32_t agree_my_rank(const struct agree_comm *ac);
+uint64_t agree_thread_cpu_ns(void);
+void agree_send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
+		       uint64_t number);
+void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
+		     const struct agree_version *v, const uint8_t *prev);
+void agree_snapshot(const struct agree_stream *s, uint8_t *dst);
+void agree_end_group(struct agree_comm *ac, const char *why);
+bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m);
+/* relay (agree_relay.c) */
+void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b);
+void agree_relay_lost_child(struct agree_comm *ac, uint32_t r);
+void agree_relay_step(struct agree_comm *ac, uint64_t now);
+bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_msg *m);
 
 /* ---- reduction (agree_reduce.c) ---- */
 /* out (dense, stride x max_entries) = op over the leader's own dense view `self` and the
@@ -192,6 +234,26 @@ void agree_reduce(const struct nb_map_agreed_desc *d, uint8_t *out, uint32_t *cn
 int agree_sparse_set(struct agree_sparse *v, uint32_t value_size, uint32_t key,
 		     const uint8_t *value);
 void agree_sparse_free(struct agree_sparse *v);
+
+/* ---- fan-in tree (agree_tree.c) ---- */
+#define AGREE_TREE_MIN_RANKS 64 /* flat up to this many ranks (docs/results.md section 7) */
+/* Fan-out for n_ranks: env NCCLBPF_AGREE_FANOUT ("flat"/0, or F >= 2), else flat up to
+ * AGREE_TREE_MIN_RANKS ranks and ceil(sqrt(n)) above. 0 = flat. */
+uint32_t agree_tree_fanout_for(uint32_t n_ranks, const char *env);
+/* Parent of rank (UINT32_MAX for rank 0; 0 in a flat group). */
+uint32_t agree_tree_parent(uint32_t rank, uint32_t fanout);
+/* Members of the subtree rooted at a relay (itself included); 1 for a leaf. */
+uint32_t agree_tree_subtree(uint32_t rank, uint32_t fanout, uint32_t n_ranks);
+bool agree_tree_is_relay(uint32_t rank, uint32_t fanout, uint32_t n_ranks);
+/* Partial views: max_entries x (value_size + 8): combined words, then a u64 count. */
+void agree_partial_reset(const struct nb_map_agreed_desc *d, uint8_t *part);
+void agree_partial_add_dense(const struct nb_map_agreed_desc *d, uint8_t *part, const uint8_t *view);
+/* counted: the view holds partial entries (value + count) rather than one rank's values. */
+void agree_partial_add_sparse(const struct nb_map_agreed_desc *d, uint8_t *part,
+			      const struct agree_sparse *v, bool counted);
+/* out (dense, stride) = the final values (MEAN divided by the count; LEADER: self). */
+void agree_partial_finish(const struct nb_map_agreed_desc *d, uint8_t *out,
+			  const uint8_t *part, const uint8_t *self);
 
 /* ---- decision log (decision_log.c) ---- */
 void agree_decision_log_drain(bool final);

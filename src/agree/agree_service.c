@@ -40,6 +40,7 @@ struct conn {
 
 struct hub_entry {
 	uint64_t comm_id, token;
+	uint32_t rank;  /* 0: the leader; a relay's rank in tree mode (agree_tree.c) */
 	uint32_t addr; /* network order; 0 = this process (the hub) */
 	uint32_t port;
 	int fd;        /* registering connection, -1 for local */
@@ -151,7 +152,7 @@ static void conn_drop(struct conn *c, bool notify)
 			agree_registry_lock();
 			for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
 				struct agree_comm *ac = agree_registry_at(i);
-				if (ac && ac->role == AGREE_ROLE_LEADER)
+				if (ac && (ac->role == AGREE_ROLE_LEADER || ac->relay))
 					agree_group_on_close(ac, fd);
 			}
 			agree_registry_unlock();
@@ -255,22 +256,26 @@ static void send_refuse(int fd, const struct agree_hdr *h, uint32_t reason)
 
 /* ---- hub directory ---- */
 
-static struct hub_entry *hub_find(uint64_t comm_id)
+/* rank UINT32_MAX: any entry of the communicator (the token check) */
+static struct hub_entry *hub_find(uint64_t comm_id, uint32_t rank)
 {
 	for (size_t i = 0; i < hub_dir_cnt; i++)
-		if (hub_dir[i].comm_id == comm_id)
+		if (hub_dir[i].comm_id == comm_id && (rank == UINT32_MAX || hub_dir[i].rank == rank))
 			return &hub_dir[i];
 	return NULL;
 }
 
-static int hub_add(uint64_t comm_id, uint64_t token, uint32_t addr, uint32_t port, int fd)
+static int hub_add(uint64_t comm_id, uint32_t rank, uint64_t token, uint32_t addr,
+		   uint32_t port, int fd)
 {
-	struct hub_entry *e = hub_find(comm_id);
-	if (e)
-		return e->token == token ? 0 : -EEXIST; /* a second job with this comm: refused */
+	struct hub_entry *e = hub_find(comm_id, UINT32_MAX);
+	if (e && e->token != token)
+		return -EEXIST; /* a second job with this comm: refused */
+	if (hub_find(comm_id, rank))
+		return 0;
 	if (hub_dir_cnt == HUB_DIR_MAX)
 		return -ENOSPC;
-	hub_dir[hub_dir_cnt++] = (struct hub_entry){comm_id, token, addr, port, fd};
+	hub_dir[hub_dir_cnt++] = (struct hub_entry){comm_id, token, rank, addr, port, fd};
 	return 0;
 }
 
@@ -283,9 +288,10 @@ void agree_hub_unregister_local(uint64_t comm_id)
 		}
 }
 
-bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, uint32_t *port)
+bool agree_hub_local_lookup(uint64_t comm_id, uint32_t rank, uint64_t token, uint32_t *addr,
+			    uint32_t *port)
 {
-	struct hub_entry *e = hub_find(comm_id);
+	struct hub_entry *e = hub_find(comm_id, rank);
 	if (!e || e->token != token)
 		return false;
 	*addr = e->addr ? e->addr : htonl(INADDR_LOOPBACK);
@@ -296,11 +302,13 @@ bool agree_hub_local_lookup(uint64_t comm_id, uint64_t token, uint32_t *addr, ui
 int agree_hub_register(struct agree_comm *ac)
 {
 	if (is_hub)
-		return hub_add(ac->comm_id, ac->token, 0, listen_port, -1);
+		return hub_add(ac->comm_id, (uint32_t)atomic_load(&ac->rank), ac->token, 0,
+			       listen_port, -1);
 	if (hub_fd < 0)
 		return -EAGAIN;
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_REGISTER, 0, ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_REGISTER, (uint32_t)atomic_load(&ac->rank),
+				    ac->comm_id, ac->token);
 	agree_buf_u32(&b, listen_port);
 	agree_wire_end(&b, f);
 	int rc = agree_conn_send(hub_fd, &b);
@@ -312,7 +320,7 @@ int agree_hub_lookup(struct agree_comm *ac)
 {
 	if (is_hub) {
 		uint32_t a, p;
-		if (!agree_hub_local_lookup(ac->comm_id, ac->token, &a, &p))
+		if (!agree_hub_local_lookup(ac->comm_id, ac->parent, ac->token, &a, &p))
 			return -EAGAIN;
 		ac->leader_addr = a;
 		ac->leader_port = p;
@@ -321,7 +329,8 @@ int agree_hub_lookup(struct agree_comm *ac)
 	if (hub_fd < 0 || conn_of(hub_fd)->connecting)
 		return -EAGAIN;
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_LOOKUP, 0, ac->comm_id, ac->token);
+	/* the header's rank names the rank whose listener is wanted (the parent) */
+	size_t f = agree_wire_begin(&b, AGREE_MSG_LOOKUP, ac->parent, ac->comm_id, ac->token);
 	agree_wire_end(&b, f);
 	int rc = agree_conn_send(hub_fd, &b);
 	agree_buf_free(&b);
@@ -336,17 +345,20 @@ static void hub_on_msg(struct conn *c, const struct agree_msg *m)
 		uint32_t addr = 0;
 		if (getpeername(c->fd, (struct sockaddr *)&sa, &sl) == 0)
 			addr = sa.sin_addr.s_addr;
-		if (hub_add(m->h.comm_id, m->h.token, addr, m->port, c->fd) != 0) {
+		if (hub_add(m->h.comm_id, m->h.rank, m->h.token, addr, m->port, c->fd) != 0) {
 			AGREE_STAT(msgs_refused, 1);
 			send_refuse(c->fd, &m->h, AGREE_REFUSE_TOKEN);
 		}
 		return;
 	}
 	/* LOOKUP */
-	struct hub_entry *e = hub_find(m->h.comm_id);
+	struct hub_entry *e = hub_find(m->h.comm_id, m->h.rank);
+	struct hub_entry *any = hub_find(m->h.comm_id, UINT32_MAX);
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_LEADER, 0, m->h.comm_id, m->h.token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_LEADER, m->h.rank, m->h.comm_id, m->h.token);
 	uint32_t addr = 0, port = 0;
+	if (any && any->token != m->h.token)
+		e = NULL;
 	if (e && e->token == m->h.token) {
 		addr = e->addr;
 		port = e->port;
@@ -356,7 +368,7 @@ static void hub_on_msg(struct conn *c, const struct agree_msg *m)
 			if (getsockname(c->fd, (struct sockaddr *)&sa, &sl) == 0)
 				addr = sa.sin_addr.s_addr;
 		}
-	} else if (e) {
+	} else if (any && any->token != m->h.token) {
 		AGREE_STAT(msgs_refused, 1);
 	}
 	agree_buf_put(&b, &addr, 4);
@@ -395,7 +407,7 @@ static bool dispatch(struct conn *c, const struct agree_msg *m)
 		if (c->kind != CONN_HUB)
 			return false;
 		struct agree_comm *ac = comm_by_id(m->h.comm_id);
-		if (ac && ac->token == m->h.token && m->port) {
+		if (ac && ac->token == m->h.token && m->port && m->h.rank == ac->parent) {
 			ac->leader_addr = m->addr;
 			ac->leader_port = m->port;
 		}

@@ -54,6 +54,8 @@ static long need(uint32_t type)
 	case AGREE_MSG_REGISTER: return 4;   /* port */
 	case AGREE_MSG_LOOKUP: return 0;
 	case AGREE_MSG_LEADER: return 8;     /* addr, port */
+	case AGREE_MSG_PARTIAL: return 24;   /* stream, number, done, value_size, n_entries */
+	case AGREE_MSG_LOST: return 4;       /* rank */
 	default: return -1;
 	}
 }
@@ -119,21 +121,29 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 		m->reason = rd32(p);
 		break;
 	case AGREE_MSG_CONTRIB:
-	case AGREE_MSG_DATA: {
+	case AGREE_MSG_DATA:
+	case AGREE_MSG_PARTIAL: {
+		uint32_t off = 0;
 		m->stream = rd32(p);
 		m->number = rd64(p + 4);
-		m->value_size = rd32(p + 12);
-		m->n_entries = rd32(p + 16);
+		if (m->h.type == AGREE_MSG_PARTIAL) {
+			m->done = rd32(p + 12);
+			off = 4;
+		}
+		m->value_size = rd32(p + 12 + off);
+		m->n_entries = rd32(p + 16 + off);
 		if (m->value_size == 0 || m->value_size % 8 || m->value_size > (1u << 20))
 			return bad(err, errlen, -EBADMSG, "type %u: value size %u", m->h.type,
 				   m->value_size);
+		if (m->h.type == AGREE_MSG_PARTIAL && m->value_size < 16)
+			return bad(err, errlen, -EBADMSG, "PARTIAL: entry size %u", m->value_size);
 		uint64_t body = (uint64_t)m->n_entries * (4u + m->value_size);
-		if (body != n - 20u)
+		if (body != n - 20u - off)
 			return bad(err, errlen, -EBADMSG,
 				   "type %u: %u entries of %u bytes need %llu bytes, payload has %u",
 				   m->h.type, m->n_entries, m->value_size, (unsigned long long)body,
-				   n - 20u);
-		m->entries = p + 20;
+				   n - 20u - off);
+		m->entries = p + 20 + off;
 		break;
 	}
 	case AGREE_MSG_ACK:
@@ -147,6 +157,11 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 	case AGREE_MSG_LOOKUP:
 		if (n != 0)
 			return bad(err, errlen, -EBADMSG, "type %u: unexpected payload", m->h.type);
+		break;
+	case AGREE_MSG_LOST:
+		if (n != 4)
+			return bad(err, errlen, -EBADMSG, "LOST: %u bytes", n);
+		m->lost = rd32(p);
 		break;
 	case AGREE_MSG_REGISTER:
 		if (n != 4)
@@ -165,7 +180,8 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 		break;
 	}
 	if ((m->h.type == AGREE_MSG_CONTRIB || m->h.type == AGREE_MSG_DATA ||
-	     m->h.type == AGREE_MSG_ACK || m->h.type == AGREE_MSG_COMMIT) &&
+	     m->h.type == AGREE_MSG_ACK || m->h.type == AGREE_MSG_COMMIT ||
+	     m->h.type == AGREE_MSG_PARTIAL) &&
 	    m->stream >= AGREE_MAX_STREAMS)
 		return bad(err, errlen, -EBADMSG, "stream %u out of range", m->stream);
 	return AGREE_HDR_SIZE + (long)n;

@@ -34,6 +34,8 @@ enum agree_msg_type {
 	AGREE_MSG_REGISTER,     /* leader -> hub: comm led by me, my listener port */
 	AGREE_MSG_LOOKUP,       /* follower -> hub: who leads comm? */
 	AGREE_MSG_LEADER,       /* hub -> follower: address, or port 0 = not yet */
+	AGREE_MSG_PARTIAL,      /* relay -> leader: its subtree's combined contribution */
+	AGREE_MSG_LOST,         /* relay -> leader: a member below it left the group */
 	AGREE_MSG_TYPE_MAX
 };
 
@@ -69,10 +71,13 @@ struct agree_msg {
 	struct agree_stream_sig streams[AGREE_MAX_STREAMS];
 	uint32_t reason;                  /* REFUSE */
 	uint64_t seq;                     /* WELCOME (fallback seq or UINT64_MAX), FALLBACK */
-	uint32_t stream;                  /* CONTRIB DATA ACK COMMIT */
+	uint32_t stream;                  /* CONTRIB DATA ACK COMMIT PARTIAL */
 	uint64_t number;                  /* CONTRIB: epoch; DATA/ACK/COMMIT: version */
-	uint32_t value_size;              /* CONTRIB DATA: bytes per entry */
-	uint32_t n_entries;               /* CONTRIB DATA */
+	uint32_t value_size;              /* CONTRIB DATA: bytes per entry; PARTIAL: value + 8
+					   * (a u64 count of contributing ranks) */
+	uint32_t n_entries;               /* CONTRIB DATA PARTIAL */
+	uint32_t done;                    /* PARTIAL: subtree members that closed `number` */
+	uint32_t lost;                    /* LOST: the rank that left */
 	const uint8_t *entries;           /* n_entries x (u32 index, value_size bytes) */
 	uint32_t port;                    /* REGISTER LEADER */
 	uint32_t addr;                    /* LEADER: IPv4, network order */

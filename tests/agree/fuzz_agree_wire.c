@@ -3,7 +3,8 @@
  * stream: frames are parsed one after another until the parser needs more bytes or
  * rejects one. Every accepted frame must be self-consistent (sizes within the payload),
  * its entries are bounds-checked against a stream and applied to a view, and a HELLO is
- * re-encoded and must parse back to the same fields. Never crash, leak or read out of
+ * re-encoded and must parse back to the same fields; a relay's PARTIAL (entries of value +
+ * count) and LOST are checked the same way. Never crash, leak or read out of
  * bounds (built with -fsanitize=fuzzer,address,undefined). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t view[VIEW_ENTRIES * VIEW_VALUE];
+	static uint8_t part[VIEW_ENTRIES * (VIEW_VALUE + 8)]; /* a relay's PARTIAL: + count */
 	size_t off = 0;
 	while (off < size) {
 		struct agree_msg m;
@@ -33,6 +35,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (agree_wire_check_entries(&m, VIEW_ENTRIES, VIEW_VALUE) == 0)
 				agree_wire_apply(view, VIEW_VALUE, &m);
 		}
+		if (m.h.type == AGREE_MSG_PARTIAL) {
+			const uint8_t *end = data + off + used;
+			if (m.entries + (size_t)m.n_entries * (4u + m.value_size) != end ||
+			    m.value_size < 16)
+				abort();
+			if (agree_wire_check_entries(&m, VIEW_ENTRIES, VIEW_VALUE + 8) == 0)
+				agree_wire_apply(part, VIEW_VALUE + 8, &m);
+		}
+		if (m.h.type == AGREE_MSG_LOST && m.h.length != 4)
+			abort();
 		if (m.h.type == AGREE_MSG_HELLO) {
 			struct agree_buf b = {0};
 			size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, m.h.rank, m.h.comm_id, m.h.token);

@@ -27,7 +27,7 @@ die() { echo "FAIL [$SCEN]: $*"; fail=1; }
 # start_rank NAME RANK STEPS [extra agree_rank args...]; env from the caller
 start_rank() {
 	local name=$1 rank=$2 steps=$3; shift 3
-	timeout -s KILL 120 "$RANKBIN" "$LIB" "$rank" 4 "$steps" --sleep-us "${SLEEP_US:-100}" "$@" \
+	timeout -s KILL 120 "$RANKBIN" "$LIB" "$rank" "${NRANKS:-4}" "$steps" --sleep-us "${SLEEP_US:-100}" "$@" \
 		>"$DIR/out.$name" 2>"$DIR/err.$name" &
 	PIDS[$rank]=$!
 }
@@ -45,6 +45,7 @@ begin() {
 	export NCCLBPF_AGREE_WAIT_MS=$WAIT_MS
 	export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING
 	unset NCCLBPF_AGREE_TEST_FAULT NCCLBPF_AGREE_SECRET NCCLBPF_VERIFY NCCLBPF_RANK_LOCAL
+	unset NCCLBPF_AGREE_FANOUT NRANKS
 	PIDS=()
 	echo "== $SCEN"
 }
@@ -231,6 +232,55 @@ wait_all
 check_decisions
 MIN_VERSIONS=20 expect_no_fallback 0 1 2 3
 check_waits 0 1 2 3
+
+# ---- 11. fan-in tree (docs/agreement.md "Scale"): 6 ranks, fan-out 3 -> rank 3 relays
+#          for 4 and 5; the leader's direct children are 1, 2 and 3 -------------------------
+begin tree_steady
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+for r in 0 1 2 3 4 5; do start_rank $r $r 3300 --seed 11; done
+wait_all
+check_decisions
+MIN_VERSIONS=45 expect_no_fallback 0 1 2 3 4 5
+check_waits 0 1 2 3 4 5
+grep -q "fan-out 3, 2 direct children (relay)" "$DIR/err.3" || die "rank 3 did not relay"
+grep -q "fan-out 3, 3 direct children (leader)" "$DIR/err.0" || die "the leader is not a tree root"
+
+# ---- 12. a relay killed mid-run: its children ask the leader, every surviving rank falls
+#          back at the same collective (the first version the relay did not ack) ---------
+begin tree_relay_killed
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+for r in 0 1 2 3 4 5; do SLEEP_US=300 start_rank $r $r 8000; done
+sleep 0.8
+kill -9 $(pgrep -P "${PIDS[3]}") 2>/dev/null
+KILLED=3
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 4 5
+check_waits 0 1 2 4 5
+
+# ---- 13. a relay's child loses its link (injected): the relay reports the loss, the child
+#          asks the leader; the same fallback collective everywhere ----------------------
+begin tree_child_drop
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+for r in 0 1 2 3 5; do start_rank $r $r 3000; done
+NCCLBPF_AGREE_TEST_FAULT=drop_after_epochs=15 start_rank 4 4 3000
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 3 4 5
+check_waits 0 1 2 3 4 5
+
+# ---- 14. the leader killed in tree mode: its direct leaves (1, 2) use the flat rule, the
+#          relay (3) the same rule with its own upward ACKs and tells its children ------
+begin tree_leader_killed
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+for r in 0 1 2 3 4 5; do SLEEP_US=300 start_rank $r $r 8000; done
+sleep 0.8
+kill -9 $(pgrep -P "${PIDS[0]}") 2>/dev/null
+KILLED=0
+wait_all
+check_decisions
+expect_same_fallback 1 2 3 4 5
+check_waits 1 2 3 4 5
 
 if [ "$LONG" = 1 ]; then
 	# ---- long: a rank that joins after the bound: every rank falls back, it too ----

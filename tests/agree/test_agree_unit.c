@@ -228,10 +228,152 @@ static void test_tuner_without_group(void)
 	}
 }
 
+/* The tree's shape: every rank but 0 has exactly one parent, parents are the leader or a
+ * relay (r % F == 0), relays' children are the rest of their block, and the leader's
+ * direct children stay ~2 sqrt(n) for the default fan-out. */
+static void test_tree_shape(void)
+{
+	CHECK_EQ_U64(agree_tree_fanout_for(64, NULL), 0);      /* flat up to 64 ranks */
+	CHECK_EQ_U64(agree_tree_fanout_for(65, NULL), 9);      /* ceil(sqrt(65)) */
+	CHECK_EQ_U64(agree_tree_fanout_for(10000, NULL), 100);
+	CHECK_EQ_U64(agree_tree_fanout_for(10000, "flat"), 0);
+	CHECK_EQ_U64(agree_tree_fanout_for(6, "3"), 3);         /* forced, small group */
+	CHECK_EQ_U64(agree_tree_fanout_for(6, "6"), 0);         /* F >= n: flat */
+	CHECK_EQ_U64(agree_tree_fanout_for(100, "1"), 10);      /* malformed: the default */
+	CHECK_EQ_U64(agree_tree_fanout_for(100, "x"), 10);
+	/* 6 ranks, F = 3: 0 <- {1, 2, 3}, 3 <- {4, 5} */
+	CHECK_EQ_U64(agree_tree_parent(0, 3), UINT32_MAX);
+	CHECK_EQ_U64(agree_tree_parent(1, 3), 0);
+	CHECK_EQ_U64(agree_tree_parent(3, 3), 0);
+	CHECK_EQ_U64(agree_tree_parent(4, 3), 3);
+	CHECK_EQ_U64(agree_tree_parent(5, 3), 3);
+	CHECK(agree_tree_is_relay(3, 3, 6) && !agree_tree_is_relay(4, 3, 6));
+	CHECK(!agree_tree_is_relay(6, 3, 7)); /* a last block of one rank: a leaf */
+	CHECK_EQ_U64(agree_tree_subtree(3, 3, 5), 2);
+	CHECK_EQ_U64(agree_tree_parent(7, 0), 0); /* flat */
+	static const uint32_t ns[] = {65, 100, 512, 2048, 10000};
+	for (size_t t = 0; t < sizeof(ns) / sizeof(ns[0]); t++) {
+		uint32_t n = ns[t], f = agree_tree_fanout_for(n, NULL), direct = 0, covered = 1;
+		for (uint32_t r = 1; r < n; r++) {
+			uint32_t p = agree_tree_parent(r, f);
+			CHECK(p < r && (p == 0 || agree_tree_is_relay(p, f, n)));
+			direct += p == 0;
+			if (p == 0)
+				covered += agree_tree_subtree(r, f, n);
+			if (p != 0)
+				CHECK(agree_tree_parent(p, f) == 0); /* two levels */
+		}
+		CHECK_EQ_U64(covered, n); /* the leader's children's subtrees partition the rest */
+		CHECK(direct <= 2 * f);
+	}
+}
+
+static uint64_t xs = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	xs ^= xs << 13;
+	xs ^= xs >> 7;
+	xs ^= xs << 17;
+	return xs;
+}
+
+/* Property: the tree's partial reduction gives the flat reduction's bytes, for every op,
+ * random sparse contributions, random fan-outs (MEAN: sum and count travel separately). */
+static void test_tree_reduce_equals_flat(void)
+{
+	enum { E = 9, VS = 16 };
+	for (int iter = 0; iter < 200; iter++) {
+		uint32_t n = 2 + (uint32_t)(rnd() % 40), f = 2 + (uint32_t)(rnd() % 7);
+		struct nb_map_agreed_desc d = {.value_size = VS, .stride = VS, .max_entries = E};
+		d.op = (uint32_t)(rnd() % 5);
+		static const uint32_t ops[] = {NCCLBPF_AGREE_SUM, NCCLBPF_AGREE_MIN, NCCLBPF_AGREE_MAX,
+					       NCCLBPF_AGREE_MEAN, NCCLBPF_AGREE_LEADER};
+		d.op = ops[d.op];
+		uint64_t *dense = calloc((size_t)n * E * 2, 8);
+		struct agree_sparse *views = calloc(n, sizeof(*views));
+		for (uint32_t r = 0; r < n; r++)
+			for (uint32_t i = 0; i < E; i++)
+				if (rnd() % 3 == 0) {
+					dense[((size_t)r * E + i) * 2] = rnd() % 1000;
+					dense[((size_t)r * E + i) * 2 + 1] = rnd();
+				}
+		for (uint32_t r = 1; r < n; r++)
+			to_sparse(&views[r], dense + (size_t)r * E * 2, E);
+		uint64_t flat[E * 2], tree[E * 2];
+		uint32_t cnt[E];
+		agree_reduce(&d, (uint8_t *)flat, cnt, (uint8_t *)dense, views + 1, n - 1);
+		/* tree: each relay combines its block into a partial, shipped sparsely */
+		size_t pb = (size_t)(VS + 8) * E;
+		uint8_t *part = malloc(pb), *top = malloc(pb);
+		agree_partial_reset(&d, top);
+		agree_partial_add_dense(&d, top, (uint8_t *)dense);
+		for (uint32_t r = 1; r < n; r++) {
+			if (agree_tree_parent(r, f) != 0)
+				continue;
+			if (!agree_tree_is_relay(r, f, n)) {
+				agree_partial_add_sparse(&d, top, &views[r], false);
+				continue;
+			}
+			agree_partial_reset(&d, part);
+			agree_partial_add_dense(&d, part, (uint8_t *)(dense + (size_t)r * E * 2));
+			for (uint32_t c = r + 1; c < n && agree_tree_parent(c, f) == r; c++)
+				agree_partial_add_sparse(&d, part, &views[c], false);
+			struct agree_sparse pv = {0};
+			for (uint32_t i = 0; i < E; i++)
+				CHECK(agree_sparse_set(&pv, VS + 8, i, part + (size_t)i * (VS + 8)) == 0);
+			agree_partial_add_sparse(&d, top, &pv, true);
+			agree_sparse_free(&pv);
+		}
+		agree_partial_finish(&d, (uint8_t *)tree, top, (uint8_t *)dense);
+		CHECK(memcmp(flat, tree, sizeof(flat)) == 0);
+		for (uint32_t r = 0; r < n; r++)
+			agree_sparse_free(&views[r]);
+		free(views);
+		free(dense);
+		free(part);
+		free(top);
+	}
+}
+
+static void test_wire_tree_messages(void)
+{
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, 3, 1, 2);
+	agree_buf_u32(&b, 0);   /* stream */
+	agree_buf_u64(&b, 12);  /* full epochs */
+	agree_buf_u32(&b, 2);   /* done */
+	agree_buf_u32(&b, 24);  /* entry: 16 value + 8 count */
+	agree_buf_u32(&b, 1);
+	uint8_t e[28] = {5};
+	agree_buf_put(&b, e, sizeof(e));
+	agree_wire_end(&b, f);
+	struct agree_msg m;
+	char err[128];
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.h.type == AGREE_MSG_PARTIAL && m.number == 12 && m.done == 2 &&
+	      m.value_size == 24 && m.n_entries == 1);
+	CHECK(agree_wire_check_entries(&m, 8, 24) == 0);
+	b.p[AGREE_HDR_SIZE + 16] = 8; /* entry size 8: no room for a count */
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
+	agree_buf_free(&b);
+	f = agree_wire_begin(&b, AGREE_MSG_LOST, 3, 1, 2);
+	agree_buf_u32(&b, 5);
+	agree_wire_end(&b, f);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.h.type == AGREE_MSG_LOST && m.lost == 5);
+	agree_buf_u32(&b, 0); /* 8 bytes of payload */
+	memcpy(b.p + 8, (uint32_t[]){8}, 4);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
+	agree_buf_free(&b);
+}
+
 int main(void)
 {
 	test_wire_roundtrip();
 	test_reduce();
+	test_tree_shape();
+	test_tree_reduce_equals_flat();
+	test_wire_tree_messages();
 	test_map_binding();
 	test_tuner_without_group();
 	TEST_DONE();
