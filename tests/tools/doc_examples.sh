@@ -55,7 +55,8 @@ for doc in README.md docs/writing-policies.md; do
 done
 
 # ---- 2. example outputs ----
-for doc in README.md docs/*.md; do
+# (relative to SOURCE_DIR: ctest runs this from the build directory)
+for doc in README.md $(cd "$src" && echo docs/*.md); do
 	grep -q '^<!-- example: ' "$src/$doc" || continue
 	tmp="$work/new.md"
 	: >"$tmp"
@@ -122,6 +123,22 @@ for c in $("$bld/ncclbpf" help | sed -n '/^commands:/,$p' | awk 'NR > 1 { print 
 		echo "FAIL: README.md: command '$c' is missing from the command table"
 		fail=1
 	fi
+done
+# ... with every option of its --help "options:" block (either spelling of "-o, --output")
+for c in $("$bld/ncclbpf" help | sed -n '/^commands:/,$p' | awk 'NR > 1 { print $1 }'); do
+	rows=$(grep "^| \`ncclbpf $c" "$src/README.md")
+	while read -r alts; do
+		[ -n "$alts" ] || continue
+		found=0
+		for o in $alts; do
+			case "$rows" in *"$o"*) found=1 ;; esac
+		done
+		if [ $found = 0 ]; then
+			echo "FAIL: README.md: option '$alts' of 'ncclbpf $c' is missing from the command table"
+			fail=1
+		fi
+	done < <("$bld/ncclbpf" help "$c" | sed -n '/^options:/,/^$/p' |
+		 grep -oE '^  -[A-Za-z-][A-Za-z0-9-]*(, --?[A-Za-z][A-Za-z0-9-]*)?' | tr -d ',')
 done
 for c in simulate stress versions; do
 	grep -q "^| \`mock_nccl_host $c" "$src/README.md" ||
