@@ -144,6 +144,15 @@ for c in simulate stress versions; do
 	grep -q "^| \`mock_nccl_host $c" "$src/README.md" ||
 		{ echo "FAIL: README.md: mock_nccl_host $c is missing from the command table"; fail=1; }
 done
+# docs/results.md's top-level sections numbered 1, 2, ... in order (documents cite them by
+# number; two branches appending "## 9." each collide)
+bad_numbers=$(grep -E '^## [0-9]+\.' "$src/docs/results.md" |
+	awk '{ n = $2 + 0; if (n != NR) print "    \"" $0 "\" should be section " NR }')
+if [ -n "$bad_numbers" ]; then
+	echo "FAIL: docs/results.md: sections out of order or numbered twice:"
+	echo "$bad_numbers"
+	fail=1
+fi
 # no reference to files outside the repository
 if grep -nE '/work/|\.\./shared|/home/|/root/' "$src/README.md" "$src"/docs/*.md; then
 	echo "FAIL: the lines above refer to files outside the repository"
