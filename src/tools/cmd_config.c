@@ -151,12 +151,17 @@ static int cmd_config(int argc, char **argv)
 				return CLI_EXIT_USAGE;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return cli_usage_error("config", "unknown option '%s'", argv[i]);
+		} else if (strchr(argv[i], '=')) { /* before or after OBJ, as it always was */
+			if (na == CONFIG_MAX_ASSIGN)
+				return cli_usage_error("config", "at most %d assignments",
+						       CONFIG_MAX_ASSIGN);
+			if (parse_assignment(argv[i], &as[na++]))
+				return CLI_EXIT_USAGE;
 		} else if (!in) {
 			in = argv[i];
-		} else if (na == CONFIG_MAX_ASSIGN) {
-			return cli_usage_error("config", "at most %d assignments", CONFIG_MAX_ASSIGN);
-		} else if (parse_assignment(argv[i], &as[na++])) {
-			return CLI_EXIT_USAGE;
+		} else {
+			return cli_usage_error("config", "unexpected argument '%s' (an assignment is "
+						"NAME=VALUE)", argv[i]);
 		}
 	}
 	if (!in)
@@ -209,12 +214,12 @@ NCCLBPF_CLI_COMMAND(config, .name = "config", .run = cmd_config,
 		    .synopsis = "OBJ [NAME=V | NAME[I]=V | NAME[I]:8=V ... -o OUT]",
 		    .summary = "list or change a policy's .rodata configuration, no compiler",
 		    .help = "Reads or changes a policy's configuration: its `const volatile` "
-			    "globals in .rodata\n(libbpf's convention), without a compiler. "
-			    "Without assignments it lists them\n(name, size, value; arrays as "
-			    "4-byte elements). With assignments it writes a copy\nto OUT with the "
-			    "values changed, but only after the copy loads and every program\nin it "
-			    "verifies (strict); the file is written atomically, OBJ is not "
-			    "changed.\n"
+			    "globals in\n.rodata (libbpf's convention), without a compiler. "
+			    "Without assignments it\nlists them (name, size, value; arrays as "
+			    "4-byte elements). With assignments it\nwrites a copy to OUT with the "
+			    "values changed, but only after the copy loads and\nevery program in "
+			    "it verifies (strict); the file is written atomically, OBJ is\nnot "
+			    "changed. Assignments may come before or after OBJ.\n"
 			    "\n"
 			    "options:\n"
 			    "  -o, --output OUT   the copy to write (required with assignments)\n"

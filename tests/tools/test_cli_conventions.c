@@ -531,6 +531,11 @@ static void test_tune_rules_config(void)
 	CHECK_STR_CONTAINS(out, "no .rodata variable 'nosuch_var'");
 	CHECK(run("./ncclbpf config cli_rules.bpf.o") == 0);
 	CHECK(out[0] != '\0');
+	/* assignments before OBJ still work; a second bare argument is a usage error */
+	CHECK(run("./ncclbpf config nosuch_var=1 cli_rules.bpf.o -o cli_cfg.bpf.o 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "no .rodata variable 'nosuch_var'");
+	CHECK(run("./ncclbpf config cli_rules.bpf.o other.o 2>&1") == 2);
+	CHECK(count_lines(out) == 1 && strstr(out, "other.o"));
 	unlink("cli_tune.csv");
 	unlink("cli_bad.csv");
 	unlink("cli_rules.conf");
