@@ -29,6 +29,7 @@ enum ncclbpf_hook {
 	NCCLBPF_HOOK_PROFILER = 3,
 	NCCLBPF_HOOK_NET = 4,
 	NCCLBPF_HOOK_ENV = 5,
+	NCCLBPF_HOOK_TUNER_INIT = 6, /* SEC("tuner/init"): NCCL's tuning constants, once per comm */
 	NCCLBPF_HOOK_AUTO = -1, /* from the program's section name */
 };
 

@@ -50,6 +50,9 @@ typedef int64_t __s64;
 #define NCCLBPF_ALGO_NVLS_TREE 5
 #define NCCLBPF_ALGO_PAT 6
 #define NCCLBPF_NUM_ALGOS 7
+/* Profiler only (what NCCL ran, never a tuner choice): NCCL 2.31's symmetric-memory kernels,
+ * which report their kernel variant instead of an algorithm and no protocol. */
+#define NCCLBPF_ALGO_SYMMETRIC 16
 
 #define NCCLBPF_PROTO_KEEP (-1) /* keep NCCL's choice */
 #define NCCLBPF_PROTO_LL 0
@@ -84,7 +87,12 @@ struct ncclbpf_tuner_ctx {
 	 * by exactly one on every rank. Epochs of agreed maps and the activation of their
 	 * published versions are counted in it (docs/agreement.md). */
 	__u64 comm_seq;      /* 152 */
-};                           /* 160 bytes */
+	/* appended (issue 15): what tuner init passes, 0 = unknown (tuner ABI v3/v4) */
+	__u32 n_nvl_domains;            /* 160: NVLink domains (= nNodes, MNNVL: domains)  rank-invariant */
+	__u32 min_ranks_per_nvl_domain; /* 164                                             rank-invariant */
+	__u32 max_ranks_per_nvl_domain; /* 168                                             rank-invariant */
+	__u32 ranks_per_node;           /* 172: n_ranks / n_nodes if even, else 0          rank-invariant */
+};                           /* 176 bytes */
 
 /* Cost entries are floats; BPF has no FPU. Compare their bit patterns: for non-negative
  * IEEE-754 floats the order of the bits as unsigned integers is the order of the values. */
@@ -102,6 +110,34 @@ struct ncclbpf_chunk_ctx {
 	__u64 chunk_size; /* 32: in: NCCL's chunk size; out: the policy's (>= protocol grain) */
 };                        /* 40 bytes */
 
+/* ---- tuner init hook: SEC("tuner/init"), once per communicator when NCCL initializes the
+ * tuner (tuner ABI v5+, NCCL 2.28+), after an inner plugin (NCCLBPF_TUNER_INNER) ---- */
+#define NCCLBPF_NUM_COMPCAPS 4 /* compute-capability rows of NCCL's bandwidth tables */
+#define NCCLBPF_NUM_HW 3       /* hardware rows of the latency table: NVLink, PCI, network */
+/* NCCL's tuning constants (ncclTunerConstants_v5, doubles in µs and GB/s) as integers: BPF
+ * has no floating point. Writable, within bounds the plugin checks when converting back:
+ * latencies 0..NCCLBPF_MAX_LATENCY_NS, bandwidths 0..NCCLBPF_MAX_BW_MBPS; an entry outside
+ * keeps NCCL's value (counted, logged once). Entries left unchanged keep NCCL's exact double.
+ * Every rank must write the same values (all fields are rank-invariant). */
+#define NCCLBPF_MAX_LATENCY_NS 10000000u /* 10 ms */
+#define NCCLBPF_MAX_BW_MBPS 10000000u    /* 10 TB/s */
+struct ncclbpf_tuner_init_ctx {
+	__u64 comm_id;                  /*   0 */
+	__u32 n_ranks;                  /*   8 */
+	__u32 n_nodes;                  /*  12 */
+	__u32 n_nvl_domains;            /*  16 */
+	__u32 min_ranks_per_nvl_domain; /*  20 */
+	__u32 max_ranks_per_nvl_domain; /*  24 */
+	__u32 abi_version;              /*  28 */
+	__u32 base_latency_ns[NCCLBPF_NUM_ALGOS][NCCLBPF_NUM_PROTOS];                /*  32 */
+	__u32 hw_latency_ns[NCCLBPF_NUM_HW][NCCLBPF_NUM_ALGOS][NCCLBPF_NUM_PROTOS];  /* 116 */
+	__u32 ll_max_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                               /* 368 */
+	__u32 per_ch_max_ring_ll128_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                /* 416 */
+	__u32 per_ch_max_tree_ll128_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                /* 464 */
+	__u32 per_ch_max_tree_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                      /* 512 */
+	__u32 per_ch_max_nvls_tree_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                 /* 560 */
+};                                                                               /* 608 bytes */
+
 /* ---- profiler hook: SEC("profiler"), once per completed collective (read-only) ---- */
 struct ncclbpf_profiler_ctx {
 	__u64 comm_id;     /*  0 */
@@ -118,7 +154,13 @@ struct ncclbpf_profiler_ctx {
 	__u32 n_ranks;     /* 68 */
 	__u32 n_nodes;     /* 72 */
 	__u32 size_bucket; /* 76: ncclbpf_size_bucket(n_bytes) */
-};                         /* 80 bytes */
+	/* appended (issue 15) */
+	__u64 user_tag;    /* 80: ncclCollConfig_t.userProfilerTag (profiler v7, NCCL 2.31+), 0 = none */
+	__u32 flags;       /* 88: NCCLBPF_PROF_F_* */
+	__u32 _pad;        /* 92 */
+};                         /* 96 bytes */
+#define NCCLBPF_PROF_F_GPU_TIMED 0x1u /* gpu_ns comes from KernelCh timestamps (sampled) */
+#define NCCLBPF_PROF_F_SYMMETRIC 0x2u /* a symmetric kernel ran (algo = NCCLBPF_ALGO_SYMMETRIC) */
 
 /* ---- net hook: SEC("net"), the net plugin (ncclNetPlugin_v10..v12, docs/net.md) ----
  * Runs at connect / accept (op CONNECT / ACCEPT), when NCCL posts a send or receive (ISEND /

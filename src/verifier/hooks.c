@@ -13,11 +13,11 @@
 #define INV NB_RANK_INVARIANT
 #define LOC NB_RANK_LOCAL
 
-_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 160, "tuner ctx layout");
+_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 176, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 140, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, comm_seq) == 152, "tuner ctx layout");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 40, "chunk ctx layout");
-_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 80, "profiler ctx layout");
+_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 96, "profiler ctx layout");
 _Static_assert(sizeof(struct ncclbpf_net_ctx) == 88, "net ctx layout");
 _Static_assert(sizeof(struct ncclbpf_env_ctx) == 168, "env ctx layout");
 
@@ -31,7 +31,14 @@ static const struct nb_ctx_field tuner_fields[] = {
 	/* outputs: the decision must be the same on every rank (hook_output_rank_invariant:
 	 * the verifier rejects one derived from rank-local data) */
 	RW(algo, TCTX, INV),        RW(proto, TCTX, INV),        RW(n_channels, TCTX, INV),
+	/* appended (issue 15): NVLink-domain info and shape from tuner init */
+	RO(n_nvl_domains, TCTX, INV), RO(min_ranks_per_nvl_domain, TCTX, INV),
+	RO(max_ranks_per_nvl_domain, TCTX, INV), RO(ranks_per_node, TCTX, INV),
 };
+
+_Static_assert(sizeof(struct ncclbpf_tuner_init_ctx) == 608, "tuner init ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_init_ctx, per_ch_max_nvls_tree_bw_mbps) == 560,
+	       "tuner init ctx layout");
 
 #define CCTX struct ncclbpf_chunk_ctx
 static const struct nb_ctx_field chunk_fields[] = {
@@ -47,6 +54,7 @@ static const struct nb_ctx_field profiler_fields[] = {
 	RO(coll_type, PCTX, LOC), RO(algo, PCTX, LOC),       RO(proto, PCTX, LOC),
 	RO(n_channels, PCTX, LOC), RO(rank, PCTX, LOC),      RO(n_ranks, PCTX, LOC),
 	RO(n_nodes, PCTX, LOC),  RO(size_bucket, PCTX, LOC),
+	RO(user_tag, PCTX, LOC), RO(flags, PCTX, LOC), /* appended (issue 15) */
 };
 
 #define NCTX struct ncclbpf_net_ctx
@@ -117,6 +125,10 @@ static const struct nb_hook_desc hooks[NB_HOOK_COUNT] = {
 			  N(net_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
 	[NB_HOOK_ENV] = { NB_HOOK_ENV, "env", "env", sizeof(struct ncclbpf_env_ctx), env_fields,
 			  N(env_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
+	[NB_HOOK_TUNER_INIT] = { NB_HOOK_TUNER_INIT, "tuner/init", "tuner/init",
+				 sizeof(struct ncclbpf_tuner_init_ctx), hook_tuner_init_fields,
+				 NB_TUNER_INIT_FIELDS, policy_helpers, N(policy_helpers),
+				 POLICY_LIMITS, false },
 };
 
 const struct nb_hook_desc *hook_desc(enum nb_hook_type type)
@@ -175,7 +187,8 @@ bool hook_output_rank_invariant(const struct nb_hook_desc *hook, const struct nb
 {
 	if (!hook || !f || !f->writable || f->variance != NB_RANK_INVARIANT)
 		return false;
-	return hook->type == NB_HOOK_TUNER || hook->type == NB_HOOK_TUNER_CHUNK;
+	return hook->type == NB_HOOK_TUNER || hook->type == NB_HOOK_TUNER_CHUNK ||
+	       hook->type == NB_HOOK_TUNER_INIT;
 }
 
 const struct nb_ctx_field *hook_ctx_field(const struct nb_hook_desc *hook, uint32_t off,

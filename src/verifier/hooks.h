@@ -17,6 +17,7 @@ enum nb_hook_type {
 	NB_HOOK_PROFILER,        /* SEC("profiler"): struct ncclbpf_profiler_ctx (read-only) */
 	NB_HOOK_NET,             /* SEC("net"): struct ncclbpf_net_ctx */
 	NB_HOOK_ENV,             /* SEC("env"): struct ncclbpf_env_ctx */
+	NB_HOOK_TUNER_INIT,      /* SEC("tuner/init"): struct ncclbpf_tuner_init_ctx */
 	NB_HOOK_COUNT
 };
 
@@ -33,6 +34,10 @@ struct nb_ctx_field {
 	bool writable;
 	enum nb_variance variance;
 };
+
+/* SEC("tuner/init") fields (hooks_tuner_init.c): 7 inputs + 144 constants, one field each */
+#define NB_TUNER_INIT_FIELDS 151
+extern const struct nb_ctx_field hook_tuner_init_fields[NB_TUNER_INIT_FIELDS];
 
 enum nb_arg_kind {
 	NB_ARG_NONE = 0,

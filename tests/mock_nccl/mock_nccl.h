@@ -21,7 +21,11 @@
 #define MOCK_NUM_ALGOS NB_NCCL_NUM_ALGORITHMS
 #define MOCK_NUM_PROTOS NB_NCCL_NUM_PROTOCOLS
 
-/* NCCL releases as major*100 + minor: 227, 228, 229, 230. */
+/* NCCL releases as major*100 + minor: 227, 228, 229, 230, 231. 231 is the "2.31 mode":
+ * the tuner is still bound as v6, but selection follows 2.31 (tuning.cc rewrite): ties to
+ * the highest index, a negative written into a candidate is a winning time, numPipeOps is
+ * always 1, nChannels is a cap, symmetric kernels compete after the tuner and a
+ * symmetric-LL winner that cannot run makes NCCL call the tuner a second time. */
 int mock_nccl_parse_release(const char *s); /* "2.28" -> 228, -1 if unsupported */
 
 struct mock_nccl {
@@ -50,6 +54,7 @@ struct mock_comm {
 	int n_nodes;
 	int nccl_channels; /* "N coll channels" NCCL would log for this comm */
 	pthread_mutex_t lock; /* NCCL serializes getCollInfo per comm */
+	double constants[144]; /* ncclTunerConstants_v5 handed to v5/v6 init (plausible values) */
 };
 
 /* Calls the bound init as NCCL does; returns NCCL's result (0 = success). */
@@ -83,6 +88,28 @@ void mock_cost_table(float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], enum mock_top
  * the lowest index. Returns 0, or -1 when nothing is available (NCCL fails the collective). */
 int mock_select(int release, const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int *algo,
 		int *proto);
+
+/* 2.31: selection among the candidates NCCL filled in `before`, with the plugin's values in
+ * `after` (negatives count), ties to the highest index. */
+int mock_select_231(const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+		    const float after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int *algo, int *proto,
+		    float *time);
+struct mock_231_result {
+	int calls;            /* getCollInfo calls NCCL made for this one collective */
+	int sym;              /* a symmetric kernel runs */
+	int algo, proto;      /* the general kernel that runs (when !sym) */
+	int tuner_channels;   /* what the plugin wrote to *nChannels */
+	int n_channels;       /* what NCCL runs: min(its own, the plugin's cap) */
+	int negative_written; /* the plugin wrote a negative into a candidate */
+};
+/* One collective call as NCCL 2.31 runs it: tuner call (numPipeOps 1), general selection,
+ * then a symmetric candidate of time sym_us (< 0: none) competes; if it wins but cannot run
+ * (sym_can_run 0: unregistered buffers, one thread driving several GPUs) the tuner is
+ * called again and only general kernels are considered. Returns 0, or -1 (plugin error or
+ * nothing selectable). */
+int mock_collective_231(struct mock_comm *c, int coll, size_t n_bytes, int reg_buff,
+			const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], float sym_us,
+			int sym_can_run, struct mock_231_result *r);
 
 /* Invariants every tuner call must keep: no entry NCCL marked unavailable is changed, the
  * table still selects something if it did before, *n_channels is 0 or 1..64 (fits NCCL's

@@ -234,6 +234,71 @@ int ph_start_raw(struct ph_host *h, void *ctx, void **handle, const struct ph_ev
 		}
 		return ((const struct nb_profiler_v4 *)h->table)->startEvent(ctx, handle, &d);
 	}
+	case 7: {
+		/* 2.31: v6 members with appended fields (user tag, symmetric kernel, phases) */
+		struct nb_prof_descr_v7 d;
+		memset(&d, 0, sizeof(d));
+		d.type = ev->type;
+		d.parentObj = ev->parent;
+		d.rank = ev->rank;
+		switch (ev->type) {
+		case NB_PROF_GROUP_API:
+			d.groupApi.groupDepth = ev->group_depth;
+			break;
+		case NB_PROF_COLL_API:
+			d.collApi.func = ev->func;
+			d.collApi.count = ev->count;
+			d.collApi.datatype = ev->dtype;
+			d.collApi.root = ev->root;
+			d.collApi.userTag = ev->user_tag;
+			break;
+		case NB_PROF_COLL:
+			d.coll.seqNumber = ev->seq;
+			d.coll.func = ev->func;
+			d.coll.count = ev->count;
+			d.coll.datatype = ev->dtype;
+			d.coll.nChannels = (uint8_t)ev->n_channels;
+			d.coll.algo = ev->algo;
+			d.coll.proto = ev->proto;
+			d.coll.parentGroup = ev->parent_group;
+			d.coll.kernelVariant = ev->kernel_variant;
+			d.coll.isSymColl = ev->is_sym;
+			d.coll.userTag = ev->user_tag;
+			break;
+		case NB_PROF_PROXY_OP:
+			d.proxyOp.pid = ev->pid;
+			d.proxyOp.channelId = (uint8_t)ev->channel;
+			d.proxyOp.peer = ev->peer;
+			break;
+		case NB_PROF_PROXY_STEP:
+			d.proxyStep.step = ev->step;
+			break;
+		case NB_PROF_KERNEL_CH:
+			d.kernelCh.channelId = (uint8_t)ev->channel;
+			d.kernelCh.pTimer = ev->ptimer;
+			break;
+		case NB_PROF_KERNEL_PHASE:
+			d.kernelPhase.channelId = (uint8_t)ev->channel;
+			d.kernelPhase.phaseId = (uint8_t)ev->step;
+			d.kernelPhase.phaseName = ev->step == 0 ? "initial_sync"
+						  : ev->step == 1 ? "compute" : "final_sync";
+			d.kernelPhase.pTimer = ev->ptimer;
+			break;
+		case NB_PROF_NET_PLUGIN:
+			d.netPlugin.id = 1 << 16 | 1;
+			break;
+		case NB_PROF_CE_COLL:
+			d.ceColl.seqNumber = ev->seq;
+			d.ceColl.func = ev->func;
+			d.ceColl.count = ev->count;
+			d.ceColl.datatype = ev->dtype;
+			d.ceColl.userTag = ev->user_tag;
+			break;
+		default:
+			break;
+		}
+		return ((const struct nb_profiler_v7 *)h->table)->startEvent(ctx, handle, &d);
+	}
 	default: {
 		struct nb_prof_descr_v6 d; /* v5 is a prefix of v6 */
 		memset(&d, 0, sizeof(d));
@@ -292,6 +357,14 @@ int ph_start_raw(struct ph_host *h, void *ctx, void **handle, const struct ph_ev
 	}
 }
 
+int ph_start_mask(struct ph_comm *c, void **handle, const struct ph_ev *ev, int mask)
+{
+	*handle = NULL;
+	if (!(mask & (int)ev->type))
+		return 0;
+	return ph_start_raw(c->host, c->ctx, handle, ev);
+}
+
 int ph_start(struct ph_comm *c, void **handle, const struct ph_ev *ev)
 {
 	*handle = NULL;
@@ -329,7 +402,7 @@ int ph_record(struct ph_host *h, void *handle, int state, uint64_t arg)
 	}
 	union nb_prof_state_args_v4 a;
 	memset(&a, 0, sizeof(a));
-	if (state == NB_PROF_ST_KERNEL_CH_STOP)
+	if (state == NB_PROF_ST_KERNEL_CH_STOP || state == NB_PROF_ST_KERNEL_PHASE_STOP)
 		a.kernelCh.pTimer = arg;
 	else if (state >= NB_PROF_ST_PROXY_CTRL_IDLE && state <= NB_PROF_ST_PROXY_CTRL_APPEND_END)
 		a.proxyCtrl.appendedProxyOps = (int)arg;
@@ -350,19 +423,26 @@ void ph_coll_app(struct ph_comm *c, struct ph_coll *k)
 	void *group_api = NULL, *coll_api = NULL, *group = NULL, *launch = NULL;
 	int t = k->coll_type >= 0 && k->coll_type < 5 ? k->coll_type : 4;
 	k->seq = c->seq[t]++;
+	/* NCCL reads its mask once at the API call (ncclProfilerStartGroupApiEvent) and every
+	 * event of this task follows that value, whatever the plugin writes afterwards */
+	int m = __atomic_load_n(&h->mask, __ATOMIC_RELAXED);
+	k->task_mask = m;
 	if (v >= 5) {
+		/* NCCL emits GroupApi when any of these is on, not only the GroupApi bit */
+		const int group_api_mask = 0xfdf; /* all but ProxyCtrl, up to KernelLaunch */
 		struct ph_ev e = {.type = NB_PROF_GROUP_API, .group_depth = 1};
-		ph_start(c, &group_api, &e);
-		struct ph_ev a = {.type = NB_PROF_COLL_API, .parent = group_api,
+		if (m & group_api_mask)
+			ph_start_raw(h, c->ctx, &group_api, &e);
+		struct ph_ev a = {.type = NB_PROF_COLL_API, .parent = group_api, .user_tag = k->user_tag,
 				  .func = ph_func_name(t), .count = k->count, .dtype = "ncclFloat32"};
-		ph_start(c, &coll_api, &a);
+		ph_start_mask(c, &coll_api, &a, m);
 		if (coll_api)
 			ph_stop(h, coll_api);
 		if (group_api)
 			ph_record(h, group_api, NB_PROF_ST_GROUP_END_API_START, 0);
 	}
 	struct ph_ev g = {.type = NB_PROF_GROUP};
-	ph_start(c, &group, &g);
+	ph_start_mask(c, &group, &g, m);
 	struct ph_ev ce = {.type = NB_PROF_COLL,
 			   .parent = v >= 5 ? coll_api : group,
 			   .rank = c->rank,
@@ -370,15 +450,19 @@ void ph_coll_app(struct ph_comm *c, struct ph_coll *k)
 			   .func = ph_func_name(t),
 			   .count = k->count,
 			   .dtype = "ncclFloat32",
-			   .algo = ph_algo_name(k->algo),
-			   .proto = ph_proto_name(k->proto),
+			   /* 2.31: a symmetric kernel reports its variant and no protocol */
+			   .algo = k->sym ? "LL_AG" : ph_algo_name(k->algo),
+			   .proto = k->sym ? "" : ph_proto_name(k->proto),
 			   .n_channels = k->n_channels,
 			   .parent_group = group,
-			   .comm_hash = v <= 3 ? c->comm_id : 0};
-	ph_start(c, &k->coll_handle, &ce);
+			   .comm_hash = v <= 3 ? c->comm_id : 0,
+			   .user_tag = k->user_tag,
+			   .is_sym = k->sym,
+			   .kernel_variant = k->sym ? "LL_AG" : NULL};
+	ph_start_mask(c, &k->coll_handle, &ce, m);
 	if (v >= 5) {
 		struct ph_ev l = {.type = NB_PROF_KERNEL_LAUNCH, .parent = group_api};
-		ph_start(c, &launch, &l);
+		ph_start_mask(c, &launch, &l, m);
 	}
 	/* the kernel starts on the GPU about now */
 	k->gpu_start = ph_now_ns() + PH_GPU_SKEW_NS;
@@ -404,29 +488,30 @@ static pid_t my_pid(void)
 void ph_coll_proxy(struct ph_comm *c, struct ph_coll *k)
 {
 	struct ph_host *h = c->host;
+	int m = k->task_mask;
 	for (int ch = 0; ch < k->n_channels; ch++) {
 		void *kch = NULL;
 		struct ph_ev e = {.type = NB_PROF_KERNEL_CH, .parent = k->coll_handle,
 				  .channel = ch, .ptimer = k->gpu_start};
-		ph_start(c, &kch, &e);
+		ph_start_mask(c, &kch, &e, m);
 		if (k->network) {
 			void *op = NULL;
 			struct ph_ev o = {.type = NB_PROF_PROXY_OP, .parent = k->coll_handle,
 					  .rank = c->rank, .channel = ch,
 					  .peer = (c->rank + 1) % (c->n_ranks ? c->n_ranks : 1),
 					  .pid = k->proxy_pid ? k->proxy_pid : my_pid()};
-			ph_start(c, &op, &o);
+			ph_start_mask(c, &op, &o, m);
 			if (op)
 				ph_record(h, op, NB_PROF_ST_PROXY_OP_IN_PROGRESS_V4, 0);
 			for (int s = 0; s < (k->steps ? k->steps : 2); s++) {
 				void *st = NULL, *np = NULL;
 				struct ph_ev se = {.type = NB_PROF_PROXY_STEP, .parent = op,
 						   .rank = c->rank, .step = s};
-				ph_start(c, &st, &se);
+				ph_start_mask(c, &st, &se, m);
 				if (st)
 					ph_record(h, st, NB_PROF_ST_PROXY_STEP_SEND_WAIT, 65536);
 				struct ph_ev ne = {.type = NB_PROF_NET_PLUGIN, .parent = st};
-				ph_start(c, &np, &ne);
+				ph_start_mask(c, &np, &ne, m);
 				if (np)
 					ph_stop(h, np);
 				if (st)
@@ -436,6 +521,19 @@ void ph_coll_proxy(struct ph_comm *c, struct ph_coll *k)
 				ph_stop(h, op);
 		}
 		uint64_t stop = k->gpu_start + k->gpu_ns - (uint64_t)ch * k->stagger_ns;
+		/* v7: three barrier phases per channel, children of the KernelCh event */
+		for (int ph = 0; h->version >= 7 && ph < 3; ph++) {
+			void *pe = NULL;
+			uint64_t t0 = k->gpu_start + (stop - k->gpu_start) * (uint64_t)ph / 3;
+			struct ph_ev pv = {.type = NB_PROF_KERNEL_PHASE, .parent = kch, .channel = ch,
+					   .step = ph, .ptimer = t0};
+			ph_start_mask(c, &pe, &pv, m);
+			if (pe) {
+				ph_record(h, pe, NB_PROF_ST_KERNEL_PHASE_STOP,
+					  k->gpu_start + (stop - k->gpu_start) * (uint64_t)(ph + 1) / 3);
+				ph_stop(h, pe);
+			}
+		}
 		if (kch) {
 			ph_record(h, kch, NB_PROF_ST_KERNEL_CH_STOP, stop);
 			ph_stop(h, kch);

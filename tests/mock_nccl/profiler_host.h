@@ -25,7 +25,7 @@
 
 struct ph_host {
 	void *dl;          /* dlopen handle, NULL when the table was given directly */
-	int version;       /* 1..6 */
+	int version;       /* 1..7 */
 	const void *table; /* struct nb_profiler_vN */
 	int mask;          /* NCCL's process-wide ncclProfilerEventMask */
 };
@@ -48,7 +48,10 @@ struct ph_coll {
 	bool network;           /* emit ProxyOp/ProxyStep/NetPlugin (NET transport) */
 	int steps;              /* proxy steps per op */
 	pid_t proxy_pid;        /* 0 = getpid(); another value = PXN op of another process */
+	uint64_t user_tag;      /* v7: ncclCollConfig_t.userProfilerTag of the call */
+	bool sym;               /* v7: a symmetric kernel runs (v5/v6 on 2.31: algo = variant, proto "") */
 	/* filled by ph_coll_app for ph_coll_proxy */
+	int task_mask;          /* the mask NCCL read at this call's API entry (kept by the task) */
 	void *coll_handle;
 	uint64_t seq;
 	uint64_t gpu_start;     /* GPU clock */
@@ -79,8 +82,13 @@ struct ph_ev {
 	uint64_t ptimer;
 	void *parent_group;
 	uint64_t comm_hash;
+	uint64_t user_tag;          /* v7 */
+	bool is_sym;                /* v7 Coll */
+	const char *kernel_variant; /* v7 Coll */
 };
 int ph_start(struct ph_comm *c, void **handle, const struct ph_ev *ev);
+/* As NCCL does for a task's events: enabled by the mask the task captured at its call. */
+int ph_start_mask(struct ph_comm *c, void **handle, const struct ph_ev *ev, int mask);
 int ph_start_raw(struct ph_host *h, void *ctx, void **handle, const struct ph_ev *ev);
 int ph_stop(struct ph_host *h, void *handle);
 int ph_record(struct ph_host *h, void *handle, int state, uint64_t arg);

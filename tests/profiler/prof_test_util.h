@@ -35,12 +35,16 @@ static inline const void *prof_table(int v)
 	case 3: return &ncclProfiler_v3;
 	case 4: return &ncclProfiler_v4;
 	case 5: return &ncclProfiler_v5;
-	default: return &ncclProfiler_v6;
+	case 6: return &ncclProfiler_v6;
+	default: return &ncclProfiler_v7;
 	}
 }
 
+/* Tests of the per-collective path instrument every collective (NCCLBPF_PROFILE_SAMPLE=1);
+ * the sampling tests (test_profiler_sampling.c) set their own value. */
 static inline void prof_set_mode(const char *mode)
 {
+	setenv("NCCLBPF_PROFILE_SAMPLE", "1", 1);
 	if (mode)
 		setenv("NCCLBPF_PROFILE", mode, 1);
 	else

@@ -49,6 +49,7 @@ int main(int argc, char **argv)
 	setenv("NCCLBPF_POLICY", argv[2], 1);
 	unsetenv("NCCLBPF_PROFILE"); /* default: coll, because the policy uses the latency map */
 	unsetenv("NCCLBPF_TRACE");
+	setenv("NCCLBPF_PROFILE_SAMPLE", "1", 1); /* every collective GPU-timed */
 	static struct mock_nccl m;
 	int rc = mock_nccl_load_tuner(&m, 230, argv[1], 0);
 	if (rc)

@@ -50,6 +50,7 @@ static int decide(void *arg, int step, int *algo, int *proto)
 int main(void)
 {
 	unsetenv("NCCLBPF_TRACE");
+	setenv("NCCLBPF_PROFILE_SAMPLE", "1", 1); /* every collective GPU-timed */
 	prof_set_mode("coll");
 	comm_channels_reset();
 	native_adaptive_channels_reset();

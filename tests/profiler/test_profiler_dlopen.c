@@ -20,7 +20,7 @@ int main(int argc, char **argv)
 	setenv("NCCLBPF_PROFILE", "full", 1);
 	unsetenv("NCCLBPF_TRACE");
 	unsetenv("NCCLBPF_POLICY");
-	for (int v = 1; v <= 6; v++) {
+	for (int v = 1; v <= 7; v++) {
 		struct ph_host h;
 		char err[512];
 		int rc = ph_open(&h, argv[1], v, err, sizeof(err));
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 		CHECK(t->init && t->startEvent && t->stopEvent && t->recordEventState && t->finalize);
 		struct ph_comm c;
 		CHECK(ph_comm_init(&h, &c, 0xd1000 + (uint64_t)v, "dl", 2, 4, 1) == 0);
-		uint32_t all = v == 6 ? NB_PROF_ALL_V6 : v == 5 ? NB_PROF_ALL_V5 : v >= 3 ? NB_PROF_ALL_V3 : NB_PROF_ALL_V1;
+		uint32_t all = v == 7 ? NB_PROF_ALL_V7 : v == 6 ? NB_PROF_ALL_V6 : v == 5 ? NB_PROF_ALL_V5 : v >= 3 ? NB_PROF_ALL_V3 : NB_PROF_ALL_V1;
 		CHECK_EQ_U64(h.mask, all);
 		for (int i = 0; i < 8; i++) {
 			struct ph_coll k = {.coll_type = i % 5, .count = 4096, .algo = 1, .proto = 2,

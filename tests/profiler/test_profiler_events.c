@@ -37,7 +37,7 @@ static void test_init_modes(int v)
 
 	prof_set_mode("full");
 	CHECK(ph_comm_init(&h, &c, 0x3333, "full", 1, 2, 0) == 0);
-	uint32_t all = v == 6 ? NB_PROF_ALL_V6 : v == 5 ? NB_PROF_ALL_V5 : v >= 3 ? NB_PROF_ALL_V3 : NB_PROF_ALL_V1;
+	uint32_t all = v == 7 ? NB_PROF_ALL_V7 : v == 6 ? NB_PROF_ALL_V6 : v == 5 ? NB_PROF_ALL_V5 : v >= 3 ? NB_PROF_ALL_V3 : NB_PROF_ALL_V1;
 	CHECK_EQ_U64(h.mask, all);
 	CHECK(ph_comm_finalize(&c) == 0);
 
@@ -78,7 +78,7 @@ static void test_order_and_timing(int v, const char *mode)
 	CHECK(k.coll_handle != NULL);
 	/* Coll stop only means enqueued: with KernelCh (or ProxyOp) enabled, not complete */
 	/* v1/v2 have no KernelCh: completion is known at enqueue only (documented) */
-	bool children = ph_enabled(&h, NB_PROF_KERNEL_CH);
+	bool children = k.task_mask & NB_PROF_KERNEL_CH;
 	CHECK(atomic_load(&ob.n) == (children ? 0 : 1));
 	ph_coll_proxy(&c, &k);
 	CHECK(atomic_load(&ob.n) == 1);
@@ -132,7 +132,7 @@ static void test_mask_override(int v)
 	struct ph_host h;
 	struct ph_comm c;
 	ph_open_table(&h, v, prof_table(v));
-	uint32_t all = v == 6 ? NB_PROF_ALL_V6 : v == 5 ? NB_PROF_ALL_V5 : v >= 3 ? NB_PROF_ALL_V3 : NB_PROF_ALL_V1;
+	uint32_t all = v == 7 ? NB_PROF_ALL_V7 : v == 6 ? NB_PROF_ALL_V6 : v == 5 ? NB_PROF_ALL_V5 : v >= 3 ? NB_PROF_ALL_V3 : NB_PROF_ALL_V1;
 	uint32_t coll = v >= 3 ? (NB_PROF_COLL | NB_PROF_KERNEL_CH) : NB_PROF_COLL;
 
 	setenv("NCCLBPF_PROFILE_MASK", "0x2", 1);
@@ -427,7 +427,7 @@ int main(void)
 	unsetenv("NCCLBPF_TRACE");
 	unsetenv("NCCLBPF_POLICY");
 	test_first_token_unpredictable(); /* first: needs a process without contexts */
-	for (int v = 1; v <= 6; v++) {
+	for (int v = 1; v <= 7; v++) {
 		test_init_modes(v);
 		test_order_and_timing(v, "coll");
 		test_mask_override(v);

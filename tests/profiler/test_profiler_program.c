@@ -17,6 +17,7 @@ int main(int argc, char **argv)
 	const char *dir = argc > 1 ? argv[1] : "tests/progs";
 	char spec[1024];
 	unsetenv("NCCLBPF_TRACE");
+	setenv("NCCLBPF_PROFILE_SAMPLE", "1", 1); /* every collective GPU-timed */
 	unsetenv("NCCLBPF_POLICY");
 	/* the writer is rejected: nothing of it attaches */
 	snprintf(spec, sizeof(spec), "%s/prof_writer.bpf.o", dir);
@@ -54,6 +55,19 @@ int main(int argc, char **argv)
 	struct profiler_counters pc;
 	profiler_get_counters(&pc);
 	CHECK_EQ_U64(pc.program_faults, 0);
+	CHECK(ph_comm_finalize(&c) == 0);
+
+	/* with a profiler program loaded, KernelCh stays on every collective unless the user
+	 * asked for sampling (regression: the bandit's reward lost its GPU times, issue 15) */
+	unsetenv("NCCLBPF_PROFILE_SAMPLE");
+	CHECK(ph_comm_init(&h, &c, 0x9a9bull, "prog-default", 1, 4, 3) == 0);
+	struct profiler_ctx *pctx = profiler_ctx_find(0x9a9bull);
+	CHECK(pctx && !pctx->sampler.on);
+	CHECK(ph_comm_finalize(&c) == 0);
+	setenv("NCCLBPF_PROFILE_SAMPLE", "auto", 1);
+	CHECK(ph_comm_init(&h, &c, 0x9a9cull, "prog-sampled", 1, 4, 3) == 0);
+	pctx = profiler_ctx_find(0x9a9cull);
+	CHECK(pctx && pctx->sampler.on);
 	CHECK(ph_comm_finalize(&c) == 0);
 	runtime_unload_policies();
 	TEST_DONE();

@@ -158,7 +158,7 @@ static void test_tuner_mode(enum ncclbpf_exec_mode mode, const char *mname)
 
 	/* context size must be the hook's exactly */
 	CHECK(ncclbpf_program_run(pick, &c, sizeof(c) - 1, &r0, err, sizeof(err)) == -EINVAL);
-	CHECK_STR_CONTAINS(err, "160");
+	CHECK_STR_CONTAINS(err, "176");
 	CHECK(ncclbpf_program_run(pick, NULL, sizeof(c), &r0, err, sizeof(err)) == -EINVAL);
 	struct ncclbpf_profiler_ctx pc;
 	CHECK(ncclbpf_program_run(pick, &pc, sizeof(pc), &r0, err, sizeof(err)) == -EINVAL);

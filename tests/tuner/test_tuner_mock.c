@@ -4,6 +4,7 @@
  * Expected decisions come from the native C policies (same logic as the .bpf.c files) and
  * an independent oracle of the translation rules (tuner_oracle.c). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -41,6 +42,10 @@ static const struct shape shapes[] = {
 	{ MOCK_TOPO_RING_ONLY, 8, 1 },
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+/* Every release the mock host models; 231 = the 2.31 selection semantics (tuner v6). */
+static const int all_releases[] = { 227, 228, 229, 230, 231 };
+#define N_RELEASES (sizeof(all_releases) / sizeof(all_releases[0]))
 
 static int expected_version(int release)
 {
@@ -137,6 +142,16 @@ static int sweep(int release, native_policy_fn fn, int ra, int rp, int rn)
 	return bad;
 }
 
+static int sweep(int release, native_policy_fn fn, int ra, int rp, int rn);
+/* The same sweep on every release (every tuner test runs in all modes). */
+static int sweep_all(native_policy_fn fn, int ra, int rp, int rn)
+{
+	int bad = 0;
+	for (size_t r = 0; r < N_RELEASES; r++)
+		bad += sweep(all_releases[r], fn, ra, rp, rn);
+	return bad;
+}
+
 /* Runs fn in a child process with NCCLBPF_POLICY = policy (NULL: unset) and extra env. */
 static void run_scenario(const char *name, const char *policy, const char *const *env,
 			 void (*fn)(void))
@@ -189,13 +204,13 @@ static void run_scenario(const char *name, const char *policy, const char *const
 
 static void sc_no_policy(void)
 {
-	static const int releases[] = { 227, 228, 229, 230 };
-	for (size_t r = 0; r < 4; r++) {
+	oracle_pinned = 0; /* no program: nothing pinned */
+	for (size_t r = 0; r < N_RELEASES; r++) {
 		struct mock_nccl m;
-		CHECK(load(&m, releases[r]) == 0);
-		CHECK(m.tuner_version == expected_version(releases[r]));
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(m.tuner_version == expected_version(all_releases[r]));
 		/* Pass-through: no table entry and no channel count changes. */
-		CHECK(sweep(releases[r], NULL, -1, -1, 0) == 0);
+		CHECK(sweep(all_releases[r], NULL, -1, -1, 0) == 0);
 	}
 	/* The v3 table (bound by releases before 2.23) works too. */
 	struct mock_nccl m;
@@ -232,15 +247,15 @@ static void sc_name_resolution(void)
 
 static void sc_bad_path(void)
 {
-	CHECK(sweep(230, NULL, -1, -1, 0) == 0);
-	CHECK(sweep(227, NULL, -1, -1, 0) == 0);
+	oracle_pinned = 0;
+	CHECK(sweep_all(NULL, -1, -1, 0) == 0);
 	CHECK(mock_log_count_level(2, "missing_policy.bpf.o") == 1);
 }
 
 static void sc_rejected(void)
 {
-	CHECK(sweep(230, NULL, -1, -1, 0) == 0);
-	CHECK(sweep(228, NULL, -1, -1, 0) == 0);
+	oracle_pinned = 0;
+	CHECK(sweep_all(NULL, -1, -1, 0) == 0);
 	/* Exactly one WARN line, naming the program and carrying the verifier's diagnostic. */
 	CHECK(mock_log_count_level(2, "reject_ctx_write") == 1);
 	CHECK(mock_log_count_level(2, "n_bytes") + mock_log_count_level(2, "read-only") +
@@ -249,7 +264,7 @@ static void sc_rejected(void)
 
 static void sc_rejected_then_good(void)
 {
-	CHECK(sweep(230, native_size_aware, 0, 0, 0) == 0);
+	CHECK(sweep_all(native_size_aware, 0, 0, 0) == 0);
 	CHECK(mock_log_count_level(2, "reject_ctx_write") == 1);
 }
 
@@ -261,15 +276,15 @@ static void sc_shipped_policy(void)
 	CHECK(np != NULL);
 	if (!np)
 		return;
-	CHECK(sweep(227, np->fn, 0, 0, 0) == 0);
-	CHECK(sweep(230, np->fn, 0, 0, 0) == 0);
+	CHECK(sweep_all(np->fn, 0, 0, 0) == 0);
 	CHECK(mock_log_count_level(2, "") == 0);
 	CHECK(mock_log_count(current_policy) >= 1); /* attached */
 
 	/* Spot checks stating each policy's intent on an 8-GPU NVLink node (2.30). */
+	for (int rel = 230; rel <= 231; rel++) {
 	struct mock_nccl m;
 	struct mock_comm c;
-	CHECK(load(&m, 230) == 0);
+	CHECK(load(&m, rel) == 0);
 	CHECK(mock_comm_init(&m, &c, 0xfeed, 8, 1) == 0);
 	float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
 	int nch, a, p, da, dp;
@@ -278,7 +293,7 @@ static void sc_shipped_policy(void)
 		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, coll, bytes, 8, 1);          \
 		CHECK(call_checked(&c, coll, bytes, before, after, &nch) == 0);             \
 		mock_select(230, before, &da, &dp);                                         \
-		CHECK(mock_select(230, after, &a, &p) == 0);                                \
+		CHECK(mock_select(rel, after, &a, &p) == 0);                                \
 		CHECK(a == ((ea) < 0 ? da : (ea)) && p == ((ep) < 0 ? dp : (ep)) && nch == (en)); \
 	} while (0)
 	if (!strcmp(current_policy, "size_aware")) {
@@ -309,19 +324,19 @@ static void sc_shipped_policy(void)
 	}
 #undef SPOT
 	CHECK(mock_comm_finalize(&c) == 0);
+	}
 }
 
 static void sc_compose(void)
 {
 	/* compose_first: Ring/Simple/4; compose_double then doubles: 8. */
-	CHECK(sweep(230, NULL, 1, 2, 8) == 0);
-	CHECK(sweep(227, NULL, 1, 2, 8) == 0);
+	CHECK(sweep_all(NULL, 1, 2, 8) == 0);
 }
 
 static void sc_compose_reversed(void)
 {
 	/* compose_double runs first and sees KEEP; compose_first's 4 stands. */
-	CHECK(sweep(230, NULL, 1, 2, 4) == 0);
+	CHECK(sweep_all(NULL, 1, 2, 4) == 0);
 }
 
 struct rule_case {
@@ -342,9 +357,7 @@ static const struct rule_case *current_rule;
 static void sc_rule(void)
 {
 	const struct rule_case *r = current_rule;
-	CHECK(sweep(230, NULL, r->ra, r->rp, r->rn) == 0);
-	CHECK(sweep(228, NULL, r->ra, r->rp, r->rn) == 0);
-	CHECK(sweep(227, NULL, r->ra, r->rp, r->rn) == 0);
+	CHECK(sweep_all(NULL, r->ra, r->rp, r->rn) == 0);
 	if (r->log_needle)
 		CHECK(mock_log_count(r->log_needle) == 1);
 }
@@ -354,7 +367,7 @@ static void sc_echo_inputs(void)
 {
 	static const struct {
 		int release, max_version, version;
-	} cases[] = { { 227, 0, 4 }, { 228, 0, 5 }, { 230, 0, 6 }, { 230, 3, 3 } };
+	} cases[] = { { 227, 0, 4 }, { 228, 0, 5 }, { 230, 0, 6 }, { 231, 0, 6 }, { 230, 3, 3 } };
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct mock_nccl m;
 		struct mock_comm c;
@@ -387,14 +400,13 @@ static void sc_echo_inputs(void)
 static void sc_fault_chain(void)
 {
 	/* fault_after_write's Tree/LL/3 is discarded: compose_first's decision stands. */
-	CHECK(sweep(230, NULL, 1, 2, 4) == 0);
-	CHECK(sweep(227, NULL, 1, 2, 4) == 0);
+	CHECK(sweep_all(NULL, 1, 2, 4) == 0);
 	CHECK(mock_log_count_level(2, "policy fault") == 1);
 }
 
 static void sc_fault_alone(void)
 {
-	CHECK(sweep(230, NULL, -1, -1, 0) == 0);
+	CHECK(sweep_all(NULL, -1, -1, 0) == 0);
 	CHECK(mock_log_count_level(2, "policy fault") == 1);
 }
 
@@ -426,11 +438,11 @@ static void sc_chunk(void)
  * result must always match the oracle and keep NCCL's invariants. */
 static long random_iters = 20000;
 
-static void sc_random_requests(void)
+static void random_requests(int release)
 {
 	struct mock_nccl m;
 	struct mock_comm c;
-	CHECK(load(&m, 230) == 0);
+	CHECK(load(&m, release) == 0);
 	CHECK(mock_comm_init(&m, &c, 0xf00d, 8, 1) == 0);
 	uint64_t x = 0x243f6a8885a308d3ull;
 	int mismatches = 0, violations = 0;
@@ -452,15 +464,18 @@ static void sc_random_requests(void)
 		int nch = 0;
 		char why[200];
 		int rc = mock_comm_get_coll_info(&c, (int)((x >> 20) % 5), bytes, 1, 0, after, &nch);
-		if (rc || mock_check_invariants(230, before, after, nch, 0, why, sizeof(why))) {
+		if (rc || mock_check_invariants(release, before, after, nch, 0, why, sizeof(why))) {
 			if (violations++ < 3)
 				fprintf(stderr, "violation rc=%d: %s\n", rc, why);
 			continue;
 		}
 		struct oracle_result want;
 		int a = -1, p = -1;
-		oracle_expect(230, before, ra, rp, rn, &want);
-		mock_select(230, after, &a, &p);
+		oracle_expect(release, before, ra, rp, rn, &want);
+		if (release >= 231)
+			mock_select_231(before, after, &a, &p, NULL);
+		else
+			mock_select(release, after, &a, &p);
 		if (a != want.algo || p != want.proto || nch != want.n_channels) {
 			if (mismatches++ < 3)
 				fprintf(stderr, "request %d/%d/%d: got %d/%d/%d want %d/%d/%d\n", ra, rp,
@@ -470,6 +485,12 @@ static void sc_random_requests(void)
 	CHECK(violations == 0);
 	CHECK(mismatches == 0);
 	CHECK(mock_comm_finalize(&c) == 0);
+}
+
+static void sc_random_requests(void)
+{
+	random_requests(230);
+	random_requests(231);
 }
 
 /* ---- concurrency: 8 threads, 6 communicators of mixed shapes, every call checked ---- */
@@ -497,10 +518,12 @@ static void *conc_thread(void *arg)
 	return NULL;
 }
 
-static void sc_concurrency(void)
+static void concurrency(int release)
 {
 	struct mock_nccl m;
-	CHECK(load(&m, 230) == 0);
+	atomic_store(&conc_bad, 0);
+	atomic_store(&conc_calls, 0);
+	CHECK(load(&m, release) == 0);
 	for (int i = 0; i < CONC_COMMS; i++) {
 		conc_shapes[i] = &shapes[i % N_SHAPES];
 		CHECK(mock_comm_init(&m, &conc_comms[i], 0xabc000 + (uint64_t)i, conc_shapes[i]->ranks,
@@ -517,6 +540,239 @@ static void sc_concurrency(void)
 	CHECK(atomic_load(&conc_bad) == 0);
 }
 
+static void sc_concurrency(void)
+{
+	conc_iters /= 2;
+	concurrency(230);
+	concurrency(231);
+}
+
+/* ---- 2.31 semantics: one collective, possibly two tuner calls ---- */
+/* Rank A cannot run the symmetric kernel (unregistered buffers), rank B can. With tuner
+ * programs attached and NCCLBPF_TUNER_SYM=pin (default) NCCL's choice is explicit, the
+ * symmetric kernel never wins, NCCL calls the tuner once per collective on both ranks and
+ * seq (reported by seq_probe through nChannels) stays identical. */
+static void sc_231_seq_pinned(void)
+{
+	struct mock_nccl m;
+	struct mock_comm a, b;
+	CHECK(load(&m, 231) == 0 && m.tuner_version == 6);
+	CHECK(mock_comm_init(&m, &a, 0x231a, 8, 1) == 0);
+	CHECK(mock_comm_init(&m, &b, 0x231a, 8, 1) == 0); /* same commHash: two ranks */
+	float t[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	int diverged = 0, sym = 0, extra_calls = 0, neg = 0;
+	for (int i = 0; i < 200; i++) {
+		int coll = i % 3 == 0 ? 2 : 4;
+		size_t bytes = (size_t)(1 + i % 7) * KiB;
+		mock_cost_table(t, MOCK_TOPO_NVLINK_NODE, coll, bytes, 8, 1);
+		struct mock_231_result ra, rb;
+		CHECK(mock_collective_231(&a, coll, bytes, 0, t, 0.5f, 0, &ra) == 0);
+		CHECK(mock_collective_231(&b, coll, bytes, 1, t, 0.5f, 1, &rb) == 0);
+		diverged += ra.tuner_channels != rb.tuner_channels;
+		sym += ra.sym + rb.sym;
+		extra_calls += (ra.calls - 1) + (rb.calls - 1);
+		neg += ra.negative_written + rb.negative_written;
+		CHECK(ra.algo == rb.algo && ra.proto == rb.proto && ra.n_channels == rb.n_channels);
+		/* nChannels is a cap: NCCL runs min(its count, the plugin's) */
+		CHECK(ra.n_channels == (ra.tuner_channels < a.nccl_channels ? ra.tuner_channels
+									  : a.nccl_channels));
+	}
+	CHECK(diverged == 0);
+	CHECK(sym == 0);
+	CHECK(extra_calls == 0);
+	CHECK(neg == 0);
+	CHECK(mock_comm_finalize(&a) == 0);
+	CHECK(mock_comm_finalize(&b) == 0);
+}
+
+/* The same with NCCLBPF_TUNER_SYM=compete: rank B runs the symmetric kernel, rank A falls
+ * back and NCCL calls its tuner twice, so seq counts calls and the ranks' seq diverge.
+ * (Shows that the mock really makes the second call the pinned test rules out.) */
+static void sc_231_seq_compete(void)
+{
+	struct mock_nccl m;
+	struct mock_comm a, b;
+	CHECK(load(&m, 231) == 0);
+	CHECK(mock_comm_init(&m, &a, 0x231b, 8, 1) == 0);
+	CHECK(mock_comm_init(&m, &b, 0x231b, 8, 1) == 0);
+	float t[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	int diverged = 0, sym_b = 0, calls_a = 0;
+	for (int i = 0; i < 20; i++) {
+		mock_cost_table(t, MOCK_TOPO_NVLINK_NODE, 4, 4 * KiB, 8, 1);
+		struct mock_231_result ra, rb;
+		CHECK(mock_collective_231(&a, 4, 4 * KiB, 0, t, 0.5f, 0, &ra) == 0);
+		CHECK(mock_collective_231(&b, 4, 4 * KiB, 1, t, 0.5f, 1, &rb) == 0);
+		calls_a += ra.calls;
+		sym_b += rb.sym;
+		diverged += ra.tuner_channels != ((i % 60) + 1); /* B's seq would give this */
+	}
+	CHECK(calls_a == 40);
+	CHECK(sym_b == 20);
+	CHECK(diverged > 0);
+	CHECK(mock_comm_finalize(&a) == 0);
+	CHECK(mock_comm_finalize(&b) == 0);
+}
+
+/* NVLink-domain info and shape reach the policy (v5/v6: from init; v3/v4: shape only). */
+static void sc_nvl_fields(void)
+{
+	static const struct {
+		int release, max_version, want;
+	} cases[] = { { 227, 0, 32 }, { 228, 0, 8 + 4 + 32 }, { 230, 0, 8 + 4 + 32 },
+		      { 231, 0, 8 + 4 + 32 } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(mock_nccl_load_tuner(&m, cases[i].release, LIB, cases[i].max_version) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x4e56 + i, 8, 1) == 0);
+		float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		int nch;
+		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
+		CHECK(call_checked(&c, 4, MiB, before, after, &nch) == 0);
+		CHECK(nch == cases[i].want);
+		CHECK(mock_comm_finalize(&c) == 0);
+		/* 2 nodes x 8: two domains of 8 */
+		CHECK(mock_comm_init(&m, &c, 0x4e66 + i, 16, 2) == 0);
+		mock_cost_table(before, MOCK_TOPO_MULTI_NODE, 4, MiB, 16, 2);
+		CHECK(call_checked(&c, 4, MiB, before, after, &nch) == 0);
+		CHECK(nch == (cases[i].release >= 228 ? 8 + 8 + 32 : 32));
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+}
+
+/* tuner/init edits NCCL's tuning constants within bounds (v5/v6 hosts; v3/v4 pass none). */
+static void sc_init_constants(void)
+{
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1f00 + r, 8, 1) == 0);
+		if (m.tuner_version >= 5) {
+			CHECK(fabs(c.constants[3] - 2 * (4.4 + 0.3 * 3)) < 1e-9); /* Ring/LL latency */
+			CHECK(c.constants[84 + 3 * 12] == 12.345);    /* tree bw, compcap 0 */
+			CHECK(c.constants[21 + 5] == 0.6 + 0.07 * 5); /* out of bounds: kept */
+			CHECK(c.constants[0] == 4.4);                 /* untouched: exact */
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	CHECK(mock_log_count("tuner/init changed 2 of NCCL's tuning constants") == 4); /* v5+ */
+	CHECK(mock_log_count("tuning constant out of bounds") == 1);
+}
+
+/* ---- chaining: NCCLBPF_TUNER_INNER ---- */
+#define FAKE(n) NB_BUILD_DIR "/tests/fake_plugins/lib" n ".so"
+struct fake_tuner_state {
+	int inits, finalizes, calls, chunk_calls;
+	int last_nvl[3];
+	int had_constants;
+	uint64_t last_comm_id;
+};
+/* The inner plugin's counters, from the copy ncclbpf loaded (same path: same link map). */
+static struct fake_tuner_state *fake_state(const char *path)
+{
+	void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	return dl ? dlsym(dl, "fake_tuner_state") : NULL;
+}
+
+/* One AllReduce of 1 MiB on an 8-GPU NVLink node: what NCCL ends up with. */
+static void one_call(struct mock_comm *c, int *a, int *p, int *nch)
+{
+	float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
+	*a = *p = -1;
+	CHECK(call_checked(c, 4, MiB, before, after, nch) == 0);
+	if (c->nccl->release >= 231)
+		mock_select_231(before, after, a, p, NULL);
+	else
+		mock_select(c->nccl->release, after, a, p);
+}
+
+static void sc_inner_alone(void)
+{
+	/* no policy: ncclbpf is a transparent wrapper of the inner tuner, on every release and
+	 * with every pairing of host and inner ABI version */
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1a00 + r, 8, 1) == 0);
+		int a, p, nch;
+		one_call(&c, &a, &p, &nch);
+		CHECK(a == 0 && p == 1 && nch == 7); /* the inner's Tree/LL128, 7 channels */
+		if (m.tuner_version == 6) {
+			size_t chunk = 131072;
+			CHECK(mock_comm_get_chunk_size(&c, 4, MiB, 0, 1, 1, &chunk) == 0);
+			CHECK(chunk == 262144); /* the inner's getChunkSize ran */
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	struct fake_tuner_state *st = fake_state(getenv("NCCLBPF_TUNER_INNER"));
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	CHECK(st->inits == (int)N_RELEASES && st->finalizes == (int)N_RELEASES);
+	CHECK(st->calls == (int)N_RELEASES);
+	CHECK(st->had_constants); /* a v4 host gives a v6 inner scratch constants */
+	CHECK(st->last_nvl[0] == 1 && st->last_nvl[1] == 8 && st->last_nvl[2] == 8);
+	CHECK(mock_log_count("runs before the policies") == 1);
+}
+
+static void sc_inner_then_policy(void)
+{
+	/* seq_probe keeps algorithm/protocol (NCCL's = the inner's, pinned) and sets channels */
+	for (int rel = 230; rel <= 231; rel++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, rel) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1b00 + (uint64_t)rel, 8, 1) == 0);
+		for (int i = 0; i < 3; i++) {
+			int a, p, nch;
+			one_call(&c, &a, &p, &nch);
+			CHECK(a == 0 && p == 1);
+			CHECK(nch == i + 1); /* the policy's decision on top of the inner's */
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+}
+
+static void sc_inner_v4(void)
+{
+	struct mock_nccl m;
+	struct mock_comm c;
+	CHECK(load(&m, 231) == 0);
+	CHECK(mock_comm_init(&m, &c, 0x1c00, 8, 1) == 0);
+	int a, p, nch;
+	one_call(&c, &a, &p, &nch);
+	CHECK(a == 0 && p == 1 && nch == 7);
+	CHECK(mock_comm_finalize(&c) == 0);
+	CHECK(mock_log_count("ncclTunerPlugin_v4") >= 1);
+}
+
+/* Failing or misbehaving inner plugins never fail NCCL and never change its choice. */
+static void sc_inner_bad(void)
+{
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x1d00 + r, 8, 1) == 0); /* NCCL's init succeeds */
+		float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		int nch;
+		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
+		CHECK(call_checked(&c, 4, MiB, before, after, &nch) == 0);
+		CHECK(memcmp(before, after, sizeof(before)) == 0 && nch == 0); /* untouched */
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	const char *inner = getenv("NCCLBPF_TUNER_INNER");
+	if (strstr(inner, "fail"))
+		CHECK(mock_log_count_level(2, "init failed") == (int)N_RELEASES);
+	else if (strstr(inner, "err"))
+		CHECK(mock_log_count_level(2, "its changes were undone") == 1); /* once */
+	else
+		CHECK(mock_log_count_level(2, "not loaded") == 1);
+}
+
 int main(int argc, char **argv)
 {
 	/* Optional budget: iterations per thread of the concurrency test; the random test runs
@@ -531,7 +787,7 @@ int main(int argc, char **argv)
 	static const char *const warn_interp[] = { "NCCLBPF_VERIFY", "warn", "NCCLBPF_JIT", "0",
 						   NULL };
 
-	run_scenario("no policy, NCCL 2.27..2.30 + v3", NULL, NULL, sc_no_policy);
+	run_scenario("no policy, NCCL 2.27..2.31 + v3", NULL, NULL, sc_no_policy);
 	run_scenario("plugin name resolution", NULL, NULL, sc_name_resolution);
 	run_scenario("bad policy path", "/nonexistent/missing_policy.bpf.o", NULL, sc_bad_path);
 	run_scenario("rejected policy", PROG("reject_ctx_write"), NULL, sc_rejected);
@@ -574,5 +830,30 @@ int main(int argc, char **argv)
 		     sc_random_requests);
 	run_scenario("v6 getChunkSize (tuner/chunk)", PROG("chunk"), NULL, sc_chunk);
 	run_scenario("8 threads x 6 comms, size_aware", POL("size_aware"), NULL, sc_concurrency);
+	static const char *const compete[] = { "NCCLBPF_TUNER_SYM", "compete", NULL };
+	run_scenario("2.31: sym fallback, pinned: seq equal", PROG("probes") ":seq_probe", NULL,
+		     sc_231_seq_pinned);
+	run_scenario("2.31: sym fallback, compete: 2 calls", PROG("probes") ":seq_probe", compete,
+		     sc_231_seq_compete);
+	run_scenario("NVLink-domain info + shape in ctx", PROG("probes") ":nvl_probe", NULL,
+		     sc_nvl_fields);
+	static const char *const info[] = { "NCCL_DEBUG", "INFO", NULL };
+	run_scenario("tuner/init: NCCL's tuning constants", PROG("probes") ":init_probe", info,
+		     sc_init_constants);
+	static const char *const inner6[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v6"), NULL };
+	static const char *const inner4[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v4"), NULL };
+	static const char *const inner_fail[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_fail"),
+						  NULL };
+	static const char *const inner_err[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_err"),
+						 NULL };
+	static const char *const inner_missing[] = { "NCCLBPF_TUNER_INNER",
+						     "/nonexistent/libnccl-tuner-x.so", NULL };
+	run_scenario("inner tuner v6, no policy", NULL, inner6, sc_inner_alone);
+	run_scenario("inner tuner v6 + seq_probe", PROG("probes") ":seq_probe", inner6,
+		     sc_inner_then_policy);
+	run_scenario("inner tuner v4 on a v6 host", NULL, inner4, sc_inner_v4);
+	run_scenario("inner tuner: init fails", NULL, inner_fail, sc_inner_bad);
+	run_scenario("inner tuner: returns errors", NULL, inner_err, sc_inner_bad);
+	run_scenario("inner tuner: missing library", NULL, inner_missing, sc_inner_bad);
 	TEST_DONE();
 }

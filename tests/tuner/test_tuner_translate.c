@@ -106,13 +106,44 @@ static void test_ties(void)
 	/* Lower-index ties nudged to FLT_MIN: still available (>= 0), just not cheaper. */
 	CHECK(t[0][0] == FLT_MIN && t[0][1] == FLT_MIN && t[1][0] == FLT_MIN);
 	CHECK(t[1][2] == 0.0f);
-	/* Higher-index zeros lose the tie anyway and stay untouched. */
+	/* Higher-index zeros are nudged too: NCCL 2.31 breaks ties towards the HIGHEST index
+	 * (regression: <= issue 15 they stayed 0 and PAT/Simple won a 2.31 tie). */
 	for (int i = 0; i < NA; i++)
 		for (int j = 0; j < NP; j++)
 			t[i][j] = 0.0f;
 	translate(t, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, 0, &nch, &ap);
 	CHECK(select_pair(t, &a, &p) == 0 && a == 0 && p == 0);
-	CHECK(t[6][2] == 0.0f);
+	CHECK(t[6][2] == FLT_MIN);
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			CHECK(i + j == 0 || t[i][j] == FLT_MIN);
+	/* the 2.31 rule (ties to the highest index) selects the choice as well */
+	{
+		float best = FLT_MAX;
+		int ha = -1, hp = -1;
+		for (int i = 0; i < NA; i++)
+			for (int j = 0; j < NP; j++)
+				if (t[i][j] >= 0.0f && t[i][j] <= best)
+					best = t[i][j], ha = i, hp = j;
+		CHECK(ha == 0 && hp == 0);
+	}
+	/* pinning NCCL's own choice: same rule, nothing negative, unavailable untouched */
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			t[i][j] = (i + j) % 3 == 0 ? U : (float)(10 - i);
+	t[6][1] = 4.0f; /* tie with [6][2] at 4: lowest index is NCCL's (<= 2.30) choice */
+	memcpy(before, t, sizeof(t));
+	CHECK(tuner_pin(&t[0][0], NA, NP));
+	check_negatives_untouched(before, t);
+	CHECK(t[6][1] == 0.0f && t[6][2] == 4.0f);
+	CHECK(select_pair(t, &a, &p) == 0 && a == 6 && p == 1);
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			t[i][j] = U;
+	CHECK(!tuner_pin(&t[0][0], NA, NP)); /* nothing available: nothing written */
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++)
+			CHECK(t[i][j] == U);
 
 	/* Single-rank table: only Ring/Simple = 0. */
 	for (int i = 0; i < NA; i++)
@@ -245,7 +276,7 @@ static void test_ctx_fill(void)
 	/* Layout the policies rely on (policy.h offsets). */
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, cost) == 56);
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, algo) == 140);
-	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 160);
+	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 176);
 }
 
 static void test_issue_names(void)

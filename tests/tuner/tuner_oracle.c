@@ -2,12 +2,16 @@
 
 #include <float.h>
 
+int oracle_pinned = 1;
+
 void oracle_expect(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
 		   int req_algo, int req_proto, int req_channels,
 		   struct oracle_result *out)
 {
 	int da = -1, dp = -1;
-	mock_select(release, before, &da, &dp);
+	/* with tuner programs attached the shim pins NCCL's general choice (lowest index on
+	 * exact ties, as <= 2.30 selects): under 2.31 that is what runs, too */
+	mock_select(release >= 231 && oracle_pinned ? 230 : release, before, &da, &dp);
 	out->algo = da;
 	out->proto = dp;
 	out->n_channels = 0;

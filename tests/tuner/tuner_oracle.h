@@ -12,6 +12,10 @@ struct oracle_result {
 	int discarded;   /* the request was invalid/unavailable */
 };
 
+/* 1 (default): tuner programs are attached and NCCLBPF_TUNER_SYM=pin, so a KEEP decision
+ * pins NCCL's choice; 0: pass-through (no program), the table is untouched. */
+extern int oracle_pinned;
+
 void oracle_expect(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
 		   int req_algo, int req_proto, int req_channels,
 		   struct oracle_result *out);

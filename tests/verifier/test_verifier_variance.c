@@ -257,6 +257,11 @@ static void test_hooks(void)
 	CHECK_STR_CONTAINS(last_diag.msg, "ctx->chunk_size");
 	OK_H(NB_HOOK_TUNER_CHUNK, LDX(BPF_DW, 2, 1, 8), ALU64_IMM(BPF_LSH, 2, 1), LDX(BPF_W, 3, 1, 28),
 	     ALU64_REG(BPF_ADD, 2, 3), STX(BPF_DW, 1, 2, 32), RET0);
+	/* tuner/init: NCCL's tuning constants are rank-invariant outputs (issue 15) */
+	RL_H(NB_HOOK_TUNER_INIT, 2, SAVE_CTX, CALL(5), STX(BPF_W, 6, 0, 32), RET0);
+	CHECK_STR_CONTAINS(last_diag.msg, "ctx->base_latency_ns");
+	OK_H(NB_HOOK_TUNER_INIT, LDX(BPF_W, 2, 1, 32), ALU64_IMM(BPF_LSH, 2, 1),
+	     STX(BPF_W, 1, 2, 32), RET0);
 	/* hooks without rank-invariant outputs are not concerned */
 	OK_H(NB_HOOK_NET, SAVE_CTX, CALL(5), STX(BPF_W, 6, 0, 40), RET0);
 	OK_H(NB_HOOK_ENV, SAVE_CTX, CALL(5), STX(BPF_W, 6, 0, 72), RET0);
@@ -268,7 +273,8 @@ static void test_hooks(void)
 		const struct nb_hook_desc *hd = hook_desc((enum nb_hook_type)h);
 		for (size_t i = 0; i < hd->field_cnt; i++) {
 			const struct nb_ctx_field *f = &hd->fields[i];
-			bool tuner = h == NB_HOOK_TUNER || h == NB_HOOK_TUNER_CHUNK;
+			bool tuner = h == NB_HOOK_TUNER || h == NB_HOOK_TUNER_CHUNK ||
+				     h == NB_HOOK_TUNER_INIT;
 			CHECK(hook_output_rank_invariant(hd, f) == (tuner && f->writable));
 			if (tuner && f->writable)
 				CHECK(f->variance == NB_RANK_INVARIANT);

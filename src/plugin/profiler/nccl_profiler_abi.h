@@ -1,9 +1,11 @@
-/* Our own declarations of NCCL's profiler plugin ABI, versions 1..6, written from the
- * facts in /work/shared/ref/nccl-plugin-abi.md §4 (no NCCL header is included or copied).
+/* Our own declarations of NCCL's profiler plugin ABI, versions 1..7, written from the
+ * facts in /work/shared/ref/nccl-plugin-abi.md §4 and nccl-2.31-and-ecosystem.md §1.3 (no
+ * NCCL header is included or copied).
  * Layouts must match NCCL's exactly: NCCL calls these tables with its own structs.
  *
  * Exported symbol names: ncclProfiler_v1 .. ncclProfiler_v6 (no "Plugin" in the name).
- * NCCL 2.27 binds v4, 2.28 binds v5, 2.29/2.30 bind v6; older versions go through shims.
+ * NCCL 2.27 binds v4, 2.28 binds v5, 2.29/2.30 bind v6, 2.31 binds v7; older versions go
+ * through shims.
  */
 #ifndef NCCLBPF_PLUGIN_NCCL_PROFILER_ABI_H
 #define NCCLBPF_PLUGIN_NCCL_PROFILER_ABI_H
@@ -40,6 +42,8 @@ typedef void (*nb_nccl_logger_t)(int level, unsigned long flags, const char *fil
 #define NB_PROF_ALL_V3 0xffu
 #define NB_PROF_ALL_V5 0xfffu
 #define NB_PROF_ALL_V6 0x7fffu
+#define NB_PROF_KERNEL_PHASE (1u << 15) /* v7: kernel barrier phases (NCCL forces KernelCh) */
+#define NB_PROF_ALL_V7 0xffffu
 
 /* ---- states (§4.4): one enum shared by all versions ---- */
 enum nb_prof_state {
@@ -74,6 +78,7 @@ enum nb_prof_state {
 	NB_PROF_ST_CE_SYNC_COMPLETE = 28,
 	NB_PROF_ST_CE_BATCH_START = 29,
 	NB_PROF_ST_CE_BATCH_COMPLETE = 30,
+	NB_PROF_ST_KERNEL_PHASE_STOP = 31, /* v7: stop time in the kernelCh member of the args */
 };
 /* NCCL passes the state as a C enum: int-sized. */
 typedef int nb_prof_state_t;
@@ -369,6 +374,103 @@ struct nb_prof_descr_v6 {
 	};
 };
 
+/* ---- v7 (NCCL 2.31): v6 with userTag appended to collApi, p2pApi, coll, p2p, ceColl,
+ * coll gaining kernelVariant + isSymColl, and a kernelPhase member. Every v6 member keeps
+ * its offsets (asserted in profiler_v7.c); the state-args union is v4's. ---- */
+struct nb_prof_descr_v7 {
+	uint64_t type;
+	void *parentObj;
+	int rank;
+	union {
+		struct {
+			bool graphCaptured;
+			int groupDepth;
+		} groupApi;
+		struct {
+			const char *func;
+			size_t count;
+			const char *datatype;
+			int root;
+			void *stream;
+			bool graphCaptured;
+			uint64_t userTag; /* 0 = untagged */
+		} collApi;
+		struct {
+			const char *func;
+			size_t count;
+			const char *datatype;
+			void *stream;
+			bool graphCaptured;
+			uint64_t userTag;
+		} p2pApi;
+		struct {
+			void *stream;
+		} kernelLaunch;
+		struct {
+			uint64_t seqNumber;
+			const char *func;
+			const void *sendBuff;
+			void *recvBuff;
+			size_t count;
+			int root;
+			const char *datatype;
+			uint8_t nChannels;
+			uint8_t nWarps;
+			const char *algo;   /* symmetric kernels: the variant suffix */
+			const char *proto;  /* symmetric kernels: "" */
+			void *parentGroup;
+			const char *kernelVariant;
+			bool isSymColl;
+			uint64_t userTag;
+		} coll;
+		struct {
+			const char *func;
+			void *buff;
+			const char *datatype;
+			size_t count;
+			int peer;
+			uint8_t nChannels;
+			void *parentGroup;
+			uint64_t userTag;
+		} p2p;
+		struct nb_prof_proxy_op_d proxyOp;
+		struct nb_prof_proxy_step_d proxyStep;
+		struct nb_prof_kernel_ch_d kernelCh;
+		struct nb_prof_net_plugin_d netPlugin;
+		struct {
+			uint64_t seqNumber;
+			const char *func;
+			const void *sendBuff;
+			void *recvBuff;
+			size_t count;
+			int root;
+			const char *datatype;
+			const char *syncStrategy;
+			bool intraBatchSync;
+			uint32_t batchSize;
+			uint32_t numBatches;
+			uint32_t ceSeqNum;
+			void *stream;
+			uint64_t userTag;
+		} ceColl;
+		struct {
+			bool isComplete;
+			int nRanks;
+		} ceCollSync;
+		struct {
+			int numOps;
+			size_t totalBytes;
+			bool useIntraSync;
+		} ceCollBatch;
+		struct {
+			uint8_t channelId;
+			uint8_t phaseId; /* 0 initial sync, 1 compute, 2 final sync */
+			const char *phaseName;
+			uint64_t pTimer; /* GPU globaltimer at the phase start */
+		} kernelPhase;
+	};
+};
+
 /* ---- function tables ---- */
 #define NB_PROF_TABLE(ver, descr_t, args_t, ...)                                      \
 	struct nb_profiler_v##ver {                                                   \
@@ -394,6 +496,9 @@ NB_PROF_TABLE(5, struct nb_prof_descr_v5, union nb_prof_state_args_v4, void **co
 	      uint64_t commId, int *eActivationMask, const char *commName, int nNodes,
 	      int nranks, int rank, nb_nccl_logger_t logfn);
 NB_PROF_TABLE(6, struct nb_prof_descr_v6, union nb_prof_state_args_v4, void **context,
+	      uint64_t commId, int *eActivationMask, const char *commName, int nNodes,
+	      int nranks, int rank, nb_nccl_logger_t logfn);
+NB_PROF_TABLE(7, struct nb_prof_descr_v7, union nb_prof_state_args_v4, void **context,
 	      uint64_t commId, int *eActivationMask, const char *commName, int nNodes,
 	      int nranks, int rank, nb_nccl_logger_t logfn);
 

@@ -26,6 +26,9 @@
 #include "ncclbpf/policy.h"
 #include "plugin/profiler/nccl_profiler_abi.h"
 
+struct chain_profiler;
+struct metrics_comm;
+
 enum profiler_mode {
 	PROFILER_MODE_OFF = 0,
 	PROFILER_MODE_COLL = 1, /* only what per-collective timing needs */
@@ -62,6 +65,14 @@ struct profiler_desc {
 	int64_t plugin_id;
 	uint64_t ce_bytes;
 	uint64_t comm_hash; /* v1..v3 Coll/P2p: the communicator (0 under 2.28+ shims) */
+	/* v7 (NCCL 2.31) */
+	uint64_t user_tag;          /* per-call ncclCollConfig_t.userProfilerTag, 0 = none */
+	bool is_sym;                /* Coll ran a symmetric kernel (algo = kernel variant) */
+	const char *kernel_variant; /* symmetric kernel variant name, or NULL */
+	int phase;                  /* KernelPhase: 0 initial sync, 1 compute, 2 final sync */
+	/* chaining (NCCLBPF_PROFILER_INNER): NCCL's own descriptor, and Coll/P2p parentGroup */
+	const void *raw;
+	void *parent_group;
 };
 
 /* Version-neutral state arguments. */
@@ -70,6 +81,7 @@ struct profiler_state_args {
 	uint64_t trans_size;   /* ProxyStep */
 	int appended_ops;      /* ProxyCtrl */
 	bool has_args;
+	const void *raw;       /* NCCL's state-args union (chaining) */
 };
 
 struct profiler_init_args {
@@ -115,8 +127,10 @@ struct profiler_event {
 	/* collectives */
 	uint64_t seq;
 	uint64_t n_bytes;
+	uint64_t user_tag;
 	int32_t coll_type, algo, proto, n_channels;
-	uint32_t expect_kch;
+	uint32_t expect_kch;            /* KernelCh events the mask in force for this call promises */
+	bool is_sym;
 	_Atomic uint32_t kch_seen;
 	_Atomic int32_t pending;       /* own stop + outstanding children */
 	_Atomic uint64_t gpu_start_min; /* GPU clock, UINT64_MAX = none */
@@ -125,9 +139,11 @@ struct profiler_event {
 	/* kernel channel */
 	int32_t channel;
 	uint64_t gpu_start, gpu_stop;
+	void *inner_handle;       /* the inner plugin's handle of this event (chaining) */
 };
 #define PROFILER_EV_DETACHED 0x1u   /* PXN: context/parent belong to another process */
 #define PROFILER_EV_COUNTED 0x2u    /* holds a reference on its parent collective */
+#define PROFILER_EV_CARRIER 0x4u    /* only carries an inner plugin's handle */
 
 struct profiler_pool {
 	struct profiler_event *slots;
@@ -155,6 +171,54 @@ struct profiler_event *profiler_event_decode(uint64_t token);
 struct profiler_pool *profiler_pool_of(const struct profiler_event *e);
 static inline bool profiler_is_event_token(uint64_t t) { return (t & 3u) == 1u; }
 
+/* ---- KernelCh sampling (profiler_sample.c) ----
+ * NCCL reads its process-wide event mask (the int whose address init received) at every
+ * API call and keeps that value with the task: whether a collective carries KernelCh
+ * instrumentation (GPU timestamps per channel, a proxy/profiler-thread op per channel) is
+ * decided at its API call. The sampler flips the KernelCh bit of that int so that about one
+ * collective in N per (communicator, size band) is instrumented, N adaptive to the
+ * collective rate, and every band seen gets a GPU-timed sample within a bounded delay.
+ * Completion never trusts the mask we asked for: the mask in force for a call is read back
+ * at its GroupApi start (the same moment NCCL reads it) or, without API events, at Coll
+ * start; a collective without KernelCh completes at its Coll stop. */
+#define PROFILER_BANDS 65
+struct profiler_sampler {
+	int *nccl_mask;            /* NCCL's activation mask (shared by NCCL's comms) */
+	bool on;                   /* sampling active for this context */
+	bool requesting;           /* this context holds one process-wide KernelCh request */
+	uint8_t prev_band;
+	uint32_t fixed_n;          /* NCCLBPF_PROFILE_SAMPLE=N, 0 = adaptive */
+	uint32_t n;                /* current 1-in-N */
+	uint64_t delay_ns;         /* max delay before a band seen gets a GPU-timed sample */
+	uint64_t last_coll_ns;
+	uint64_t ewma_dt_ns;       /* collective inter-arrival time, EWMA 1/16 */
+	uint8_t next_band[PROFILER_BANDS]; /* learned successor of each band (0xff unknown) */
+	uint32_t since[PROFILER_BANDS];    /* collectives of the band since its last sample */
+	uint64_t last_sample_ns[PROFILER_BANDS];
+	_Atomic uint64_t total, instrumented; /* Coll starts; those carrying KernelCh */
+};
+/* Budget: about one instrumented collective per PROFILER_SAMPLE_SPACING_NS per context
+ * (KernelCh costs ~1-2 us of NCCL time per collective: <= 1 %). */
+#define PROFILER_SAMPLE_SPACING_NS 200000ull
+#define PROFILER_SAMPLE_MAX_N 1024u
+
+struct profiler_ctx;
+void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable);
+void profiler_sample_release(struct profiler_ctx *c);
+/* The event mask NCCL used for the collective whose Coll start is being handled. */
+uint32_t profiler_task_mask(const struct profiler_ctx *c);
+/* GroupApi start/stop on this thread: NCCL (re)read its mask for the calls of this group. */
+void profiler_api_group_start(const struct profiler_ctx *c);
+void profiler_api_group_stop(void);
+/* Coll start: account the collective (band, instrumented or not) and set the KernelCh bit
+ * for the next API call. */
+void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrumented,
+			  uint64_t now);
+/* Parses NCCLBPF_PROFILE_SAMPLE ("auto" = 0, or N >= 1); -1 if invalid. */
+int profiler_sample_parse(const char *s);
+/* Process-wide outstanding KernelCh requests (tests). */
+int profiler_sample_requests(void);
+
 /* ---- per-communicator context (profiler_core.c) ---- */
 struct profiler_stat_slot {
 	atomic_flag lock; /* taken only on collective completion, per (coll, bucket) */
@@ -175,13 +239,22 @@ struct profiler_ctx {
 	char comm_name[64];
 	_Atomic int rank;
 	int n_ranks, n_nodes;
-	uint32_t mask;         /* activation mask we asked for */
-	_Atomic uint64_t last_reclaim_ns; /* rate limit of profiler_reclaim_stale's pool scan */
-	struct profiler_pool pool;
+	uint32_t mask;         /* activation mask we asked for (KernelCh: "may come") */
+	struct metrics_comm *metrics;       /* NCCLBPF_METRICS_FILE, NULL when off */
+	const struct chain_profiler *inner; /* NCCLBPF_PROFILER_INNER, NULL when none */
+	void *inner_ctx;
+	int inner_mask;        /* what the inner plugin asked for */
+	/* Written by the proxy/profiler thread on every collective: kept off the cache lines
+	 * the application thread reads on each event (false sharing measured as a cost when
+	 * both threads spin on one line). */
+	_Alignas(64) _Atomic uint64_t last_reclaim_ns; /* rate limit of profiler_reclaim_stale */
 	_Atomic int64_t gpu_offset;   /* host_ns - gpu_ns, minimum seen */
 	_Atomic bool have_offset;
 	_Atomic uint64_t completed;
 	_Atomic uint64_t dropped_children;
+	_Alignas(64) struct profiler_pool pool;
+	/* KernelCh sampling state (profiler_sample.c), application thread only */
+	_Alignas(64) struct profiler_sampler sampler;
 	struct profiler_stat_slot stats[NCCLBPF_NUM_COLLS][65];
 };
 

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "agree/agree.h"
+#include "plugin/chain/chain.h"
+#include "plugin/metrics/metrics.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/control.h"
 #include "runtime/runtime.h"
@@ -37,6 +39,10 @@ extern _Atomic uint64_t profiler_cnt_completed, profiler_cnt_faults;
 
 /* Disabled context: a context token that never decodes (index 0 is not a context). */
 #define PROFILER_DISABLED_CTX ((void *)(uintptr_t)3u)
+/* Handle for a GroupApi start outside the mask we asked for (NCCL calls startEvent for it
+ * whenever Coll is enabled): non-NULL so that NCCL calls its stop, which ends the thread's
+ * "mask read at this group" window; never decodes as an event or a context. */
+#define PROFILER_API_MARK ((uint64_t)0xbu)
 
 /* getpid() is a system call (hundreds of ns on VMs): cache it, reset in forked children. */
 static _Atomic pid_t cached_pid;
@@ -110,7 +116,8 @@ static uint32_t mask_for(int mode, int version)
 	if (mode == PROFILER_MODE_OFF)
 		return 0;
 	if (mode == PROFILER_MODE_FULL)
-		return version >= 6 ? NB_PROF_ALL_V6
+		return version >= 7 ? NB_PROF_ALL_V7
+		       : version == 6 ? NB_PROF_ALL_V6
 		       : version == 5 ? NB_PROF_ALL_V5
 		       : version >= 3 ? NB_PROF_ALL_V3
 				      : NB_PROF_ALL_V1;
@@ -217,9 +224,11 @@ static struct profiler_ctx *ctx_alloc(uint32_t cap)
 	}
 	if (ctx_next_index >= PROFILER_MAX_POOLS)
 		return NULL;
-	c = calloc(1, sizeof(*c));
+	/* cache-line aligned: the context separates the fields each thread writes (profiler.h) */
+	c = aligned_alloc(64, sizeof(*c));
 	if (!c)
 		return NULL;
+	memset(c, 0, sizeof(*c));
 	c->index = ctx_next_index;
 	atomic_store(&c->gen, random_even_gen(c->index));
 	if (profiler_pool_init(&c->pool, c->index, cap)) {
@@ -240,6 +249,10 @@ static void ctx_reset_stats(struct profiler_ctx *c)
 			memset(&c->stats[t][b].s, 0, sizeof(c->stats[t][b].s));
 		}
 }
+
+static bool profiler_null_mode(void);
+/* set once some context got an inner plugin: the event path skips chaining before that */
+static _Atomic bool chain_active;
 
 /* `ncclbpf ctl status`: the profiler section (control thread). */
 static void profiler_status(struct runtime_status_emit *e)
@@ -270,7 +283,15 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 	uint32_t mask = mask_with_override(mode, version);
 	if (activation_mask)
 		*activation_mask = (int)mask;
-	if (!a || mode == PROFILER_MODE_OFF) {
+	const struct chain_profiler *inner = a ? chain_profiler_get() : NULL;
+	if (inner && !chain_profiler_compatible(inner, version)) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
+			    "profiler: inner plugin (ncclProfiler_v%d) cannot be driven from NCCL's "
+			    "v%d events (v1-v4 layouts differ): running without it",
+			    chain_profiler_version(inner), version);
+		inner = NULL;
+	}
+	if (!a || (mode == PROFILER_MODE_OFF && !inner)) {
 		runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
 			    "profiler v%d: mode off for comm 0x%llx (NCCLBPF_PROFILE)", version,
 			    a ? (unsigned long long)a->comm_id : 0ull);
@@ -303,6 +324,33 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		c->n_ranks = a->n_ranks;
 		c->n_nodes = a->n_nodes;
 		c->mask = mask;
+		c->metrics = mode != PROFILER_MODE_OFF
+				     ? metrics_comm_open(a->comm_id, a->comm_name, a->rank, a->n_ranks)
+				     : NULL;
+		c->inner = NULL;
+		c->inner_ctx = NULL;
+		c->inner_mask = 0;
+		if (inner) {
+			bool ok;
+			c->inner_ctx = chain_profiler_init(inner, &c->inner_mask, a->comm_id,
+							   a->comm_name, a->n_nodes, a->n_ranks,
+							   a->rank, a->logger, &ok);
+			if (ok) {
+				c->inner = inner;
+				atomic_store(&chain_active, true);
+				/* NCCL delivers what either plugin asked for; ours filters by c->mask */
+				if (activation_mask)
+					*activation_mask = (int)(mask | (uint32_t)c->inner_mask);
+			}
+		}
+		/* sampling: coll mode, API events present (v5+, where the mask in force per call
+		 * is read back exactly), no explicit NCCLBPF_PROFILE_MASK, and no inner plugin
+		 * that wants KernelCh on every collective */
+		const char *pm = getenv("NCCLBPF_PROFILE_MASK");
+		profiler_sample_init(c, activation_mask,
+				     mode == PROFILER_MODE_COLL && version >= 5 && !(pm && *pm) &&
+					     !profiler_null_mode() && (mask & NB_PROF_KERNEL_CH) &&
+					     !(c->inner_mask & (int)NB_PROF_KERNEL_CH));
 		atomic_store(&c->gpu_offset, 0);
 		atomic_store(&c->have_offset, false);
 		atomic_store(&c->completed, 0);
@@ -335,9 +383,15 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 	runtime_status_provider("profiler", profiler_status);
 	runtime_control_acquire(); /* released by finalize */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
-		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u",
+		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u, "
+		    "KernelCh %s",
 		    version, (unsigned long long)c->comm_id, c->rank, c->n_ranks,
-		    mode == PROFILER_MODE_FULL ? "full" : "coll", c->mask, c->pool.cap);
+		    mode == PROFILER_MODE_FULL ? "full" : mode == PROFILER_MODE_COLL ? "coll" : "off (inner plugin only)",
+		    c->mask, c->pool.cap,
+		    !(c->mask & NB_PROF_KERNEL_CH) ? "off"
+		    : c->sampler.on ? (c->sampler.fixed_n ? "sampled 1-in-N (fixed)"
+						       : "sampled 1-in-N (adaptive)")
+				    : "on every collective");
 	return NB_NCCL_SUCCESS;
 }
 
@@ -390,11 +444,11 @@ static void trace_start(const struct profiler_ctx *c, const struct profiler_even
 	case NB_PROF_COLL:
 		trace_writer_line("{\"ev\":\"start\",\"t\":%llu,\"id\":\"0x%llx\",\"parent\":\"0x%llx\","
 				  "\"type\":\"Coll\",\"ctx\":%u,\"seq\":%llu,\"func\":\"%.32s\","
-				  "\"bytes\":%llu,\"algo\":%d,\"proto\":%d,\"nch\":%d}",
+				  "\"bytes\":%llu,\"algo\":%d,\"proto\":%d,\"nch\":%d,\"tag\":%llu}",
 				  (unsigned long long)now, (unsigned long long)e->token,
 				  (unsigned long long)parent, c->index, (unsigned long long)e->seq,
 				  d->func ? d->func : "?", (unsigned long long)e->n_bytes, e->algo,
-				  e->proto, e->n_channels);
+				  e->proto, e->n_channels, (unsigned long long)e->user_tag);
 		break;
 	case NB_PROF_KERNEL_CH:
 		trace_writer_line("{\"ev\":\"start\",\"t\":%llu,\"id\":\"0x%llx\",\"parent\":\"0x%llx\","
@@ -433,13 +487,81 @@ static void account_dropped_child(struct profiler_event *parent, uint32_t type)
 		profiler_coll_release(parent, 0);
 }
 
+/* NCCLBPF_PROFILE_NULL=1 (measurement only): ask NCCL for the mode's events but return
+ * from every callback at once, so a GPU run separates what NCCL's instrumentation costs from
+ * what ncclbpf's callbacks cost. Read once per process. */
+static _Atomic int null_mode = -1;
+static bool profiler_null_mode(void)
+{
+	int m = atomic_load_explicit(&null_mode, memory_order_relaxed);
+	if (m < 0) {
+		const char *e = getenv("NCCLBPF_PROFILE_NULL");
+		m = e && *e && strcmp(e, "0") ? 1 : 0;
+		atomic_store_explicit(&null_mode, m, memory_order_relaxed);
+		if (m)
+			runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+				    "profiler: NCCLBPF_PROFILE_NULL set: events are requested "
+				    "from NCCL and ignored (overhead measurement only)");
+	}
+	return m;
+}
+
+static int start_own(void *context, void **handle, const struct profiler_desc *d);
+
+/* The inner plugin's handle of a parent token of c (NULL if none). */
+static void *inner_of(const struct profiler_ctx *c, const void *parent_tok)
+{
+	if (!parent_tok)
+		return NULL;
+	struct profiler_event *p = profiler_event_decode((uint64_t)(uintptr_t)parent_tok);
+	return p && p->ctx == c ? p->inner_handle : NULL;
+}
+
 int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 {
 	if (!handle)
 		return NB_NCCL_SUCCESS;
 	*handle = NULL;
-	if (!d)
+	if (!d || profiler_null_mode())
 		return NB_NCCL_SUCCESS;
+	/* chaining: the inner plugin first, with its own handles of the parents. Not for PXN
+	 * events of another process (their context is not ours to decode). */
+	void *ih = NULL;
+	struct profiler_ctx *c = NULL;
+	if (atomic_load_explicit(&chain_active, memory_order_relaxed) &&
+	    !(d->type == NB_PROF_PROXY_OP && d->pid != my_pid())) {
+		c = profiler_ctx_decode((uint64_t)(uintptr_t)context);
+		if (c && c->inner && !c->disabled)
+			ih = chain_profiler_start(c->inner, c->inner_ctx, d->raw, c->version, d->type,
+						  inner_of(c, d->parent), inner_of(c, d->parent_group));
+	}
+	int rc = start_own(context, handle, d);
+	if (!ih)
+		return rc;
+	struct profiler_event *e = profiler_event_decode((uint64_t)(uintptr_t)*handle);
+	if (e && e->ctx == c) {
+		e->inner_handle = ih;
+		return rc;
+	}
+	/* ncclbpf keeps no event of this type: a carrier slot holds the inner handle */
+	struct profiler_event *k = profiler_pool_alloc(&c->pool);
+	if (!k) {
+		atomic_fetch_add_explicit(&cnt_dropped_pool, 1, memory_order_relaxed);
+		chain_profiler_stop(c->inner, ih); /* a zero-length event rather than a leak */
+		return rc;
+	}
+	k->type = d->type;
+	k->flags = PROFILER_EV_CARRIER;
+	k->ctx = c;
+	k->token = profiler_event_token(&c->pool, k);
+	k->parent_tok = 0;
+	k->inner_handle = ih;
+	*handle = (void *)(uintptr_t)k->token;
+	return rc;
+}
+
+static int start_own(void *context, void **handle, const struct profiler_desc *d)
+{
 	struct profiler_ctx *c = NULL;
 	struct profiler_event *parent = NULL;
 	bool detached = false;
@@ -462,6 +584,14 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 		atomic_fetch_add_explicit(&cnt_detached, 1, memory_order_relaxed);
 	} else {
 		c = profiler_ctx_decode((uint64_t)(uintptr_t)context);
+		if (c && d->type == NB_PROF_GROUP_API) {
+			/* NCCL just read its mask for the calls of this group */
+			profiler_api_group_start(c);
+			if (!(c->mask & NB_PROF_GROUP_API)) {
+				*handle = (void *)(uintptr_t)PROFILER_API_MARK;
+				return NB_NCCL_SUCCESS;
+			}
+		}
 		if (!c || c->disabled || !(c->mask & d->type)) {
 			atomic_fetch_add_explicit(&cnt_dropped_ctx, 1, memory_order_relaxed);
 			return NB_NCCL_SUCCESS;
@@ -469,6 +599,9 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 		pool = &c->pool;
 		if (!parent && d->parent)
 			parent = profiler_event_decode((uint64_t)(uintptr_t)d->parent);
+		/* a carrier only holds an inner plugin's handle: not a parent of ours */
+		if (parent && (parent->flags & PROFILER_EV_CARRIER))
+			parent = NULL;
 	}
 	struct profiler_event *e = profiler_pool_alloc(pool);
 	if (!e && c && profiler_reclaim_stale(c, profiler_now_ns()))
@@ -493,6 +626,7 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 	e->channel = d->channel;
 	e->gpu_start = 0;
 	e->gpu_stop = 0;
+	e->inner_handle = NULL;
 	if (!detached) {
 		switch (d->type) {
 		case NB_PROF_COLL: {
@@ -513,8 +647,15 @@ int profiler_start(void *context, void **handle, const struct profiler_desc *d)
 			e->algo = d->algo;
 			e->proto = d->proto;
 			e->n_channels = d->n_channels;
-			e->expect_kch = (c->mask & NB_PROF_KERNEL_CH) && d->n_channels > 0
+			e->user_tag = d->user_tag;
+			e->is_sym = d->is_sym;
+			/* the mask NCCL used for this call, not the one we asked for: RAS, another
+			 * communicator or the sampler may have changed it since init */
+			e->expect_kch = (c->mask & NB_PROF_KERNEL_CH) &&
+							(profiler_task_mask(c) & NB_PROF_KERNEL_CH) &&
+							d->n_channels > 0
 						? (uint32_t)d->n_channels : 0;
+			profiler_sample_coll(c, ncclbpf_size_bucket(bytes), e->expect_kch > 0, now);
 			atomic_store_explicit(&e->kch_seen, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->pending, 1 + (int32_t)e->expect_kch,
 					      memory_order_relaxed);
@@ -568,12 +709,29 @@ int profiler_stop(void *handle)
 		return NB_NCCL_SUCCESS;
 	}
 	uint64_t tok = (uint64_t)(uintptr_t)handle;
+	if (tok == PROFILER_API_MARK) {
+		profiler_api_group_stop();
+		return NB_NCCL_SUCCESS;
+	}
 	struct profiler_event *e = profiler_event_decode(tok);
 	if (!e) {
 		atomic_fetch_add_explicit(&cnt_stale, 1, memory_order_relaxed);
 		return NB_NCCL_SUCCESS;
 	}
+	if (e->type == NB_PROF_GROUP_API)
+		profiler_api_group_stop();
 	struct profiler_ctx *c = e->ctx;
+	if (e->inner_handle && c && c->inner) {
+		void *ih = e->inner_handle;
+		e->inner_handle = NULL;
+		chain_profiler_stop(c->inner, ih);
+	}
+	if (e->flags & PROFILER_EV_CARRIER) {
+		struct profiler_pool *cp = profiler_pool_of(e);
+		if (!cp || !profiler_pool_free(cp, e, tok))
+			atomic_fetch_add_explicit(&cnt_stale, 1, memory_order_relaxed);
+		return NB_NCCL_SUCCESS;
+	}
 	bool tracing = (c && c->trace) || (!c && trace_writer_enabled());
 	/* children of a collective need no clock: its completion reads it once */
 	uint64_t now = tracing || e->type == NB_PROF_COLL ? profiler_now_ns() : 0;
@@ -609,12 +767,19 @@ int profiler_record(void *handle, int state, const struct profiler_state_args *a
 		return NB_NCCL_SUCCESS;
 	}
 	uint64_t tok = (uint64_t)(uintptr_t)handle;
+	if (tok == PROFILER_API_MARK)
+		return NB_NCCL_SUCCESS;
 	struct profiler_event *e = profiler_event_decode(tok);
 	if (!e) {
 		atomic_fetch_add_explicit(&cnt_stale, 1, memory_order_relaxed);
 		return NB_NCCL_SUCCESS;
 	}
 	struct profiler_ctx *c = e->ctx;
+	if (e->inner_handle && c && c->inner)
+		chain_profiler_record(c->inner, e->inner_handle, state, args ? args->raw : NULL,
+				      c->version);
+	if (e->flags & PROFILER_EV_CARRIER)
+		return NB_NCCL_SUCCESS;
 	uint64_t gpu = 0;
 	if (state == NB_PROF_ST_KERNEL_CH_STOP && e->type == NB_PROF_KERNEL_CH && c && args &&
 	    args->has_args && args->gpu_ts) {
@@ -649,6 +814,7 @@ int profiler_finalize(void *context)
 	uint32_t g = atomic_load(&c->gen);
 	bool was_live = g & 1;
 	if (g & 1) {
+		profiler_sample_release(c);
 		atomic_store_explicit(&c->gen, (g + 1) & PROFILER_GEN_MASK, memory_order_release);
 		uint32_t swept = profiler_pool_sweep(&c->pool);
 		if (swept)
@@ -657,7 +823,16 @@ int profiler_finalize(void *context)
 				    (unsigned long long)c->comm_id, swept);
 		ctx_free[ctx_free_cnt++] = c->index;
 	}
+	const struct chain_profiler *inner = c->inner;
+	void *ictx = c->inner_ctx;
+	struct metrics_comm *metrics = c->metrics;
+	c->inner = NULL;
+	c->inner_ctx = NULL;
+	c->metrics = NULL;
 	pthread_mutex_unlock(&ctx_lock);
+	metrics_comm_close(metrics); /* writes the file with this communicator's final numbers */
+	if (inner)
+		chain_profiler_finalize(inner, ictx);
 	agree_comm_profiler_close(c->comm_id);
 	if (c->trace)
 		trace_writer_flush_all();

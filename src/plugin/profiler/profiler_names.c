@@ -105,6 +105,7 @@ const char *profiler_event_name(uint32_t type)
 	case NB_PROF_CE_COLL: return "CeColl";
 	case NB_PROF_CE_SYNC: return "CeSync";
 	case NB_PROF_CE_BATCH: return "CeBatch";
+	case NB_PROF_KERNEL_PHASE: return "KernelPhase";
 	default: return "Unknown";
 	}
 }

@@ -7,6 +7,7 @@
 
 #include "agree/agree.h"
 #include "plugin/comm_channels.h"
+#include "plugin/metrics/metrics.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
@@ -46,6 +47,9 @@ static void coll_complete(struct profiler_event *e)
 	pc.n_ranks = (uint32_t)c->n_ranks;
 	pc.n_nodes = (uint32_t)c->n_nodes;
 	pc.size_bucket = ncclbpf_size_bucket(e->n_bytes);
+	pc.user_tag = e->user_tag;
+	pc.flags = (pc.gpu_ns ? NCCLBPF_PROF_F_GPU_TIMED : 0) |
+		   (e->is_sym ? NCCLBPF_PROF_F_SYMMETRIC : 0);
 
 	if (e->coll_type >= 0 && e->coll_type < NCCLBPF_NUM_COLLS) {
 		const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_PROFILER);
@@ -64,7 +68,15 @@ static void coll_complete(struct profiler_event *e)
 							  memory_order_relaxed);
 		}
 		runtime_chain_exit();
-		profiler_latency_update(c, &pc);
+		/* Instrumented collectives (completed by their KernelCh events: GPU time, or
+		 * host time to the last KernelCh stop on v3), and every collective where this
+		 * context never gets KernelCh (v1/v2, Coll-only mask). A sampled-out collective's
+		 * host time is its enqueue time, not a latency: it stays out of the stats. */
+		bool timed = e->expect_kch > 0 || !(c->mask & NB_PROF_KERNEL_CH);
+		if (timed)
+			profiler_latency_update(c, &pc);
+		if (c->metrics)
+			metrics_observe(c->metrics, &pc, timed, pc.gpu_ns ? pc.gpu_ns : pc.host_ns);
 	}
 	if (pc.n_channels)
 		comm_channels_record(pc.comm_id, (int)pc.n_channels);
@@ -74,14 +86,15 @@ static void coll_complete(struct profiler_event *e)
 		trace_writer_line("{\"ev\":\"coll_done\",\"t\":%llu,\"id\":\"0x%llx\",\"ctx\":%u,"
 				  "\"comm\":\"0x%llx\",\"seq\":%llu,\"coll\":%d,\"bytes\":%llu,"
 				  "\"algo\":%d,\"proto\":%d,\"nch\":%u,\"rank\":%u,\"start\":%llu,"
-				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu}",
+				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu,\"tag\":%llu}",
 				  (unsigned long long)end, (unsigned long long)e->token, c->index,
 				  (unsigned long long)pc.comm_id, (unsigned long long)pc.seq,
 				  e->coll_type, (unsigned long long)pc.n_bytes, pc.algo, pc.proto,
 				  pc.n_channels, pc.rank, (unsigned long long)pc.start_ns,
 				  (unsigned long long)pc.host_ns, (unsigned long long)pc.gpu_ns,
 				  (unsigned long long)profiler_gpu_to_host(
-					  c, g0 != UINT64_MAX ? g0 : 0));
+					  c, g0 != UINT64_MAX ? g0 : 0),
+				  (unsigned long long)pc.user_tag);
 	if (c->trace)
 		trace_writer_flush_periodic(end);
 	profiler_observer_fn fn = atomic_load_explicit(&observer_fn, memory_order_acquire);

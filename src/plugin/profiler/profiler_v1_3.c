@@ -24,6 +24,7 @@ int profiler_record_v1args(void *h, nb_prof_state_t st, union nb_prof_state_args
 		else if (st <= NB_PROF_ST_PROXY_STEP_RECV_GPU_WAIT)
 			o.trans_size = a->proxyOp.transSize;
 	}
+	o.raw = a;
 	return profiler_record(h, st, &o);
 }
 
@@ -99,6 +100,7 @@ static nb_nccl_result_t v1_start(void *context, void **handle, struct nb_prof_de
 	default:
 		break;
 	}
+	o.raw = d;
 	return profiler_start(context, handle, &o);
 }
 
@@ -148,6 +150,7 @@ static nb_nccl_result_t v2_start(void *context, void **handle, struct nb_prof_de
 	default:
 		break;
 	}
+	o.raw = d;
 	return profiler_start(context, handle, &o);
 }
 
@@ -180,6 +183,7 @@ static nb_nccl_result_t v3_start(void *context, void **handle, struct nb_prof_de
 	default:
 		break;
 	}
+	o.raw = d;
 	return profiler_start(context, handle, &o);
 }
 

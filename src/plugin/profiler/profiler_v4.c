@@ -71,6 +71,7 @@ static nb_nccl_result_t v4_start(void *context, void **handle, struct nb_prof_de
 	default:
 		break;
 	}
+	o.raw = d;
 	return profiler_start(context, handle, &o);
 }
 

@@ -47,8 +47,17 @@ void profiler_desc_from_v5_union(struct profiler_desc *o, uint64_t type, void *p
 		o->type_size = profiler_type_size_from_name(d->coll.datatype);
 		o->root = d->coll.root;
 		o->n_channels = d->coll.nChannels;
+		o->parent_group = d->coll.parentGroup;
 		o->algo = profiler_algo_from_name(d->coll.algo);
 		o->proto = profiler_proto_from_name(d->coll.proto);
+		/* NCCL 2.31 through the v5/v6 shims: a symmetric kernel reports its variant as
+		 * the algorithm and "" as the protocol */
+		if (o->algo < 0 && d->coll.proto && !d->coll.proto[0] && d->coll.algo &&
+		    d->coll.algo[0]) {
+			o->algo = NCCLBPF_ALGO_SYMMETRIC;
+			o->is_sym = true;
+			o->kernel_variant = d->coll.algo;
+		}
 		break;
 	case NB_PROF_P2P:
 		o->func = d->p2p.func;
@@ -56,6 +65,7 @@ void profiler_desc_from_v5_union(struct profiler_desc *o, uint64_t type, void *p
 		o->type_size = profiler_type_size_from_name(d->p2p.datatype);
 		o->peer = d->p2p.peer;
 		o->n_channels = d->p2p.nChannels;
+		o->parent_group = d->p2p.parentGroup;
 		break;
 	case NB_PROF_PROXY_OP:
 		o->pid = d->proxyOp.pid;
@@ -89,6 +99,7 @@ void profiler_state_from_v4(struct profiler_state_args *o, int state,
 	o->has_args = true;
 	switch (state) {
 	case NB_PROF_ST_KERNEL_CH_STOP:
+	case NB_PROF_ST_KERNEL_PHASE_STOP: /* v7: the phase's stop reuses the kernelCh member */
 		o->gpu_ts = a->kernelCh.pTimer;
 		break;
 	case NB_PROF_ST_PROXY_STEP_SEND_GPU_WAIT:
@@ -112,6 +123,7 @@ int profiler_record_v4args(void *h, nb_prof_state_t st, union nb_prof_state_args
 {
 	struct profiler_state_args o;
 	profiler_state_from_v4(&o, st, a);
+	o.raw = a;
 	return profiler_record(h, st, &o);
 }
 
@@ -133,6 +145,7 @@ static nb_nccl_result_t v5_start(void *context, void **handle, struct nb_prof_de
 	}
 	struct profiler_desc o;
 	profiler_desc_from_v5_union(&o, d->type, d->parentObj, d->rank, d);
+	o.raw = d;
 	return profiler_start(context, handle, &o);
 }
 

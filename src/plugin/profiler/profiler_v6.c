@@ -33,6 +33,25 @@ static nb_nccl_result_t v6_start(void *context, void **handle, struct nb_prof_de
 	struct profiler_desc o;
 	switch (d->type) {
 	case NB_PROF_CE_COLL:
+	case NB_PROF_CE_SYNC:
+	case NB_PROF_CE_BATCH:
+		profiler_desc_from_v6_ce(&o, d);
+		break;
+	default:
+		/* identical layout up to netPlugin (asserted above) */
+		profiler_desc_from_v5_union(&o, d->type, d->parentObj, d->rank,
+					    (const struct nb_prof_descr_v5 *)(const void *)d);
+		break;
+	}
+	o.raw = d;
+	return profiler_start(context, handle, &o);
+}
+
+void profiler_desc_from_v6_ce(struct profiler_desc *o_, const struct nb_prof_descr_v6 *d)
+{
+	struct profiler_desc o;
+	switch (d->type) {
+	case NB_PROF_CE_COLL:
 		memset(&o, 0, sizeof(o));
 		o.type = NB_PROF_CE_COLL;
 		o.parent = d->parentObj;
@@ -58,12 +77,10 @@ static nb_nccl_result_t v6_start(void *context, void **handle, struct nb_prof_de
 			o.count = (uint64_t)d->ceCollSync.nRanks;
 		break;
 	default:
-		/* identical layout up to netPlugin (asserted above) */
-		profiler_desc_from_v5_union(&o, d->type, d->parentObj, d->rank,
-					    (const struct nb_prof_descr_v5 *)(const void *)d);
+		memset(&o, 0, sizeof(o));
 		break;
 	}
-	return profiler_start(context, handle, &o);
+	*o_ = o;
 }
 
 NB_EXPORT const struct nb_profiler_v6 ncclProfiler_v6 = {

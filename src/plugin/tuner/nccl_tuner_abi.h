@@ -5,7 +5,8 @@
  *   release      symbols NCCL looks up, highest first
  *   2.27         ncclTunerPlugin_v4, _v3, _v2
  *   2.28, 2.29   ncclTunerPlugin_v5, _v4, _v3, _v2
- *   2.30         ncclTunerPlugin_v6, _v5, _v4, _v3, _v2
+ *   2.30, 2.31   ncclTunerPlugin_v6, _v5, _v4, _v3, _v2  (2.31: same ABI, new selection
+ *                semantics: see tuner.h)
  */
 #ifndef NCCLBPF_PLUGIN_NCCL_TUNER_ABI_H
 #define NCCLBPF_PLUGIN_NCCL_TUNER_ABI_H

@@ -2,18 +2,33 @@
  * version-specific init in tuner_v3.c..tuner_v6.c), the decision path (tuner_core.c) and
  * the translation of a policy's decision into NCCL's cost table (tuner_translate.c).
  *
- * Translation rules (architecture.md "Tuner decisions", ref/nccl-plugin-abi.md §2.3-2.4):
- *  - NCCL picks the strictly smallest entry >= 0, scanning algo 0..6 then proto 0..2, so
- *    ties go to the lowest index. Entries NCCL set to -1 (or any negative / NaN) are never
- *    raised.
+ * Translation rules (architecture.md "Tuner decisions", ref/nccl-plugin-abi.md §2.3-2.4,
+ * ref/nccl-2.31-and-ecosystem.md §1.4). Decided by behaviour, not by version: 2.30 and 2.31
+ * both bind ncclTunerPlugin_v6.
+ *  - <= 2.30 picks the strictly smallest entry >= 0, ties to the lowest index. 2.31 picks the
+ *    strictly smallest *time* among the candidates it filled in (a negative written into one
+ *    is a time that wins), ties to the highest index, then lets symmetric-kernel and CE
+ *    candidates (not shown to the plugin) compete. Entries NCCL set to -1 (or any negative /
+ *    NaN) are never raised, and no negative value is ever written: "exclude" would be a
+ *    large positive cost.
  *  - algo and proto both set: if the entry is available (>= 0) it is set to 0.0; every
- *    entry with a LOWER index that is also exactly 0 is nudged to FLT_MIN (still available,
- *    just no longer tied), so the chosen entry wins NCCL's scan. Nothing else changes.
+ *    other available entry that is also exactly 0 (any index) is nudged to FLT_MIN (still
+ *    available, just no longer tied), so the chosen entry is the unique minimum under both
+ *    tie rules. Nothing else changes.
+ *  - pinning (tuner_pin, NCCLBPF_TUNER_SYM=pin, the default while tuner programs are
+ *    attached): when the policy chain leaves algorithm and protocol to NCCL, NCCL's own
+ *    general choice is made explicit the same way. On 2.31 a symmetric kernel then can never
+ *    win (its time is > 0), so NCCL never calls the tuner a second time for one collective
+ *    (the sym-LL fallback) and the per-communicator sequence number counts collectives on
+ *    every rank alike. NCCLBPF_TUNER_SYM=compete leaves symmetric/CE kernels in the race,
+ *    and then seq counts calls (see tuner_next_seq in tuner_core.c).
  *  - only algo set: the cheapest available protocol of that algorithm is chosen, as above.
  *  - only proto set: the cheapest available algorithm with that protocol is chosen.
  *  - a request NCCL marked unavailable, or out of range, leaves the whole decision
  *    (algorithm, protocol and channels) to NCCL; it is counted and logged once per kind.
- *  - n_channels: 0 = keep; otherwise clamped to 1..64, the same bound on every rank. (Not to
+ *  - n_channels: 0 = keep; otherwise clamped to 1..64, the same bound on every rank. On
+ *    2.31 NCCL takes it as an upper cap of its own channel count (a larger value has no
+ *    effect); on <= 2.30 as the count. (Not to
  *    the channel count the profiler learned: that is learned per rank, at different times,
  *    and ranks running different channel counts deadlock.) Never applied when NCCL will run
  *    CollNet (Direct/Chain), which uses the value as its channel count without clamping it.
@@ -30,6 +45,9 @@
 #include "plugin/tuner/nccl_tuner_abi.h"
 #include "runtime/control.h"
 
+struct chain_tuner;
+struct metrics_tuner;
+
 enum tuner_issue {
 	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */
 	TUNER_ISSUE_BAD_ALGO,           /* algo outside KEEP..NUM_ALGOS-1 */
@@ -41,6 +59,7 @@ enum tuner_issue {
 	TUNER_ISSUE_CHANNELS_CLAMPED,   /* n_channels > 64 */
 	TUNER_ISSUE_BAD_CHUNK,          /* chunk size below the protocol grain (kept NCCL's) */
 	TUNER_ISSUE_CHANNELS_COLLNET,   /* n_channels not applied: NCCL will run CollNet */
+	TUNER_ISSUE_BAD_CONSTANT,       /* tuner/init wrote a constant out of bounds (ignored) */
 	TUNER_ISSUE_COUNT
 };
 
@@ -67,6 +86,10 @@ void tuner_translate(float *table, int num_algo, int num_proto, int algo, int pr
 /* NCCL's selection rule (topoGetAlgoInfo): strictly smallest entry >= 0, lowest index on
  * ties. Returns 0 and the pair, or -1 if nothing is available. */
 int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto);
+/* NCCL's own choice among the entries shown to the plugin (lowest index on exact ties). */
+int tuner_general_best(const float *table, int num_algo, int num_proto, int *algo, int *proto);
+/* Makes NCCL's general choice explicit (see "pinning"); false if nothing is available. */
+bool tuner_pin(float *table, int num_algo, int num_proto);
 
 /* ---- per-communicator shim state (tuner_core.c) ---- */
 struct agree_comm;
@@ -75,6 +98,12 @@ struct tuner_comm {
 	uint32_t n_ranks;
 	uint32_t n_nodes;
 	uint32_t abi_version;
+	/* from init (v5+), 0 = unknown */
+	uint32_t n_nvl_domains, min_ranks_per_nvl_domain, max_ranks_per_nvl_domain;
+	bool pin; /* NCCLBPF_TUNER_SYM=pin (default) */
+	struct metrics_tuner *metrics;   /* NCCLBPF_METRICS_FILE, NULL when off */
+	const struct chain_tuner *inner; /* NCCLBPF_TUNER_INNER, NULL when none */
+	void *inner_ctx;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
 	/* calls (the per-communicator collective seq that reload activation uses), calls where
@@ -103,6 +132,14 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
  * runs pass-through. */
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out);
+/* v5+: what init passes beside the shape (NULL = unknown). */
+void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl);
+/* Every version's init, after open: NCCLBPF_TUNER_INNER's init (nvl/constants NULL on v3/v4). */
+void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
+			   struct nb_nccl_nvl_domain_info_v5 *nvl,
+			   struct nb_nccl_tuner_constants_v5 *constants);
+/* NCCLBPF_TUNER_SYM: 1 = pin (default), 0 = compete, -1 invalid. */
+int tuner_sym_mode_parse(const char *s);
 int tuner_comm_close(void *ctx);
 /* Always returns NB_NCCL_SUCCESS. */
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
@@ -110,6 +147,18 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 			int *n_channels);
 int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int proto,
 			 int n_channels, size_t *chunk_size);
+
+/* ---- tuner/init (tuner_init_hook.c) ---- */
+#define TUNER_CONSTANTS_V5_DOUBLES 144
+/* Runs the SEC("tuner/init") chain on NCCL's constants (ncclTunerConstants_v5, doubles). */
+void tuner_run_init_hook(struct tuner_comm *tc, void *constants);
+/* Conversions (exposed for tests): doubles -> integers, and back for changed entries within
+ * bounds; returns how many changed, *rejected = how many were out of bounds. */
+int tuner_constants_to_ctx(const double *constants, struct ncclbpf_tuner_init_ctx *c);
+unsigned tuner_constants_from_ctx(double *constants, const struct ncclbpf_tuner_init_ctx *orig,
+				  const struct ncclbpf_tuner_init_ctx *c, unsigned *rejected);
+/* Counts an issue and logs its first occurrence (tuner_core.c). */
+void tuner_note_issue(enum tuner_issue issue, const char *label, const char *detail);
 
 /* Process-wide count of each issue since load (relaxed). */
 uint64_t tuner_issue_count(enum tuner_issue issue);

@@ -10,7 +10,9 @@
 
 #include "agree/agree.h"
 #include "ncclbpf/ncclbpf.h"
+#include "plugin/chain/chain.h"
 #include "plugin/comm_channels.h"
+#include "plugin/metrics/metrics.h"
 #include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
 
@@ -48,6 +50,12 @@ static void note_issues(unsigned issues, const char *label, const char *detail)
 	}
 }
 
+void tuner_note_issue(enum tuner_issue issue, const char *label, const char *detail)
+{
+	if ((unsigned)issue < TUNER_ISSUE_COUNT)
+		note_issues(1u << issue, label, detail);
+}
+
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out)
 {
@@ -76,6 +84,13 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->stats.n_ranks = tc->n_ranks;
 	tc->stats.n_nodes = tc->n_nodes;
 	tc->stats.abi_version = abi_version;
+	const char *sym = getenv("NCCLBPF_TUNER_SYM");
+	int pin = tuner_sym_mode_parse(sym);
+	if (pin < 0)
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | TUNER_LOG,
+			    "NCCLBPF_TUNER_SYM=%s not understood (pin|compete): using pin", sym);
+	tc->pin = pin != 0;
+	tc->metrics = metrics_tuner_open(comm_id);
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
 	tuner_reload_comm_open(tc);
 	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
@@ -85,6 +100,47 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 		    abi_version, comm_id, n_ranks, n_nodes, attached,
 		    attached ? "" : ", pass-through");
 	*out = tc;
+}
+
+int tuner_sym_mode_parse(const char *s)
+{
+	if (!s || !*s || !strcmp(s, "pin"))
+		return 1;
+	if (!strcmp(s, "compete"))
+		return 0;
+	return -1;
+}
+
+void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl)
+{
+	struct tuner_comm *tc = ctx;
+	if (!tc || !nvl)
+		return;
+	/* negative = nonsense from a foreign NCCL build: unknown */
+	tc->n_nvl_domains = nvl->n_nvl_domains > 0 ? (uint32_t)nvl->n_nvl_domains : 0;
+	tc->min_ranks_per_nvl_domain =
+		nvl->min_ranks_per_nvl_domain > 0 ? (uint32_t)nvl->min_ranks_per_nvl_domain : 0;
+	tc->max_ranks_per_nvl_domain =
+		nvl->max_ranks_per_nvl_domain > 0 ? (uint32_t)nvl->max_ranks_per_nvl_domain : 0;
+}
+
+void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
+			   struct nb_nccl_nvl_domain_info_v5 *nvl,
+			   struct nb_nccl_tuner_constants_v5 *constants)
+{
+	struct tuner_comm *tc = ctx;
+	if (!tc)
+		return;
+	const struct chain_tuner *inner = chain_tuner_get();
+	if (!inner)
+		return;
+	bool ok;
+	void *ictx = chain_tuner_init(inner, tc->comm_id, n_ranks, n_nodes, log, nvl, constants,
+				      &ok);
+	if (ok) {
+		tc->inner = inner;
+		tc->inner_ctx = ictx;
+	}
 }
 
 int tuner_comm_close(void *ctx)
@@ -99,6 +155,8 @@ int tuner_comm_close(void *ctx)
 	runtime_comm_unregister(&tc->stats);
 	tuner_reload_comm_close(tc);
 	agree_comm_tuner_close(tc->agree);
+	if (tc->inner)
+		chain_tuner_finalize(tc->inner, tc->inner_ctx);
 	free(tc);
 	return NB_NCCL_SUCCESS;
 }
@@ -113,6 +171,10 @@ static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t
 	*comm_seq = tc->comm_seq++;
 }
 
+static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
+			 int num_pipe_ops, float **cost_table, int num_algo, int num_proto,
+			 int reg_buff, int *n_channels);
+
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
 			float **cost_table, int num_algo, int num_proto, int reg_buff,
 			int *n_channels)
@@ -121,23 +183,44 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (!tc || !cost_table || !n_channels || coll_type < 0 ||
 	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
 		return NB_NCCL_SUCCESS;
+	bool changed = tuner_decide(tc, coll_type, n_bytes, num_pipe_ops, cost_table, num_algo,
+				    num_proto, reg_buff, n_channels);
+	if (tc->metrics)
+		metrics_tuner_note(tc->metrics, changed);
+	return NB_NCCL_SUCCESS;
+}
+
+/* Returns whether a policy changed the table or the channel count. */
+static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
+			 int num_pipe_ops, float **cost_table, int num_algo, int num_proto,
+			 int reg_buff, int *n_channels)
+{
 	uint64_t seq, comm_seq;
 	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
 	atomic_store_explicit(&tc->stats.calls, comm_seq + 1, memory_order_relaxed);
+	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
+	float *table = (float *)cost_table;
+	/* the inner plugin first: its edits are what the policies see as NCCL's choice */
+	if (tc->inner)
+		chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops,
+				      table, num_algo, num_proto, reg_buff, n_channels);
 	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
 	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
 	if (!chain) {
 		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
-		return NB_NCCL_SUCCESS;
+		return false;
 	}
 	/* agreed maps: activate the version due at comm_seq; after a failed agreement every
-	 * rank keeps NCCL's defaults from the same collective on */
+	 * rank keeps NCCL's defaults from the same collective on (pinned, see tuner.h, so that
+	 * NCCL 2.31 cannot call again for this collective) */
 	if (agree_tuner_begin(tc->agree, comm_seq) == AGREE_FALLBACK) {
 		agree_tuner_end();
 		runtime_chain_exit();
+		if (tc->pin)
+			tuner_pin(table, num_algo, num_proto);
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
-		return NB_NCCL_SUCCESS;
+		return false;
 	}
 	/* a reload activating across ranks: old or new chain, as the agreed view at comm_seq
 	 * says (after agree_tuner_begin, which binds that view) */
@@ -147,11 +230,9 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 		agree_tuner_end();
 		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
-		return NB_NCCL_SUCCESS;
+		return false;
 	}
 
-	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
-	float *table = (float *)cost_table;
 	struct ncclbpf_tuner_ctx c;
 	c.comm_id = tc->comm_id;
 	c.n_bytes = n_bytes;
@@ -168,6 +249,11 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	c.abi_version = tc->abi_version;
 	tuner_ctx_fill(&c, table, num_algo, num_proto);
 	c.comm_seq = comm_seq;
+	c.n_nvl_domains = tc->n_nvl_domains;
+	c.min_ranks_per_nvl_domain = tc->min_ranks_per_nvl_domain;
+	c.max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
+	c.ranks_per_node = tc->n_nodes && tc->n_ranks % tc->n_nodes == 0
+				   ? tc->n_ranks / tc->n_nodes : 0;
 
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's
@@ -191,14 +277,20 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
 		runtime_chain_exit();
+		if (tc->pin)
+			tuner_pin(table, num_algo, num_proto);
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
-		return NB_NCCL_SUCCESS;
+		return false;
 	}
 	struct tuner_applied applied;
 	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
 			&applied);
-	if (applied.algo >= 0 || applied.n_channels > 0)
+	bool changed = applied.algo >= 0 || applied.n_channels > 0;
+	if (changed)
 		runtime_stat_inc(&tc->stats.changed);
+	/* the table was left to NCCL (KEEP or a discarded request): make its choice explicit */
+	if (applied.algo < 0 && tc->pin)
+		tuner_pin(table, num_algo, num_proto);
 	if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
 		runtime_stat_inc(&tc->stats.clamps);
 	if (applied.issues)
@@ -207,7 +299,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	runtime_chain_exit();
 	agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo, applied.proto,
 			   applied.n_channels);
-	return NB_NCCL_SUCCESS;
+	return changed;
 }
 
 /* Protocol grain NCCL rounds chunk sizes down to (§2.7): below it the chunk becomes 0 and
@@ -228,6 +320,9 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 	struct tuner_comm *tc = ctx;
 	if (!tc || !chunk_size)
 		return NB_NCCL_SUCCESS;
+	if (tc->inner)
+		chain_tuner_chunk_size(tc->inner, tc->inner_ctx, coll_type, n_bytes, algo, proto,
+				       n_channels, chunk_size);
 	const struct nb_hook_chain *chain = runtime_chain_for(
 		runtime_chain_enter(NB_HOOK_TUNER_CHUNK), tc->comm_id,
 		atomic_load_explicit(&tc->stats.calls, memory_order_relaxed) - 1);

@@ -1,6 +1,7 @@
 /* Translation of a policy decision into NCCL's cost table (rules in tuner.h). Pure
  * functions, no allocation, no logging: the decision path calls them for every collective. */
 #include <float.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "plugin/tuner/tuner.h"
@@ -16,6 +17,7 @@ static const char *const issue_names[TUNER_ISSUE_COUNT] = {
 	[TUNER_ISSUE_CHANNELS_CLAMPED] = "channel count clamped",
 	[TUNER_ISSUE_BAD_CHUNK] = "chunk size below the protocol grain",
 	[TUNER_ISSUE_CHANNELS_COLLNET] = "channel count not applied to CollNet (NCCL uses it unclamped)",
+	[TUNER_ISSUE_BAD_CONSTANT] = "tuning constant out of bounds (tuner/init)",
 };
 
 const char *tuner_issue_name(enum tuner_issue issue)
@@ -73,15 +75,35 @@ int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo
 	return 0;
 }
 
-/* Makes (a, p) NCCL's pick: lower it to 0 and break ties NCCL would resolve towards a
- * lower index by nudging those zero entries to the smallest positive normal float. */
-static void choose_entry(float *table, int num_proto, int a, int p)
+/* Makes (a, p) NCCL's pick under both selection rules: lower it to 0 and nudge every
+ * OTHER available entry that is also 0 (at any index) to the smallest positive normal float.
+ * <= 2.30 breaks ties towards the lowest index, 2.31 towards the highest (push-front
+ * candidate list): a unique minimum wins under both. Never writes a negative value (2.31
+ * would select it: a negative is a time there, not "excluded"). */
+static void choose_entry(float *table, int num_algo, int num_proto, int a, int p)
 {
 	int chosen = a * num_proto + p;
 	table[chosen] = 0.0f;
-	for (int i = 0; i < chosen; i++)
-		if (entry_available(table[i]) && table[i] <= 0.0f)
+	for (int i = 0; i < num_algo * num_proto; i++)
+		if (i != chosen && entry_available(table[i]) && table[i] <= 0.0f)
 			table[i] = FLT_MIN;
+}
+
+int tuner_general_best(const float *table, int num_algo, int num_proto, int *algo, int *proto)
+{
+	/* lowest index on ties: what <= 2.30 runs (2.31 differs only on exact ties) */
+	return tuner_nccl_select(table, num_algo, num_proto, algo, proto);
+}
+
+bool tuner_pin(float *table, int num_algo, int num_proto)
+{
+	int na = num_algo < NCCLBPF_NUM_ALGOS ? num_algo : NCCLBPF_NUM_ALGOS;
+	int np = num_proto < NCCLBPF_NUM_PROTOS ? num_proto : NCCLBPF_NUM_PROTOS;
+	int a, p;
+	if (tuner_general_best(table, na, np, &a, &p) != 0)
+		return false;
+	choose_entry(table, num_algo, num_proto, a, p);
+	return true;
 }
 
 void tuner_translate(float *table, int num_algo, int num_proto, int algo, int proto,
@@ -147,7 +169,7 @@ void tuner_translate(float *table, int num_algo, int num_proto, int algo, int pr
 	}
 
 	if (ca >= 0) {
-		choose_entry(table, num_proto, ca, cp);
+		choose_entry(table, num_algo, num_proto, ca, cp);
 		out->algo = ca;
 		out->proto = cp;
 	}

@@ -1,10 +1,12 @@
-/* ncclTunerPlugin_v3 (NCCL 2.21+ bind it when no newer version is exported; 2.27-2.30 still
+/* ncclTunerPlugin_v3 (NCCL 2.22+ bind it when no newer version is exported; 2.27-2.30 still
  * accept it through their shims). No commId and no regBuff: comm_id = 0, reg_buff = 0. */
 #include "plugin/tuner/tuner.h"
 
 static int v3_init(size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log, void **ctx)
 {
 	tuner_comm_open(3, 0, n_ranks, n_nodes, log, ctx);
+	if (ctx)
+		tuner_comm_chain_init(*ctx, n_ranks, n_nodes, log, NULL, NULL);
 	return NB_NCCL_SUCCESS;
 }
 

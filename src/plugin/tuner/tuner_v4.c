@@ -4,6 +4,8 @@
 static int v4_init(size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log, void **ctx)
 {
 	tuner_comm_open(4, 0, n_ranks, n_nodes, log, ctx);
+	if (ctx)
+		tuner_comm_chain_init(*ctx, n_ranks, n_nodes, log, NULL, NULL);
 	return NB_NCCL_SUCCESS;
 }
 

@@ -6,9 +6,14 @@ static int v6_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		   nb_nccl_logger_t log, struct nb_nccl_nvl_domain_info_v5 *nvl,
 		   struct nb_nccl_tuner_constants_v5 *constants)
 {
-	(void)nvl;
-	(void)constants;
 	tuner_comm_open(6, comm_id, n_ranks, n_nodes, log, ctx);
+	if (ctx) {
+		tuner_comm_set_nvl(*ctx, nvl);
+		/* the inner plugin may edit NCCL's tuning constants, as it would without us */
+		tuner_comm_chain_init(*ctx, n_ranks, n_nodes, log, nvl, constants);
+		/* SEC("tuner/init") programs see the constants after the inner plugin */
+		tuner_run_init_hook(*ctx, constants);
+	}
 	return NB_NCCL_SUCCESS;
 }
 

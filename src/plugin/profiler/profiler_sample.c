@@ -1,0 +1,195 @@
+/* KernelCh sampling and the mask in force per call (profiler.h, "KernelCh sampling").
+ *
+ * Why: with KernelCh in NCCL's event mask every collective makes its kernel write GPU
+ * timestamps per channel and gives NCCL's proxy (2.31: profiler) thread one op per channel
+ * to poll; that, not ncclbpf's callbacks, is the ~1-2 us per small collective measured on
+ * H200 (docs/results.md 1.5: Coll-only costs nothing). One instrumented collective in N
+ * keeps GPU-accurate latency per size band at 1/N of that cost.
+ *
+ * How: NCCL copies its process-wide mask int into each task at the API call
+ * (ncclProfilerStartGroupApiEvent). At each Coll start (same thread, at group end) the
+ * sampler decides whether the *next* call should carry KernelCh and flips that bit. It
+ * predicts the next call's size band from the band sequence seen so far (training loops
+ * repeat their collectives), so the 1-in-N is per (communicator, band). Several contexts
+ * share NCCL's one int: the bit is set while any context holds a request, so no context
+ * can starve another by clearing it.
+ *
+ * Everything here runs on the application thread of the context's communicator (NCCL
+ * serializes a communicator's enqueue), except the process-wide request count (atomic). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/profiler/profiler.h"
+#include "runtime/runtime.h"
+
+static _Atomic int kch_requests;
+
+/* The mask NCCL loaded at this thread's last outermost GroupApi start, valid until its stop.
+ * NCCL's ncclProfilerApiState is per thread too. */
+/* initial-exec: no __tls_get_addr (the library may depend on libc/libpthread/libdl only) */
+static __thread uint32_t tls_api_mask __attribute__((tls_model("initial-exec")));
+static __thread bool tls_api_valid __attribute__((tls_model("initial-exec")));
+
+int profiler_sample_requests(void)
+{
+	return atomic_load(&kch_requests);
+}
+
+int profiler_sample_parse(const char *s)
+{
+	if (!s || !*s || !strcmp(s, "auto"))
+		return 0;
+	char *end = NULL;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!end || *end || v < 1 || v > 1000000)
+		return -1;
+	return (int)v;
+}
+
+static uint32_t load_mask(const int *p)
+{
+	return (uint32_t)__atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+void profiler_api_group_start(const struct profiler_ctx *c)
+{
+	if (!c->sampler.nccl_mask)
+		return;
+	tls_api_mask = load_mask(c->sampler.nccl_mask);
+	tls_api_valid = true;
+}
+
+void profiler_api_group_stop(void)
+{
+	tls_api_valid = false;
+}
+
+uint32_t profiler_task_mask(const struct profiler_ctx *c)
+{
+	if (tls_api_valid)
+		return tls_api_mask;
+	/* no API events (profiler v1-v4) or a launch on another thread: the value now is the
+	 * value at the call unless someone changed it in between (never us: we write only
+	 * here, after the call) */
+	if (c->sampler.nccl_mask)
+		return load_mask(c->sampler.nccl_mask);
+	return c->mask;
+}
+
+static void set_kch_bit(int *p, bool on)
+{
+	int cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+	int want = on ? (cur | (int)NB_PROF_KERNEL_CH) : (cur & ~(int)NB_PROF_KERNEL_CH);
+	if (want != cur)
+		__atomic_store_n(p, want, __ATOMIC_RELAXED);
+}
+
+void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
+{
+	struct profiler_sampler *s = &c->sampler;
+	s->nccl_mask = nccl_mask;
+	s->on = enable && nccl_mask;
+	s->requesting = false;
+	s->prev_band = 0xff;
+	const char *env = getenv("NCCLBPF_PROFILE_SAMPLE");
+	int fixed = profiler_sample_parse(env);
+	if (fixed < 0) {
+		runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+			    "NCCLBPF_PROFILE_SAMPLE=%s not understood (auto or N >= 1): using auto", env);
+		fixed = 0;
+	}
+	/* SEC("profiler") programs were written for a GPU time on every collective (the
+	 * bandit's reward, for one): unless the user asked for sampling explicitly, they get
+	 * it. The latency map and the metrics are fine with samples. */
+	const struct nb_hook_chain *progs = runtime_chain_enter(NB_HOOK_PROFILER);
+	if (!(env && *env) && progs && progs->len > 0)
+		fixed = 1;
+	runtime_chain_exit();
+	s->fixed_n = fixed > 0 ? (uint32_t)fixed : 0;
+	s->n = s->fixed_n ? s->fixed_n : 1;
+	const char *d = getenv("NCCLBPF_PROFILE_SAMPLE_DELAY_MS");
+	long ms = d && *d ? strtol(d, NULL, 10) : 1000;
+	s->delay_ns = (uint64_t)(ms > 0 ? ms : 1000) * 1000000ull;
+	s->last_coll_ns = 0;
+	s->ewma_dt_ns = 0;
+	memset(s->next_band, 0xff, sizeof(s->next_band));
+	memset(s->since, 0, sizeof(s->since));
+	memset(s->last_sample_ns, 0, sizeof(s->last_sample_ns));
+	atomic_store(&s->total, 0);
+	atomic_store(&s->instrumented, 0);
+	if (s->on && s->fixed_n == 1)
+		s->on = false; /* every collective: nothing to sample */
+	/* A context that wants KernelCh on every collective (full mode, v3/v4, N = 1) holds a
+	 * request for its whole life, so that a sampling context of the same process never
+	 * clears the bit under it. */
+	if (!s->on && nccl_mask && ((c->mask | (uint32_t)c->inner_mask) & NB_PROF_KERNEL_CH)) {
+		s->requesting = true;
+		atomic_fetch_add(&kch_requests, 1);
+		set_kch_bit(nccl_mask, true);
+	}
+}
+
+void profiler_sample_release(struct profiler_ctx *c)
+{
+	struct profiler_sampler *s = &c->sampler;
+	if (s->requesting) {
+		s->requesting = false;
+		if (atomic_fetch_sub(&kch_requests, 1) == 1 && s->nccl_mask)
+			set_kch_bit(s->nccl_mask, false);
+	}
+	s->on = false;
+}
+
+static bool band_due(const struct profiler_sampler *s, uint32_t b, uint64_t now, uint32_t mult)
+{
+	if (b >= PROFILER_BANDS)
+		return false;
+	if (s->last_sample_ns[b] == 0)
+		return true; /* never GPU-timed: the first collective of a band is always wanted */
+	if (s->since[b] >= s->n * mult)
+		return true;
+	return s->since[b] > 0 && now - s->last_sample_ns[b] >= s->delay_ns * mult;
+}
+
+void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrumented,
+			  uint64_t now)
+{
+	struct profiler_sampler *s = &c->sampler;
+	atomic_fetch_add_explicit(&s->total, 1, memory_order_relaxed);
+	if (instrumented)
+		atomic_fetch_add_explicit(&s->instrumented, 1, memory_order_relaxed);
+	if (!s->on || band >= PROFILER_BANDS)
+		return;
+	/* the collective rate: N grows with it so instrumented collectives stay
+	 * PROFILER_SAMPLE_SPACING_NS apart on average */
+	if (s->last_coll_ns && now > s->last_coll_ns) {
+		uint64_t dt = now - s->last_coll_ns;
+		s->ewma_dt_ns = s->ewma_dt_ns ? s->ewma_dt_ns - s->ewma_dt_ns / 16 + dt / 16 : dt;
+	}
+	s->last_coll_ns = now;
+	if (!s->fixed_n) {
+		uint64_t dt = s->ewma_dt_ns ? s->ewma_dt_ns : PROFILER_SAMPLE_SPACING_NS;
+		uint64_t n = (PROFILER_SAMPLE_SPACING_NS + dt - 1) / dt;
+		s->n = n < 1 ? 1 : n > PROFILER_SAMPLE_MAX_N ? PROFILER_SAMPLE_MAX_N : (uint32_t)n;
+	}
+	if (instrumented) {
+		s->since[band] = 0;
+		s->last_sample_ns[band] = now;
+	} else if (s->since[band] < UINT32_MAX) {
+		s->since[band]++;
+	}
+	if (s->prev_band < PROFILER_BANDS)
+		s->next_band[s->prev_band] = (uint8_t)band;
+	s->prev_band = (uint8_t)band;
+	uint32_t pred = s->next_band[band] != 0xff ? s->next_band[band] : band;
+	/* the predicted next band is due, or this band is long overdue (prediction failing) */
+	bool want = band_due(s, pred, now, 1) || band_due(s, band, now, 4);
+	if (want != s->requesting) {
+		s->requesting = want;
+		if (want)
+			atomic_fetch_add(&kch_requests, 1);
+		else
+			atomic_fetch_sub(&kch_requests, 1);
+	}
+	set_kch_bit(s->nccl_mask, atomic_load_explicit(&kch_requests, memory_order_relaxed) > 0);
+}
