@@ -1,4 +1,4 @@
-/* Agreement layer benchmarks (docs/results.md section 7, "Rank agreement"). Performance is printed, never
+/* Agreement layer benchmarks (docs/results.md section 8, "Rank agreement"). Performance is printed, never
  * asserted.
  *
  *   bench_cpu_agree lookup OBJ [batches=2000] [batch_calls=1000]

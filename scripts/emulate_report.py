@@ -115,7 +115,9 @@ def main():
         check = {int(x) for x in a.check_reps.split(",") if x}
         with open(a.tuned) as f:
             text = f.read().strip()
-        rules = json.loads(text) if text.startswith("[") else [json.loads(l) for l in text.splitlines() if l.strip()]
+        # ncclbpf.tune/1: {"schema", "ranges": [...]}; older builds printed the bare array
+        doc = json.loads(text) if text.startswith(("[", "{\"schema\"")) else [json.loads(l) for l in text.splitlines() if l.strip()]
+        rules = doc["ranges"] if isinstance(doc, dict) else doc
         print()
         print(f"### Offline tuner decisions checked on held-out repetitions {sorted(check)}")
         print()

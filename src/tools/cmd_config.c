@@ -12,17 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/cli.h"
 #include "tools/tune_input.h"
 #include "tools/tune_object.h"
 
-int cmd_config(int argc, char **argv);
+#define CONFIG_MAX_ASSIGN 64
 
-static void config_usage(FILE *f)
-{
-	fprintf(f, "usage: ncclbpf config OBJ                       list the .rodata configuration\n"
-		   "       ncclbpf config OBJ NAME=V [NAME[I]=V] [NAME[I]:8=V] -o OUT\n"
-		   "  writes a copy with the values changed, verified before it is written\n");
-}
+/* One NAME=V, NAME[I]=V or NAME[I]:8=V argument, parsed before the object is read. */
+struct assignment {
+	const char *arg;
+	char name[64];
+	long long idx; /* -1: a scalar */
+	size_t esize;
+	long long value;
+};
 
 static void print_sym(const unsigned char *b, const struct tune_rodata_sym *s)
 {
@@ -48,47 +51,60 @@ static void print_sym(const unsigned char *b, const struct tune_rodata_sym *s)
 	printf("\n");
 }
 
-/* Applies one NAME=V / NAME[I]=V / NAME[I]:8=V to b. */
-static int assign(unsigned char *b, const struct tune_rodata_sym *syms, size_t n, const char *a)
+/* Syntax of one assignment; a usage error (-1, message printed) when it is malformed. */
+static int parse_assignment(const char *a, struct assignment *as)
 {
-	char name[64];
 	const char *eq = strchr(a, '=');
-	if (!eq || eq == a || (size_t)(eq - a) >= sizeof(name)) {
-		fprintf(stderr, "ncclbpf config: '%s': want NAME=VALUE\n", a);
-		return -EINVAL;
+	as->arg = a;
+	as->idx = -1;
+	as->esize = 4;
+	if (!eq || eq == a || (size_t)(eq - a) >= sizeof(as->name)) {
+		cli_usage_error("config", "'%s': want NAME=VALUE, NAME[I]=VALUE or NAME[I]:8=VALUE", a);
+		return -1;
 	}
-	memcpy(name, a, (size_t)(eq - a));
-	name[eq - a] = 0;
-	long long idx = -1;
-	size_t esize = 4;
-	char *br = strchr(name, '[');
+	memcpy(as->name, a, (size_t)(eq - a));
+	as->name[eq - a] = 0;
+	char *br = strchr(as->name, '[');
 	if (br) {
 		char *end;
-		idx = strtoll(br + 1, &end, 10);
-		if (end == br + 1 || *end != ']' || idx < 0) {
-			fprintf(stderr, "ncclbpf config: '%s': bad index\n", a);
-			return -EINVAL;
+		errno = 0;
+		as->idx = strtoll(br + 1, &end, 10);
+		if (end == br + 1 || *end != ']' || as->idx < 0 || errno) {
+			cli_usage_error("config", "'%s': bad index", a);
+			return -1;
 		}
 		if (end[1] == ':') {
-			if (!strcmp(end + 2, "8"))
-				esize = 8;
-			else if (strcmp(end + 2, "4")) {
-				fprintf(stderr, "ncclbpf config: '%s': element size must be 4 or 8\n", a);
-				return -EINVAL;
+			if (!strcmp(end + 2, "8")) {
+				as->esize = 8;
+			} else if (strcmp(end + 2, "4")) {
+				cli_usage_error("config", "'%s': element size must be 4 or 8", a);
+				return -1;
 			}
 		} else if (end[1]) {
-			fprintf(stderr, "ncclbpf config: '%s': unexpected text after ']'\n", a);
-			return -EINVAL;
+			cli_usage_error("config", "'%s': unexpected text after ']'", a);
+			return -1;
 		}
 		*br = 0;
 	}
+	/* the value's range depends on the variable: checked against it in assign() */
 	char *end;
 	errno = 0;
-	long long v = strtoll(eq + 1, &end, 0);
+	as->value = strtoll(eq + 1, &end, 0);
 	if (!eq[1] || *end || errno) {
-		fprintf(stderr, "ncclbpf config: '%s': value is not an integer\n", a);
-		return -EINVAL;
+		cli_usage_error("config", "'%s': the value is not a 64-bit integer", a);
+		return -1;
 	}
+	return 0;
+}
+
+/* Applies one assignment to the object's bytes b: the variable must exist in .rodata and the
+ * value fit it; -errno with one message otherwise (the object refuses it: exit 1). */
+static int assign(unsigned char *b, const struct tune_rodata_sym *syms, size_t n,
+		  const struct assignment *as)
+{
+	const char *a = as->arg, *name = as->name;
+	long long idx = as->idx, v = as->value;
+	size_t esize = as->esize;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(syms[i].name, name))
 			continue;
@@ -109,7 +125,8 @@ static int assign(unsigned char *b, const struct tune_rodata_sym *syms, size_t n
 		if (size < 8) {
 			long long lo = -(1ll << (size * 8 - 1)), hi = (1ll << (size * 8)) - 1;
 			if (v < lo || v > hi) {
-				fprintf(stderr, "ncclbpf config: '%s': %lld does not fit %zu bytes\n", a, v, size);
+				fprintf(stderr, "ncclbpf config: '%s': %lld does not fit %zu bytes (%lld to %lld)\n",
+					a, v, size, lo, hi);
 				return -ERANGE;
 			}
 		}
@@ -121,36 +138,44 @@ static int assign(unsigned char *b, const struct tune_rodata_sym *syms, size_t n
 	return -ENOENT;
 }
 
-int cmd_config(int argc, char **argv)
+static int cmd_config(int argc, char **argv)
 {
 	const char *in = NULL, *out = NULL;
-	const char *assigns[64];
+	struct assignment as[CONFIG_MAX_ASSIGN];
 	int na = 0;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			config_usage(stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-			out = argv[++i];
-		} else if (strchr(argv[i], '=') && na < 64) {
-			assigns[na++] = argv[i];
-		} else if (!in && argv[i][0] != '-') {
+		int r;
+		if ((r = cli_opt_value("config", argc, argv, &i, "-o", &out)) ||
+		    (r = cli_opt_value("config", argc, argv, &i, "--output", &out))) {
+			if (r < 0)
+				return CLI_EXIT_USAGE;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			return cli_usage_error("config", "unknown option '%s'", argv[i]);
+		} else if (strchr(argv[i], '=')) { /* before or after OBJ, as it always was */
+			if (na == CONFIG_MAX_ASSIGN)
+				return cli_usage_error("config", "at most %d assignments",
+						       CONFIG_MAX_ASSIGN);
+			if (parse_assignment(argv[i], &as[na++]))
+				return CLI_EXIT_USAGE;
+		} else if (!in) {
 			in = argv[i];
 		} else {
-			config_usage(stderr);
-			return 2;
+			return cli_usage_error("config", "unexpected argument '%s' (an assignment is "
+						"NAME=VALUE)", argv[i]);
 		}
 	}
-	if (!in || (na && !out) || (!na && out)) {
-		config_usage(stderr);
-		return 2;
-	}
+	if (!in)
+		return cli_usage_error("config", "no object given");
+	if (na && !out)
+		return cli_usage_error("config", "assignments need -o OUT (the copy to write)");
+	if (!na && out)
+		return cli_usage_error("config", "-o without assignments: nothing to change");
 	char *buf = NULL;
 	size_t len = 0;
 	int rc = tune_read_file(in, 64u << 20, &buf, &len);
 	if (rc) {
 		fprintf(stderr, "%s: error: %s\n", in, strerror(-rc));
-		return 1;
+		return CLI_EXIT_REFUSED;
 	}
 	struct tune_rodata_sym *syms = NULL;
 	size_t n = 0;
@@ -159,7 +184,7 @@ int cmd_config(int argc, char **argv)
 	if (rc) {
 		fprintf(stderr, "%s: error: %s\n", in, rc == -ENOMEM ? "out of memory" : err);
 		free(buf);
-		return 1;
+		return CLI_EXIT_REFUSED;
 	}
 	int status = 0;
 	if (!na) {
@@ -169,12 +194,12 @@ int cmd_config(int argc, char **argv)
 			print_sym((const unsigned char *)buf, &syms[i]);
 	} else {
 		for (int k = 0; k < na && !status; k++)
-			if (assign((unsigned char *)buf, syms, n, assigns[k]))
-				status = 1;
+			if (assign((unsigned char *)buf, syms, n, &as[k]))
+				status = CLI_EXIT_REFUSED;
 		if (!status && (tune_verify_object(buf, len, err, sizeof(err)) ||
 				tune_write_atomic(out, buf, len, err, sizeof(err)))) {
 			fprintf(stderr, "ncclbpf config: %s\n", err);
-			status = 1;
+			status = CLI_EXIT_REFUSED;
 		}
 		if (!status)
 			fprintf(stderr, "ncclbpf config: %d value%s changed -> %s (verified)\n", na,
@@ -184,3 +209,29 @@ int cmd_config(int argc, char **argv)
 	free(buf);
 	return status;
 }
+
+NCCLBPF_CLI_COMMAND(config, .name = "config", .run = cmd_config,
+		    .synopsis = "OBJ [NAME=V | NAME[I]=V | NAME[I]:8=V ... -o OUT]",
+		    .summary = "list or change a policy's .rodata configuration, no compiler",
+		    .help = "Reads or changes a policy's configuration: its `const volatile` "
+			    "globals in\n.rodata (libbpf's convention), without a compiler. "
+			    "Without assignments it\nlists them (name, size, value; arrays as "
+			    "4-byte elements). With assignments it\nwrites a copy to OUT with the "
+			    "values changed, but only after the copy loads and\nevery program in "
+			    "it verifies (strict); the file is written atomically, OBJ is\nnot "
+			    "changed. Assignments may come before or after OBJ.\n"
+			    "\n"
+			    "options:\n"
+			    "  -o, --output OUT   the copy to write (required with assignments)\n"
+			    "\n"
+			    "assignments:\n"
+			    "  NAME=V         a scalar of 1, 2, 4 or 8 bytes\n"
+			    "  NAME[I]=V      element I of an array of 4-byte elements\n"
+			    "  NAME[I]:8=V    element I of an array of 8-byte elements\n"
+			    "V is a decimal or 0x hex integer (negative allowed) that must fit the "
+			    "field, as\nsigned or unsigned; at most 64 assignments.\n"
+			    "\n"
+			    "exit status: 0 listed or written; 1 an unreadable or malformed object, "
+			    "no such\nvariable, an index or value that does not fit it, or a copy "
+			    "that does not verify\n(nothing written); 2 usage (including a malformed "
+			    "assignment).\n");

@@ -4,7 +4,8 @@
  * by communicator and collective sequence number, and compares the ranks' decisions.
  * Exit 0: every (comm, seq) that several ranks logged has one decision. Exit 3: the first
  * divergent (comm, seq) in (comm, seq) order is printed with each rank's decision. Exit 1:
- * an unreadable file or a malformed line (file:line:col and what is wrong). Exit 2: usage. */
+ * an unreadable file or a malformed line (file:line:col and what is wrong). Exit 2: usage.
+ * --json: the same as one document (schema ncclbpf.decisions/1, in the help text). */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -368,119 +369,224 @@ static void print_decision(const struct dset *d, const struct drec *r)
 	       r->proto >= 0 ? proto_names[r->proto] : "null", r->channels);
 }
 
+static const char *algo_name(int32_t a)
+{
+	return a >= 0 ? algo_names[a] : NULL;
+}
+
+static const char *proto_name(int32_t p)
+{
+	return p >= 0 ? proto_names[p] : NULL;
+}
+
+/* One communicator's records d->r[begin, end) (sorted by seq, rank, file). */
+struct comm_summary {
+	uint64_t comm;
+	int ranks, min_rank, max_rank;
+	uint64_t seqs, full, partial, changed;
+	/* the first divergent seq's records, [div_begin, div_end); div_end == 0: none */
+	size_t div_begin, div_end;
+};
+
+static int summarize_comm(const struct dset *d, size_t begin, size_t end, struct comm_summary *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->comm = d->r[begin].comm;
+	c->min_rank = INT32_MAX;
+	c->max_rank = -1;
+	int *seen = calloc(end - begin, sizeof(int));
+	if (!seen)
+		return -ENOMEM;
+	for (size_t k = begin; k < end; k++) {
+		if (d->r[k].rank < c->min_rank)
+			c->min_rank = d->r[k].rank;
+		if (d->r[k].rank > c->max_rank)
+			c->max_rank = d->r[k].rank;
+		int q = 0;
+		while (q < c->ranks && seen[q] != d->r[k].rank)
+			q++;
+		if (q == c->ranks)
+			seen[c->ranks++] = d->r[k].rank;
+	}
+	free(seen);
+	size_t j = begin;
+	while (j < end) {
+		size_t k = j;
+		int ranks = 0;
+		bool agree = true;
+		while (k < end && d->r[k].seq == d->r[j].seq) {
+			agree &= same_decision(&d->r[k], &d->r[j]);
+			if (k == j || d->r[k].rank != d->r[k - 1].rank)
+				ranks++;
+			k++;
+		}
+		if (!agree && !c->div_end) {
+			c->div_begin = j;
+			c->div_end = k;
+		}
+		c->seqs++;
+		if (ranks == c->ranks)
+			c->full++;
+		else
+			c->partial++;
+		if (d->r[j].algo >= 0 || d->r[j].proto >= 0 || d->r[j].channels > 0)
+			c->changed++;
+		j = k;
+	}
+	return 0;
+}
+
+static void json_comm_id(struct cli_json *j, const char *key, uint64_t comm)
+{
+	char id[24];
+	snprintf(id, sizeof(id), "0x%" PRIx64, comm);
+	cli_json_str(j, key, id);
+}
+
+static void json_decision(struct cli_json *j, const struct dset *d, const struct drec *r)
+{
+	cli_json_object(j, NULL);
+	cli_json_int(j, "rank", r->rank);
+	cli_json_str(j, "file", d->files[r->file]);
+	cli_json_str(j, "coll", coll_names[r->coll]);
+	cli_json_uint(j, "bytes", r->bytes);
+	cli_json_str(j, "algo", algo_name(r->algo));
+	cli_json_str(j, "proto", proto_name(r->proto));
+	cli_json_int(j, "channels", r->channels);
+	cli_json_end(j);
+}
+
+/* not static: tests/agree/fuzz_decisions.c calls it */
+int cmd_decisions(int argc, char **argv);
 int cmd_decisions(int argc, char **argv)
 {
-	bool quiet = false;
+	bool quiet = false, json = false;
 	struct dset d = {0};
+	struct comm_summary *sums = NULL;
 	int rc = 0, inputs = 0;
 	for (int i = 1; i < argc && !rc; i++) {
 		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
 			quiet = true;
 			continue;
 		}
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: ncclbpf decisions [-q] DIR|FILE...\n");
-			return CLI_EXIT_OK;
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+			continue;
 		}
 		if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "ncclbpf decisions: unknown option '%s'\n", argv[i]);
-			rc = CLI_EXIT_USAGE;
+			rc = cli_usage_error("decisions", "unknown option '%s'", argv[i]);
 			break;
 		}
 		rc = read_arg(&d, argv[i]);
 		inputs++;
 	}
-	if (!rc && inputs == 0) {
-		fprintf(stderr, "usage: ncclbpf decisions [-q] DIR|FILE...\n");
-		rc = CLI_EXIT_USAGE;
-	}
+	if (!rc && inputs == 0)
+		rc = cli_usage_error("decisions", "no log directory or file given");
 	if (rc)
 		goto out;
 	if (d.n) /* qsort(NULL, 0) is undefined (found by fuzz_decisions) */
 		qsort(d.r, d.n, sizeof(*d.r), cmp_rec);
-	size_t i = 0;
-	uint64_t comms = 0;
-	while (i < d.n) {
-		uint64_t comm = d.r[i].comm;
+	size_t n_comms = 0;
+	for (size_t i = 0; i < d.n; i++)
+		n_comms += i == 0 || d.r[i].comm != d.r[i - 1].comm;
+	sums = calloc(n_comms ? n_comms : 1, sizeof(*sums));
+	if (!sums) {
+		fprintf(stderr, "ncclbpf decisions: out of memory\n");
+		rc = CLI_EXIT_REFUSED;
+		goto out;
+	}
+	const struct comm_summary *div = NULL;
+	for (size_t i = 0, c = 0; i < d.n; c++) {
 		size_t end = i;
-		while (end < d.n && d.r[end].comm == comm)
+		while (end < d.n && d.r[end].comm == d.r[i].comm)
 			end++;
-		/* distinct ranks of this communicator */
-		int n_ranks = 0, min_rank = INT32_MAX, max_rank = -1;
-		for (size_t k = i; k < end; k++) {
-			if (d.r[k].rank < min_rank)
-				min_rank = d.r[k].rank;
-			if (d.r[k].rank > max_rank)
-				max_rank = d.r[k].rank;
+		if (summarize_comm(&d, i, end, &sums[c])) {
+			fprintf(stderr, "ncclbpf decisions: out of memory\n");
+			rc = CLI_EXIT_REFUSED;
+			goto out;
 		}
-		{
-			int *seen = calloc((size_t)(end - i), sizeof(int));
-			if (!seen) {
-				rc = CLI_EXIT_REFUSED;
-				goto out;
-			}
-			for (size_t k = i; k < end; k++) {
-				int q = 0;
-				while (q < n_ranks && seen[q] != d.r[k].rank)
-					q++;
-				if (q == n_ranks)
-					seen[n_ranks++] = d.r[k].rank;
-			}
-			free(seen);
+		if (sums[c].div_end && !div)
+			div = &sums[c];
+		i = end;
+	}
+	if (div)
+		rc = DECISIONS_EXIT_DIVERGENT;
+	if (json) {
+		struct cli_json j;
+		cli_json_init(&j, stdout);
+		cli_json_object(&j, NULL);
+		cli_json_str(&j, "schema", "ncclbpf.decisions/1");
+		cli_json_uint(&j, "files", d.n_files);
+		cli_json_uint(&j, "decisions", d.n);
+		cli_json_uint(&j, "dropped", d.dropped);
+		cli_json_array(&j, "communicators");
+		for (size_t c = 0; c < n_comms; c++) {
+			const struct comm_summary *s = &sums[c];
+			cli_json_object(&j, NULL);
+			json_comm_id(&j, "comm", s->comm);
+			cli_json_int(&j, "ranks", s->ranks);
+			cli_json_int(&j, "min_rank", s->min_rank);
+			cli_json_int(&j, "max_rank", s->max_rank);
+			cli_json_uint(&j, "collectives", s->seqs);
+			cli_json_uint(&j, "logged_by_all", s->full);
+			cli_json_uint(&j, "logged_by_fewer", s->partial);
+			cli_json_uint(&j, "changed", s->changed);
+			cli_json_bool(&j, "consistent", !s->div_end);
+			cli_json_end(&j);
 		}
-		uint64_t seqs = 0, full = 0, partial = 0, changed = 0;
-		size_t j = i;
-		while (j < end) {
-			size_t k = j;
-			int ranks = 0;
-			while (k < end && d.r[k].seq == d.r[j].seq) {
-				if (!same_decision(&d.r[k], &d.r[j])) {
-					printf("DIVERGENT: comm 0x%" PRIx64 " seq %" PRIu64
-					       ": the ranks decided differently\n", comm, d.r[j].seq);
-					for (size_t q = j; q < end && d.r[q].seq == d.r[j].seq; q++)
-						print_decision(&d, &d.r[q]);
-					rc = DECISIONS_EXIT_DIVERGENT;
-					goto out;
-				}
-				if (k == j || d.r[k].rank != d.r[k - 1].rank)
-					ranks++;
-				k++;
-			}
-			seqs++;
-			if (ranks == n_ranks)
-				full++;
-			else
-				partial++;
-			if (d.r[j].algo >= 0 || d.r[j].proto >= 0 || d.r[j].channels > 0)
-				changed++;
-			j = k;
+		cli_json_end(&j);
+		cli_json_bool(&j, "consistent", !div);
+		if (div) {
+			cli_json_object(&j, "divergence");
+			json_comm_id(&j, "comm", div->comm);
+			cli_json_uint(&j, "seq", d.r[div->div_begin].seq);
+			cli_json_array(&j, "decisions");
+			for (size_t q = div->div_begin; q < div->div_end; q++)
+				json_decision(&j, &d, &d.r[q]);
+			cli_json_end(&j);
+			cli_json_end(&j);
+		} else {
+			cli_json_null(&j, "divergence");
 		}
-		int max_ranks = n_ranks;
-		comms++;
+		cli_json_end(&j);
+		cli_json_finish(&j);
+		goto out;
+	}
+	for (size_t c = 0; c < n_comms; c++) {
+		const struct comm_summary *s = &sums[c];
+		if (s == div) {
+			/* text: the summaries up to the first divergent communicator, then it */
+			printf("DIVERGENT: comm 0x%" PRIx64 " seq %" PRIu64
+			       ": the ranks decided differently\n",
+			       s->comm, d.r[s->div_begin].seq);
+			for (size_t q = s->div_begin; q < s->div_end; q++)
+				print_decision(&d, &d.r[q]);
+			goto out;
+		}
 		if (!quiet)
 			printf("comm 0x%" PRIx64 ": %d rank(s) (%d..%d), %" PRIu64 " collectives, %" PRIu64
 			       " logged by all %d, %" PRIu64 " by fewer (a rank started late or "
 			       "stopped early), %" PRIu64 " changed by policy: all ranks agree\n",
-			       comm, max_ranks, min_rank, max_rank, seqs, full, max_ranks, partial,
-			       changed);
-		i = end;
+			       s->comm, s->ranks, s->min_rank, s->max_rank, s->seqs, s->full, s->ranks,
+			       s->partial, s->changed);
 	}
 	if (d.dropped)
 		printf("WARNING: %" PRIu64 " decisions were dropped by the writers (log ring full): "
 		       "those collectives were not checked\n", d.dropped);
 	if (!quiet)
-		printf("%zu file(s), %zu decisions, %" PRIu64 " communicator(s): consistent\n",
-		       d.n_files, d.n, comms);
+		printf("%zu file(s), %zu decisions, %zu communicator(s): consistent\n", d.n_files, d.n,
+		       n_comms);
 out:
 	for (size_t f = 0; f < d.n_files; f++)
 		free(d.files[f]);
 	free(d.files);
 	free(d.r);
+	free(sums);
 	return rc;
 }
 
 NCCLBPF_CLI_COMMAND(decisions, .name = "decisions", .run = cmd_decisions,
-		    .synopsis = "[-q] DIR|FILE...",
+		    .synopsis = "[-q | --json] DIR|FILE...",
 		    .summary = "check NCCLBPF_DECISION_LOG files: did every rank decide the same?",
 		    .help = "Reads the decision logs that NCCLBPF_DECISION_LOG=DIR makes every process "
 			    "write\n(decisions-<host>-<pid>.jsonl; every decisions-*.jsonl of a "
@@ -491,8 +597,22 @@ NCCLBPF_CLI_COMMAND(decisions, .name = "decisions", .run = cmd_decisions,
 			    "\n"
 			    "options:\n"
 			    "  -q, --quiet   print only a divergence\n"
+			    "  --json        one JSON document on stdout (below), also on a divergence\n"
 			    "\n"
 			    "exit status: 0 all ranks agree; 3 a divergence (the first divergent\n"
 			    "communicator and seq, with each rank's decision); 1 an unreadable file or\n"
 			    "a malformed line (file:line:col: what is wrong; a partial last line, as a\n"
-			    "killed process leaves, is reported and ignored); 2 usage.\n");
+			    "killed process leaves, is reported and ignored; nothing on stdout); 2 usage.\n"
+			    "\n"
+			    "json (schema \"ncclbpf.decisions/1\"):\n"
+			    "  {\"schema\", \"files\": number of files read, \"decisions\": decision lines,\n"
+			    "   \"dropped\": decisions the writers dropped (not checked),\n"
+			    "   \"communicators\": [{\"comm\": \"0x<hex>\", \"ranks\": distinct ranks,\n"
+			    "     \"min_rank\", \"max_rank\", \"collectives\": sequence numbers logged,\n"
+			    "     \"logged_by_all\", \"logged_by_fewer\": of those, by every rank / by\n"
+			    "     fewer, \"changed\": collectives the policy changed, \"consistent\": bool}]\n"
+			    "     (in communicator order; all of them, also after a divergence),\n"
+			    "   \"consistent\": bool (exit 0), \"divergence\": null or the first divergent\n"
+			    "   collective {\"comm\", \"seq\", \"decisions\": [{\"rank\", \"file\", \"coll\",\n"
+			    "     \"bytes\", \"algo\", \"proto\": names or null (NCCL's choice),\n"
+			    "     \"channels\"}] (one per rank and file, in rank order)}}\n");

@@ -8,26 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/cli.h"
 #include "tools/tune_analyze.h"
 #include "tools/tune_input.h"
 #include "tools/tune_object.h"
 
-int cmd_tune(int argc, char **argv);
-
 #define TUNE_MAX_INPUT (1ull << 32)
-
-static void tune_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ncclbpf tune [--json] [-o rules.bpf.o] [--reps all|even|odd|N,M..]\n"
-		"                    [--alpha P] [--min-delta D] [--gain-small G] [--gain-large G]\n"
-		"                    [--large-from BYTES] [--min-samples N] SAMPLES.csv...\n"
-		"  Input: CSV with header; columns coll,bytes,algo,proto,channels,nranks,nnodes,time_us\n"
-		"  (algo/proto 'default' = NCCL's choice), optional rep and policy (rows with a policy\n"
-		"  are skipped: they are not NCCL configs). Gates per size and config against default:\n"
-		"  IQR trimming, one-sided Mann-Whitney p < alpha (0.01), Cliff's delta > 0.33,\n"
-		"  split-half agreement, gain > 5 %% below 64 MiB and > 10 %% from 64 MiB.\n");
-}
+#define TUNE_MAX_FILES 64
 
 static void json_num(double v)
 {
@@ -37,9 +24,11 @@ static void json_num(double v)
 		printf("null");
 }
 
+/* One range per line (the fields docs/tuning.md documents), inside the versioned
+ * document every --json command prints. */
 static void print_json(const struct tune_range *r, size_t n)
 {
-	printf("[\n");
+	printf("{\"schema\":\"ncclbpf.tune/1\",\"ranges\":[\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct tune_range *x = &r[i];
 		printf("{\"coll\":\"%s\",\"nranks\":%u,\"nnodes\":%u,\"min_bytes\":%llu,\"max_bytes\":%llu,"
@@ -77,7 +66,7 @@ static void print_json(const struct tune_range *r, size_t n)
 		json_num(g->default_median_us);
 		printf(",\"passed\":%s}}%s\n", g->passed ? "true" : "false", i + 1 < n ? "," : "");
 	}
-	printf("]\n");
+	printf("]}\n");
 }
 
 static void print_table(const struct tune_range *r, size_t n)
@@ -102,17 +91,20 @@ static void print_table(const struct tune_range *r, size_t n)
 	}
 }
 
-static int parse_double_arg(const char *s, double lo, double hi, double *v)
+/* A real number in [lo, hi]; a usage error (-1) otherwise. */
+static int parse_double_arg(const char *opt, const char *s, double lo, double hi, double *v)
 {
 	char *end;
 	double x = strtod(s, &end);
-	if (!*s || *end || !(x >= lo && x <= hi))
+	if (!*s || *end || !(x >= lo && x <= hi)) {
+		cli_usage_error("tune", "%s: '%s' is not a number from %g to %g", opt, s, lo, hi);
 		return -1;
+	}
 	*v = x;
 	return 0;
 }
 
-int cmd_tune(int argc, char **argv)
+static int cmd_tune(int argc, char **argv)
 {
 	struct tune_opts o;
 	tune_opts_default(&o);
@@ -120,53 +112,54 @@ int cmd_tune(int argc, char **argv)
 	tune_rep_filter_parse("all", &reps);
 	const char *out_path = NULL;
 	int json = 0, ninputs = 0;
-	const char *inputs[64];
+	const char *inputs[TUNE_MAX_FILES];
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		double d;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			tune_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--json")) {
+		const char *a = argv[i], *v = NULL;
+		long long n;
+		int r;
+		if (!strcmp(a, "--json")) {
 			json = 1;
-		} else if (!strcmp(a, "-o") && v) {
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "-o", &v)) ||
+			   (r = cli_opt_value("tune", argc, argv, &i, "--output", &v))) {
+			if (r < 0)
+				return CLI_EXIT_USAGE;
 			out_path = v;
-			i++;
-		} else if (!strcmp(a, "--reps") && v) {
-			if (tune_rep_filter_parse(v, &reps)) {
-				fprintf(stderr, "ncclbpf tune: --reps '%s': want all, even, odd or N,M,..\n", v);
-				return 2;
-			}
-			i++;
-		} else if (!strcmp(a, "--alpha") && v && !parse_double_arg(v, 1e-12, 0.5, &o.alpha)) {
-			i++;
-		} else if (!strcmp(a, "--min-delta") && v && !parse_double_arg(v, -1, 1, &o.min_delta)) {
-			i++;
-		} else if (!strcmp(a, "--gain-small") && v && !parse_double_arg(v, 0, 1, &o.gain_small)) {
-			i++;
-		} else if (!strcmp(a, "--gain-large") && v && !parse_double_arg(v, 0, 1, &o.gain_large)) {
-			i++;
-		} else if (!strcmp(a, "--large-from") && v && !parse_double_arg(v, 0, 1e18, &d)) {
-			o.large_from = (uint64_t)d;
-			i++;
-		} else if (!strcmp(a, "--min-samples") && v && !parse_double_arg(v, 2, 1e9, &d)) {
-			o.min_samples = (size_t)d;
-			i++;
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "--reps", &v))) {
+			if (r < 0)
+				return CLI_EXIT_USAGE;
+			if (tune_rep_filter_parse(v, &reps))
+				return cli_usage_error("tune", "--reps '%s': want all, even, odd or N,M,..", v);
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "--alpha", &v))) {
+			if (r < 0 || parse_double_arg("--alpha", v, 1e-12, 0.5, &o.alpha))
+				return CLI_EXIT_USAGE;
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "--min-delta", &v))) {
+			if (r < 0 || parse_double_arg("--min-delta", v, -1, 1, &o.min_delta))
+				return CLI_EXIT_USAGE;
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "--gain-small", &v))) {
+			if (r < 0 || parse_double_arg("--gain-small", v, 0, 1, &o.gain_small))
+				return CLI_EXIT_USAGE;
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "--gain-large", &v))) {
+			if (r < 0 || parse_double_arg("--gain-large", v, 0, 1, &o.gain_large))
+				return CLI_EXIT_USAGE;
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "--large-from", &v))) {
+			if (r < 0 ||
+			    cli_parse_range("tune", "--large-from", v, 0, 1000000000000000000ll, &n))
+				return CLI_EXIT_USAGE;
+			o.large_from = (uint64_t)n;
+		} else if ((r = cli_opt_value("tune", argc, argv, &i, "--min-samples", &v))) {
+			if (r < 0 || cli_parse_range("tune", "--min-samples", v, 2, 1000000000, &n))
+				return CLI_EXIT_USAGE;
+			o.min_samples = (size_t)n;
 		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "ncclbpf tune: bad option or value: %s%s%s\n", a, v ? " " : "", v ? v : "");
-			tune_usage(stderr);
-			return 2;
-		} else if (ninputs < 64) {
+			return cli_usage_error("tune", "unknown option '%s'", a);
+		} else if (ninputs < TUNE_MAX_FILES) {
 			inputs[ninputs++] = a;
 		} else {
-			fprintf(stderr, "ncclbpf tune: at most 64 input files\n");
-			return 2;
+			return cli_usage_error("tune", "at most %d input files", TUNE_MAX_FILES);
 		}
 	}
-	if (!ninputs) {
-		tune_usage(stderr);
-		return 2;
-	}
+	if (!ninputs)
+		return cli_usage_error("tune", "no sample file given");
 	struct tune_samples s;
 	memset(&s, 0, sizeof(s));
 	int bad = 0;
@@ -184,14 +177,14 @@ int cmd_tune(int argc, char **argv)
 		if (rc == -ENOMEM) {
 			fprintf(stderr, "ncclbpf tune: out of memory\n");
 			tune_samples_free(&s);
-			return 1;
+			return CLI_EXIT_REFUSED;
 		}
 		if (rc)
 			bad = 1;
 	}
 	if (bad) {
 		tune_samples_free(&s);
-		return 1;
+		return CLI_EXIT_REFUSED;
 	}
 	if (s.skipped_policy)
 		fprintf(stderr, "ncclbpf tune: skipped %zu rows measured under a tuner policy\n", s.skipped_policy);
@@ -200,7 +193,7 @@ int cmd_tune(int argc, char **argv)
 	if (!s.n) {
 		fprintf(stderr, "ncclbpf tune: no samples to analyze\n");
 		tune_samples_free(&s);
-		return 1;
+		return CLI_EXIT_REFUSED;
 	}
 	struct tune_range *ranges = NULL;
 	size_t nranges = 0;
@@ -208,7 +201,7 @@ int cmd_tune(int argc, char **argv)
 	tune_samples_free(&s);
 	if (rc) {
 		fprintf(stderr, "ncclbpf tune: %s\n", strerror(-rc));
-		return 1;
+		return CLI_EXIT_REFUSED;
 	}
 	int status = 0;
 	if (out_path) {
@@ -239,3 +232,65 @@ int cmd_tune(int argc, char **argv)
 	free(ranges);
 	return status;
 }
+
+NCCLBPF_CLI_COMMAND(tune, .name = "tune", .run = cmd_tune,
+		    .synopsis = "[--json] [-o OUT] [--reps SEL] [GATE OPTIONS] SAMPLES.csv...",
+		    .summary = "offline tuner: measured samples -> gated decisions, table policy",
+		    .help = "Reads sample CSVs (scripts/emulate-nodes.sh, ncclbpf-gpubench "
+			    "--samples) and\n"
+			    "decides, per (collective, nranks, nnodes, size), whether a measured "
+			    "config\n"
+			    "(algo, proto, channels) beats NCCL's default through five gates: IQR "
+			    "trimming,\n"
+			    "one-sided Mann-Whitney p < alpha, Cliff's delta > min-delta, "
+			    "split-half\n"
+			    "agreement and a gain above a threshold. Adjacent sizes with the same "
+			    "winner\n"
+			    "merge into ranges. Prints them as a table (or --json) and/or writes "
+			    "the\n"
+			    "verified table policy (policies/tuned_rules.bpf.c with the rules in "
+			    ".rodata;\n"
+			    "no compiler needed). See docs/tuning.md.\n"
+			    "\n"
+			    "options:\n"
+			    "  --json               one JSON document on stdout (below)\n"
+			    "  -o, --output OUT     write the table policy (at most 32 rules), "
+			    "verified and\n"
+			    "                       checked rule by rule first; written atomically\n"
+			    "  --reps SEL           train on these repetitions (`rep` column): all "
+			    "(default),\n"
+			    "                       even, odd or a list N,M,..\n"
+			    "  --alpha P            Mann-Whitney significance, 1e-12..0.5 "
+			    "(default 0.01)\n"
+			    "  --min-delta D        Cliff's delta to exceed, -1..1 (default 0.33)\n"
+			    "  --gain-small G       gain to exceed below --large-from, 0..1 "
+			    "(default 0.05)\n"
+			    "  --gain-large G       gain to exceed from --large-from, 0..1 "
+			    "(default 0.10)\n"
+			    "  --large-from BYTES   size from which the large gain applies "
+			    "(default 64 MiB)\n"
+			    "  --min-samples N      samples per side after trimming, 2..1e9 "
+			    "(default 6)\n"
+			    "\n"
+			    "input: CSV with a header naming at least coll,bytes,algo,proto,"
+			    "channels,nranks,\nnnodes,time_us (any order; algo/proto `default` = "
+			    "NCCL's choice); optional rep\n(for --reps) and policy (rows with a "
+			    "policy are skipped: not NCCL configs).\nA bad row is reported as "
+			    "FILE:LINE: error: ... and nothing is produced.\n"
+			    "\n"
+			    "exit status: 0 done; 1 an unreadable file or a bad row, no samples, "
+			    "or the\npolicy could not be built (more than 32 rules, verification); "
+			    "2 usage.\n"
+			    "\n"
+			    "json (schema \"ncclbpf.tune/1\"):\n"
+			    "  {\"schema\", \"ranges\": [one object per range and line, ranges "
+			    "where default\n   stays included: {\"coll\", \"nranks\", \"nnodes\", "
+			    "\"min_bytes\", \"max_bytes\"\n   (what the policy covers), "
+			    "\"measured_min\", \"measured_max\", \"sizes\", \"algo\",\n   "
+			    "\"proto\", \"channels\" (the decision), \"note\" (only without "
+			    "default samples),\n   \"candidate\": {\"algo\", \"proto\", "
+			    "\"channels\"}, \"gates\": null or {\"iqr\": {\"kept\",\n   "
+			    "\"trimmed\", \"default_kept\", \"default_trimmed\"}, \"u\", \"p\", "
+			    "\"exact\",\n   \"cliffs_delta\", \"split_half\", \"gain\", "
+			    "\"threshold\", \"median_us\",\n   \"default_median_us\", "
+			    "\"passed\"}}]}   (docs/tuning.md: the gates)\n");

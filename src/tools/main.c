@@ -57,33 +57,6 @@ static int cmp_cmd(const void *a, const void *b)
 		      (*(const struct cli_command *const *)b)->name);
 }
 
-/* Transition: a command written to the previous convention (a non-static
- * `int cmd_<name>(int, char **)` that main.c listed) still dispatches when its file does not
- * register itself, with a placeholder help text until it does. */
-extern int cmd_decisions(int argc, char **argv) __attribute__((weak));
-extern int cmd_tune(int argc, char **argv) __attribute__((weak));
-extern int cmd_rules(int argc, char **argv) __attribute__((weak));
-extern int cmd_ctl(int argc, char **argv) __attribute__((weak));
-extern int cmd_config(int argc, char **argv) __attribute__((weak));
-#define UNREGISTERED_HELP                                                                     \
-	"(this command has not registered its help text yet: NCCLBPF_CLI_COMMAND, see the top\n" \
-	"of src/tools/main.c)\n"
-static struct cli_command legacy[] = {
-	{ "decisions", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
-	{ "tune", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
-	{ "rules", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
-	{ "ctl", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
-	{ "config", NULL, "...", "(unregistered)", UNREGISTERED_HELP },
-};
-
-static bool registered(const char *name)
-{
-	for (size_t i = 0; i < n_sorted; i++)
-		if (!strcmp(sorted[i]->name, name))
-			return true;
-	return false;
-}
-
 size_t cli_commands(const struct cli_command *const **out)
 {
 	if (!n_sorted) {
@@ -91,14 +64,6 @@ size_t cli_commands(const struct cli_command *const **out)
 		     p < __stop_ncclbpf_cli_commands && n_sorted < CLI_MAX_COMMANDS; p++)
 			if (*p)
 				sorted[n_sorted++] = *p;
-		int (*const legacy_fns[])(int, char **) = { cmd_decisions, cmd_tune, cmd_rules,
-							    cmd_ctl, cmd_config };
-		for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
-			legacy[i].run = legacy_fns[i];
-			if (legacy[i].run && !registered(legacy[i].name) &&
-			    n_sorted < CLI_MAX_COMMANDS)
-				sorted[n_sorted++] = &legacy[i];
-		}
 		qsort(sorted, n_sorted, sizeof(sorted[0]), cmp_cmd);
 	}
 	*out = sorted;

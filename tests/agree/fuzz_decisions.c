@@ -1,6 +1,7 @@
 /* libFuzzer target for `ncclbpf decisions`: decision-log files are bytes from disk (any
  * process can write the directory). The input is written to a file and checked like a
- * log; the command must return 0, 1 or 3 and never crash, leak or read out of bounds. */
+ * log (odd sizes with --json, even ones with -q); the command must return 0, 1 or 3 and
+ * never crash, leak or read out of bounds. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fwrite(data, 1, size, f);
 	fclose(f);
-	char *argv[] = {"decisions", "-q", path, NULL};
+	char *argv[] = {"decisions", size & 1 ? "--json" : "-q", path, NULL};
 	/* the checker's diagnostics are silenced; sanitizer reports still reach stderr */
 	fflush(stderr);
 	dup2(devnull, 2);

@@ -67,6 +67,13 @@ check_decisions() {
 	local rc=$?
 	cat "$DIR/decisions.txt" | sed 's/^/   /'
 	[ $rc -eq 0 ] || die "ncclbpf decisions exit $rc"
+	# the --json summary agrees with the text (tests/agree/test_decisions_json.c checks it
+	# member by member)
+	"$CLI" decisions --json "$DIR/log" >"$DIR/decisions.json" 2>/dev/null
+	rc=$?
+	[ $rc -eq 0 ] && grep -q '^  "consistent": true,$' "$DIR/decisions.json" &&
+		grep -q '^  "divergence": null$' "$DIR/decisions.json" ||
+		die "ncclbpf decisions --json: exit $rc or not consistent"
 }
 
 # fallback_of RANK: "none" or the collective the rank fell back from
@@ -114,6 +121,8 @@ echo "$L0" >"$C/a.jsonl"; echo "$L1" >"$C/b.jsonl"; echo "$L1b" >"$C/c.jsonl"
 "$CLI" decisions -q "$C/a.jsonl" "$C/b.jsonl" >/dev/null 2>&1; [ $? -eq 0 ] || die "consistent logs: exit != 0"
 "$CLI" decisions "$C/a.jsonl" "$C/c.jsonl" >"$C/out" 2>&1; [ $? -eq 3 ] || die "divergent logs: exit != 3"
 grep -q "DIVERGENT: comm 0x1f seq 7" "$C/out" || die "divergence not reported"
+"$CLI" decisions --json "$C/a.jsonl" "$C/c.jsonl" >"$C/out" 2>&1; [ $? -eq 3 ] || die "divergent logs, --json: exit != 3"
+grep -q '"seq": 7' "$C/out" || die "divergence not in the --json document"
 echo '{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce"}' >"$C/m.jsonl"
 "$CLI" decisions "$C/m.jsonl" >"$C/out" 2>&1; [ $? -eq 1 ] || die "malformed line: exit != 1"
 "$CLI" decisions --bogus "$C/a.jsonl" >/dev/null 2>&1; [ $? -eq 2 ] || die "unknown option: exit != 2"

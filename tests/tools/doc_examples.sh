@@ -55,7 +55,8 @@ for doc in README.md docs/writing-policies.md; do
 done
 
 # ---- 2. example outputs ----
-for doc in README.md docs/*.md; do
+# (relative to SOURCE_DIR: ctest runs this from the build directory)
+for doc in README.md $(cd "$src" && echo docs/*.md); do
 	grep -q '^<!-- example: ' "$src/$doc" || continue
 	tmp="$work/new.md"
 	: >"$tmp"
@@ -123,10 +124,35 @@ for c in $("$bld/ncclbpf" help | sed -n '/^commands:/,$p' | awk 'NR > 1 { print 
 		fail=1
 	fi
 done
+# ... with every option of its --help "options:" block (either spelling of "-o, --output")
+for c in $("$bld/ncclbpf" help | sed -n '/^commands:/,$p' | awk 'NR > 1 { print $1 }'); do
+	rows=$(grep "^| \`ncclbpf $c" "$src/README.md")
+	while read -r alts; do
+		[ -n "$alts" ] || continue
+		found=0
+		for o in $alts; do
+			case "$rows" in *"$o"*) found=1 ;; esac
+		done
+		if [ $found = 0 ]; then
+			echo "FAIL: README.md: option '$alts' of 'ncclbpf $c' is missing from the command table"
+			fail=1
+		fi
+	done < <("$bld/ncclbpf" help "$c" | sed -n '/^options:/,/^$/p' |
+		 grep -oE '^  -[A-Za-z-][A-Za-z0-9-]*(, --?[A-Za-z][A-Za-z0-9-]*)?' | tr -d ',')
+done
 for c in simulate stress versions; do
 	grep -q "^| \`mock_nccl_host $c" "$src/README.md" ||
 		{ echo "FAIL: README.md: mock_nccl_host $c is missing from the command table"; fail=1; }
 done
+# docs/results.md's top-level sections numbered 1, 2, ... in order (documents cite them by
+# number; two branches appending "## 9." each collide)
+bad_numbers=$(grep -E '^## [0-9]+\.' "$src/docs/results.md" |
+	awk '{ n = $2 + 0; if (n != NR) print "    \"" $0 "\" should be section " NR }')
+if [ -n "$bad_numbers" ]; then
+	echo "FAIL: docs/results.md: sections out of order or numbered twice:"
+	echo "$bad_numbers"
+	fail=1
+fi
 # no reference to files outside the repository
 if grep -nE '/work/|\.\./shared|/home/|/root/' "$src/README.md" "$src"/docs/*.md; then
 	echo "FAIL: the lines above refer to files outside the repository"

@@ -262,7 +262,9 @@ static void test_config(void)
 	CHECK_STR_CONTAINS(out, "no .rodata variable 'nope'");
 	CHECK(run("./ncclbpf config b.bpf.o 'cfg_arm_algo[8]=1' -o d.bpf.o 2>&1") == 1);
 	CHECK_STR_CONTAINS(out, "index out of range");
-	CHECK(run("./ncclbpf config b.bpf.o cfg_warmup=1x -o d.bpf.o 2>&1") == 1);
+	/* a malformed assignment is a usage error (2); one the object refuses is 1 */
+	CHECK(run("./ncclbpf config b.bpf.o cfg_warmup=1x -o d.bpf.o 2>&1") == 2);
+	CHECK_STR_CONTAINS(out, "not a 64-bit integer");
 	CHECK(run("./ncclbpf config b.bpf.o cfg_warmup=4294967296 -o d.bpf.o 2>&1") == 1);
 	CHECK(run("./ncclbpf config b.bpf.o cfg_arm_algo=1 -o d.bpf.o 2>&1") == 1);
 	CHECK_STR_CONTAINS(out, "give an index");
