@@ -349,6 +349,10 @@ static int link_lddw(struct linker *l, const struct ld_segment *seg, uint64_t j,
 		if (boff % INSN_SZ || in[1].imm)
 			return ld_err(c, EINVAL, "program '%s' insn %zu: function address of '%s' is "
 						 "not instruction-aligned", l->prog, i, s->name);
+		if ((int)s->shndx != ld_elf_find_section(e, ".text"))
+			return ld_err(c, EINVAL, "program '%s' insn %zu: function address of '%s' in "
+						 "section %u (%s) is not the start of a .text function",
+				      l->prog, i, s->name, s->shndx, ts->name);
 		size_t pos = 0;
 		int ret = call_target_pos(l, s->shndx, (int64_t)(boff / INSN_SZ), i, &pos);
 		if (ret)
