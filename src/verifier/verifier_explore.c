@@ -445,7 +445,7 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		struct vstate st;
 		bool both = feasible & SC_FALL;
 		if (both) {
-			if (vstate_copy(&st, &env->cur))
+			if (vstate_copy_compact(&st, &env->cur))
 				return -ENOMEM;
 		} else {
 			st = env->cur;

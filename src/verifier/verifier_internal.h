@@ -296,6 +296,8 @@ struct vframe *vframe_new(uint32_t callsite);
  * move. Returns it, or NULL on allocation failure. */
 struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot);
 int vstate_copy(struct vstate *dst, const struct vstate *src);
+/* a copy without spare slot capacity (pending branches: many wait, most are pruned) */
+int vstate_copy_compact(struct vstate *dst, const struct vstate *src);
 void vstate_free(struct vstate *st);
 void varena_free(struct varena *a);
 /* live: registers of the top frame that matter at old's pc (others are not compared) */

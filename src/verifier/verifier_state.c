@@ -82,6 +82,11 @@ int vstate_copy(struct vstate *dst, const struct vstate *src)
 	return state_copy(dst, src, false);
 }
 
+int vstate_copy_compact(struct vstate *dst, const struct vstate *src)
+{
+	return state_copy(dst, src, true);
+}
+
 void vstate_free(struct vstate *st)
 {
 	for (uint32_t i = 0; i < st->nframes; i++)
