@@ -14,7 +14,8 @@
  * handful of rounds reach the fixed point (VLOOP_MAX_ROUNDS guards pathological cases).
  *
  * The callback must return 0 (continue) or 1 (break); flags must be 0; nr_loops above
- * NB_BPF_LOOP_MAX makes the helper return -E2BIG without calling it (as Linux). The
+ * NB_BPF_LOOP_MAX makes the helper return -E2BIG without calling it (as Linux), and a
+ * callback may not call bpf_loop itself, so one call runs at most 2^23 callbacks. The
  * result is an unknown number (the iteration count or an error).
  */
 #include <errno.h>
@@ -134,6 +135,14 @@ int verifier_bpf_loop_call(struct verifier_env *env, const struct bpf_insn *insn
 		return verr(env, NB_VERR_HELPER_ARG, pc, "flags (r4) of bpf_loop must be 0, not %s",
 			    d);
 	}
+	/* nested loops would multiply: 2^23 x 2^23 callback runs could hang a decision */
+	for (uint32_t fi = 0; fi < env->cur.nframes; fi++)
+		if (env->cur.frames[fi]->loop)
+			return verr(env, NB_VERR_HELPER_DENIED, pc,
+				    "bpf_loop inside a bpf_loop callback (the callback at insn %u); "
+				    "nested loops multiply their iteration counts: use one loop over "
+				    "the product, or a counted loop inside",
+				    env->cur.frames[fi]->loop->cb);
 	vreg_mark_precise(env, nr);
 	vreg_mark_precise(env, flags);
 	if (env->cur.nframes >= BPF_MAX_CALL_DEPTH)

@@ -298,6 +298,10 @@ static void test_bpf_loop(void)
 						  STX(BPF_DW, 2, 2, 0), MOV64_IMM(0, 0), EXIT() },
 		       14);
 	CHECK(c == NB_VERR_POINTER_LEAK || c == NB_VERR_UNINIT_STACK);
+	/* bpf_loop inside a callback: refused (nested counts multiply) */
+	EXPECT(NB_VERR_HELPER_DENIED, 16, LOOP_CALLER(4, ALU64_IMM(BPF_ADD, 3, -8)),
+	       MOV64_IMM(1, 4), LD_FUNC(2, 6), MOV64_IMM(3, 0), MOV64_IMM(4, 0),
+	       CALL(NB_HELPER_LOOP), MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 0), EXIT());
 	/* the function address is not a number the program may keep */
 	EXPECT(NB_VERR_POINTER_LEAK, 2, LD_FUNC(0, 2), EXIT(), MOV64_IMM(0, 0), EXIT());
 	/* a pseudo-func LDDW pointing outside the program fails structural validation */
