@@ -195,6 +195,10 @@ int verifier_check_structure(struct verifier_env *env)
 		const struct bpf_insn *in = &env->insns[pc];
 		int64_t t = jump_target(in, pc);
 		bool func_addr = in->code == BPF_LDDW && in->src_reg == BPF_PSEUDO_FUNC;
+		/* after bpf_loop: the continuations of its rounds meet here (verifier_loop.c) */
+		if (in->code == (BPF_JMP | BPF_CALL) && in->src_reg == 0 &&
+		    in->imm == NB_HELPER_LOOP && pc + 1 < n)
+			env->insn_flags[pc + 1] |= VF_PRUNE;
 		if (t < 0 && BPF_OP(in->code) == BPF_CALL && !func_addr)
 			continue;
 		if (t == -1 && !func_addr &&
