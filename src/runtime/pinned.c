@@ -74,3 +74,11 @@ struct nb_map *runtime_pinned_map_owned(const struct nb_map_spec *spec, const ch
 	pthread_mutex_unlock(&pinned_lock);
 	return found;
 }
+
+void runtime_pinned_foreach(void (*fn)(struct nb_map *m, void *arg), void *arg)
+{
+	pthread_mutex_lock(&pinned_lock);
+	for (struct pinned_entry *e = pinned_head; e; e = e->next)
+		fn(e->map, arg);
+	pthread_mutex_unlock(&pinned_lock);
+}

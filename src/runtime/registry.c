@@ -1,43 +1,53 @@
-/* Policy registry: NCCLBPF_POLICY -> objects -> prepared programs -> one chain per hook.
+/* Policy registry: one chain per hook, published through an atomic pointer.
  *
- * Readers (the plugin shims, on every collective) do one acquire load of the chain
- * pointer and run it: no lock, no reference count. A chain is immutable once published.
+ * Readers (the plugin shims, on every collective) enter an epoch section
+ * (runtime_chain_enter = map_epoch_enter + one acquire load), run the chain and leave. A
+ * chain is immutable once published.
  *
- * Reclamation: runtime_hook_chain hands out a bare pointer and readers never announce
- * themselves, so no grace period can prove a replaced chain unused. Replaced chains and
- * the objects behind them are therefore retired, not freed: they stay valid until
- * runtime_unload_policies, which callers invoke only when no hook can be running (process
- * teardown, tests). A reload thus costs the memory of the previous policy set (kilobytes
- * per policy). */
+ * Reclamation reuses the maps' epoch mechanism (src/maps/epoch.c): a writer swaps the
+ * pointer, then takes a retire tag (which advances the global epoch). A reader that can
+ * still hold the old chain entered before the swap, so its record holds an epoch <= tag;
+ * every later reader reads an epoch > tag and sees the new pointer. A retired chain is
+ * therefore freed once map_epoch_min_active() > tag. Freeing a chain drops its references
+ * to the objects behind it; an object no chain uses is closed. Memory stays flat however
+ * many reloads happen (tests/control: the stress test).
+ *
+ * Everything on the writer side is serialized by registry_lock; readers take no lock. */
 #include <errno.h>
-#include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/runtime.h"
+#include "maps/map_internal.h"
+#include "runtime/registry_internal.h"
 
-struct policy_set {
-	struct policy_set *next;             /* older sets (retired) */
-	struct ncclbpf_object **objs;
-	size_t obj_cnt, obj_cap;
-	char **labels;
-	size_t label_cnt, label_cap;
-	struct nb_hook_chain *chains[NB_HOOK_COUNT];
-};
+pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+struct registry_obj *registry_objs;
+_Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT];
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(struct nb_hook_chain *) hook_chains[NB_HOOK_COUNT];
-static struct policy_set *sets; /* newest first; sets->chains are the published ones */
+static struct nb_hook_chain *retired;        /* waiting for readers, under the lock */
+static size_t retired_cnt;
+static size_t freed_since_trim;
+static uint64_t version_counter;
+static uint64_t stat_reloads, stat_reload_failures;
 static _Atomic uint64_t fault_counts[NB_HOOK_COUNT];
 static struct runtime_ratelimit fault_limit;
+
+/* Activation seam: ops published with release, read on the decision path with acquire. */
+static _Atomic(const struct runtime_activation_ops *) activation_ops;
+static struct runtime_activation_ops activation_copy;
+static uint64_t activation_version; /* gated version, 0 = none (under the lock) */
+static _Atomic uint64_t activation_version_pub;
 
 const struct nb_hook_chain *runtime_hook_chain(enum nb_hook_type hook)
 {
 	if ((unsigned)hook >= NB_HOOK_COUNT)
 		return NULL;
-	return atomic_load_explicit(&hook_chains[hook], memory_order_acquire);
+	return atomic_load_explicit(&runtime_hook_slots[hook], memory_order_acquire);
 }
 
 uint64_t runtime_fault_count(enum nb_hook_type hook)
@@ -67,205 +77,258 @@ int runtime_chain_run(const struct nb_hook_chain *chain, void *ctx, size_t ctx_s
 	return faults;
 }
 
-/* ---- loading ---- */
+/* ---- the activation seam ---- */
 
-static void set_free(struct policy_set *s)
+const struct nb_hook_chain *runtime_chain_gate(const struct nb_hook_chain *c, uint64_t comm_id,
+					       uint64_t seq)
 {
-	for (size_t i = 0; i < NB_HOOK_COUNT; i++)
-		free(s->chains[i]);
-	for (size_t i = 0; i < s->obj_cnt; i++)
-		ncclbpf_object_close(s->objs[i]);
-	for (size_t i = 0; i < s->label_cnt; i++)
-		free(s->labels[i]);
-	free(s->objs);
-	free(s->labels);
-	free(s);
+	const struct runtime_activation_ops *ops =
+		atomic_load_explicit(&activation_ops, memory_order_acquire);
+	/* Gated without a layer cannot happen (ops are cleared only with no gate pending);
+	 * keeping the old chain is the safe answer anyway. */
+	if (!ops || !ops->activation_seq)
+		return c->prev;
+	uint64_t at = ops->activation_seq(comm_id, c->version, ops->arg);
+	return seq >= at ? c : c->prev;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+void runtime_set_activation_ops(const struct runtime_activation_ops *ops)
 {
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 8;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
-/* Appends prog to the chain of hook `type` (chains grow while the set is private). */
-static int set_attach(struct policy_set *s, struct ncclbpf_program *prog, const char *file)
-{
-	int type = prog->hook->type;
-	struct nb_hook_chain *c = s->chains[type];
-	size_t len = c ? c->len : 0;
-	char *label = malloc(strlen(file) + strlen(prog->nbp->name) + 2);
-	struct nb_hook_chain *n = realloc(c, sizeof(*c) + (len + 1) * sizeof(c->items[0]));
-
-	if (n)
-		s->chains[type] = n;
-	if (!label || !n || grow((void **)&s->labels, &s->label_cap, s->label_cnt + 1,
-				 sizeof(char *))) {
-		free(label);
-		return -ENOMEM;
-	}
-	sprintf(label, "%s:%s", base_name(file), prog->nbp->name);
-	s->labels[s->label_cnt++] = label;
-	n->hook = (enum nb_hook_type)type;
-	n->len = len + 1;
-	n->items[len].prog = prog;
-	n->items[len].label = label;
-	return 0;
-}
-
-static int prepare_and_attach(struct policy_set *s, struct ncclbpf_program *prog,
-			      const char *file)
-{
-	char err[2048];
-	int rc = ncclbpf_program_prepare(prog, NCCLBPF_HOOK_AUTO, NULL, err, sizeof(err));
-	if (rc < 0) {
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "policy %s:%s skipped: %s", file,
-			    prog->nbp->name, err);
-		return 0;
-	}
-	if (set_attach(s, prog, file) < 0) {
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "policy %s:%s skipped: out of memory", file,
-			    prog->nbp->name);
-		return 0;
-	}
-	runtime_log(NB_LOG_INFO, NB_LOG_INIT, "attached %s:%s to hook %s (%s)", file,
-		    prog->nbp->name, prog->hook->name,
-		    ncclbpf_program_is_jitted(prog) ? "JIT" : "interpreter");
-	return 1;
-}
-
-/* One spec entry "file.o" or "file.o:program". Returns programs attached. */
-static int load_entry(struct policy_set *s, char *entry)
-{
-	char err[1024];
-	char *prog_name = strrchr(entry, ':');
-	struct ncclbpf_object *obj = NULL;
-	int attached = 0;
-
-	if (prog_name && !strchr(prog_name, '/'))
-		*prog_name++ = '\0';
-	else
-		prog_name = NULL;
-	if (ncclbpf_object_open_file(entry, &obj, err, sizeof(err)) < 0) {
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "policy %s skipped: %s", entry, err);
-		return 0;
-	}
-	if (prog_name) {
-		struct ncclbpf_program *p = ncclbpf_object_find_program(obj, prog_name);
-		if (!p) {
-			char names[512] = "";
-			for (size_t i = 0, n = 0; i < obj->prog_cnt; i++)
-				n += (size_t)snprintf(names + n, n < sizeof(names) ? sizeof(names) - n : 0,
-						      "%s%s", i ? ", " : "", obj->progs[i].nbp->name);
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT,
-				    "policy %s:%s skipped: no program '%s' in %s (programs: %s)",
-				    entry, prog_name, prog_name, entry, names[0] ? names : "none");
-		} else if (p->section_hook < 0) {
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT,
-				    "policy %s:%s skipped: its section '%s' names no hook "
-				    "(tuner, tuner/chunk, profiler, net, env)",
-				    entry, prog_name, p->nbp->section);
-		} else {
-			attached = prepare_and_attach(s, p, entry);
-		}
-	} else {
-		bool any_hook = false;
-		for (size_t i = 0; i < obj->prog_cnt; i++) {
-			if (obj->progs[i].section_hook < 0)
-				continue;
-			any_hook = true;
-			attached += prepare_and_attach(s, &obj->progs[i], entry);
-		}
-		if (!any_hook)
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT,
-				    "policy %s skipped: no program in a hook section "
-				    "(tuner, tuner/chunk, profiler, net, env)", entry);
-	}
-	if (!attached || grow((void **)&s->objs, &s->obj_cap, s->obj_cnt + 1, sizeof(void *))) {
-		ncclbpf_object_close(obj);
-		return 0; /* nothing of it attached (or no memory to keep it): drop it */
-	}
-	s->objs[s->obj_cnt++] = obj;
-	return attached;
-}
-
-int runtime_load_policies(const char *spec)
-{
-	struct policy_set *s = calloc(1, sizeof(*s));
-	char *copy = strdup(spec ? spec : "");
-	int total = 0;
-
-	if (!s || !copy) {
-		free(s);
-		free(copy);
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "cannot load policies: out of memory");
-		return 0;
-	}
 	pthread_mutex_lock(&registry_lock);
-	char *save = NULL;
-	for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-		while (*e == ' ' || *e == '\t')
-			e++;
-		char *end = e + strlen(e);
-		while (end > e && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n'))
-			*--end = '\0';
-		if (*e)
-			total += load_entry(s, e);
+	if (ops) {
+		activation_copy = *ops;
+		atomic_store_explicit(&activation_ops, &activation_copy, memory_order_release);
+	} else if (!activation_version) {
+		atomic_store_explicit(&activation_ops, NULL, memory_order_release);
 	}
-	free(copy);
-	for (size_t h = 0; h < NB_HOOK_COUNT; h++) {
-		atomic_store_explicit(&fault_counts[h], 0, memory_order_relaxed);
-		atomic_store_explicit(&hook_chains[h], s->chains[h], memory_order_release);
-	}
-	s->next = sets; /* the previous set is retired, kept until unload */
-	sets = s;
 	pthread_mutex_unlock(&registry_lock);
-	runtime_log(NB_LOG_INFO, NB_LOG_INIT, "%d program(s) attached", total);
-	return total;
 }
 
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static int env_result;
-
-static void load_from_env_once(void)
+int registry_activation_begin(uint64_t version, uint64_t content)
 {
-	const char *spec = getenv("NCCLBPF_POLICY");
-	if (!spec || !*spec) {
-		runtime_log(NB_LOG_INFO, NB_LOG_INIT, "NCCLBPF_POLICY not set: pass-through");
+	const struct runtime_activation_ops *ops =
+		atomic_load_explicit(&activation_ops, memory_order_acquire);
+	if (!ops || !ops->begin)
+		return 0;
+	return ops->begin(version, content, ops->arg) > 0;
+}
+
+void runtime_activation_poll(void)
+{
+	uint64_t v = atomic_load_explicit(&activation_version_pub, memory_order_relaxed);
+	const struct runtime_activation_ops *ops =
+		atomic_load_explicit(&activation_ops, memory_order_acquire);
+	if (!v || !ops || !ops->poll)
 		return;
-	}
-	env_result = runtime_load_policies(spec);
+	int verdict = ops->poll(v, ops->arg);
+	if (verdict)
+		runtime_activation_done(v, verdict > 0);
 }
 
-int runtime_load_policies_from_env(void)
+uint64_t runtime_activation_pending(void)
 {
-	pthread_once(&env_once, load_from_env_once);
-	return env_result;
+	return atomic_load_explicit(&activation_version_pub, memory_order_relaxed);
+}
+
+/* ---- chains and objects ---- */
+
+struct nb_hook_chain *registry_chain_alloc(enum nb_hook_type hook, size_t n)
+{
+	struct nb_hook_chain *c = calloc(1, sizeof(*c) + n * sizeof(c->items[0]));
+	if (c) {
+		c->hook = hook;
+		c->len = n;
+	}
+	return c;
+}
+
+void registry_obj_put(struct registry_obj *o)
+{
+	if (!o || --o->refs)
+		return;
+	for (struct registry_obj **pp = &registry_objs; *pp; pp = &(*pp)->next) {
+		if (*pp == o) {
+			*pp = o->next;
+			break;
+		}
+	}
+	reload_release_maps(o->obj);
+	ncclbpf_object_close(o->obj);
+	free(o->entry);
+	free(o);
+}
+
+void registry_chain_discard(struct nb_hook_chain *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->len; i++) {
+		free((char *)c->items[i].label);
+		registry_obj_put(c->items[i].owner);
+	}
+	free(c);
+}
+
+static void retire(struct nb_hook_chain *c)
+{
+	if (!c)
+		return;
+	/* the swap that unpublished c is ordered before the tag (seq_cst) */
+	c->retire_tag = map_epoch_retire_tag();
+	c->retired_next = retired;
+	retired = c;
+	retired_cnt++;
+}
+
+static size_t reclaim_locked(void)
+{
+	if (!retired)
+		return 0;
+	uint64_t min = map_epoch_min_active();
+	struct nb_hook_chain **pp = &retired;
+	while (*pp) {
+		struct nb_hook_chain *c = *pp;
+		if (c->retire_tag < min) {
+			*pp = c->retired_next;
+			retired_cnt--;
+			freed_since_trim++;
+			registry_chain_discard(c);
+		} else {
+			pp = &c->retired_next;
+		}
+	}
+	return retired_cnt;
+}
+
+size_t registry_reclaim_locked(void)
+{
+	return reclaim_locked();
+}
+
+size_t runtime_reclaim(void)
+{
+	pthread_mutex_lock(&registry_lock);
+	size_t n = reclaim_locked();
+	bool trim = freed_since_trim != 0;
+	freed_since_trim = 0;
+	pthread_mutex_unlock(&registry_lock);
+#ifdef __GLIBC__
+	/* A reload frees a whole policy set (loader, verifier and link buffers of many
+	 * sizes): give the free pages back, so resident memory stays flat across reloads
+	 * instead of settling at the allocator's high-water mark. */
+	if (trim)
+		malloc_trim(0);
+#else
+	(void)trim;
+#endif
+	return n;
+}
+
+uint64_t registry_next_version(void)
+{
+	return ++version_counter;
+}
+
+void registry_count_reload(bool ok)
+{
+	if (ok)
+		stat_reloads++;
+	else
+		stat_reload_failures++;
+}
+
+void registry_publish(struct nb_hook_chain *chains[NB_HOOK_COUNT], unsigned mask,
+		      uint64_t version, bool gated)
+{
+	for (unsigned h = 0; h < NB_HOOK_COUNT; h++) {
+		if (!(mask & (1u << h)))
+			continue;
+		struct nb_hook_chain *old = atomic_load_explicit(&runtime_hook_slots[h],
+								 memory_order_relaxed);
+		struct nb_hook_chain *c = chains[h];
+		if (gated && !c && old) {
+			/* an empty chain cannot carry the gate: publish an empty one */
+			c = registry_chain_alloc((enum nb_hook_type)h, 0);
+			if (!c) {
+				gated = false; /* cannot happen with 48 bytes free; stay safe */
+			}
+		}
+		if (c) {
+			c->version = version;
+			if (gated && old != c) {
+				c->prev = old;
+				atomic_store_explicit(&c->gated, 1, memory_order_relaxed);
+			}
+		}
+		atomic_store_explicit(&runtime_hook_slots[h], c, memory_order_seq_cst);
+		if (gated && c)
+			continue; /* old stays as c->prev until the activation ends */
+		if (old && atomic_load_explicit(&old->gated, memory_order_relaxed) && old->prev)
+			retire((struct nb_hook_chain *)old->prev); /* init load over a gate */
+		retire(old);
+	}
+	activation_version = gated ? version : 0;
+	atomic_store_explicit(&activation_version_pub, activation_version, memory_order_relaxed);
+	/* reclamation (a membarrier and a scan of the reader records) is left to the caller:
+	 * it is not part of the swap */
+}
+
+int runtime_activation_done(uint64_t version, bool committed)
+{
+	pthread_mutex_lock(&registry_lock);
+	if (!version || version != activation_version) {
+		pthread_mutex_unlock(&registry_lock);
+		return -ENOENT;
+	}
+	for (unsigned h = 0; h < NB_HOOK_COUNT; h++) {
+		struct nb_hook_chain *c = atomic_load_explicit(&runtime_hook_slots[h],
+							       memory_order_relaxed);
+		if (!c || c->version != version || !atomic_load(&c->gated))
+			continue;
+		struct nb_hook_chain *prev = (struct nb_hook_chain *)c->prev;
+		if (committed) {
+			/* readers that still pick prev are inside a section: the retire tag
+			 * taken after the ungate covers them */
+			atomic_store_explicit(&c->gated, 0, memory_order_seq_cst);
+			retire(prev);
+		} else {
+			atomic_store_explicit(&runtime_hook_slots[h], prev, memory_order_seq_cst);
+			retire(c);
+		}
+	}
+	activation_version = 0;
+	atomic_store_explicit(&activation_version_pub, 0, memory_order_relaxed);
+	runtime_log(NB_LOG_INFO, NB_LOG_INIT, "reload version %llu %s across ranks",
+		    (unsigned long long)version, committed ? "activated" : "abandoned (old policy kept)");
+	reclaim_locked();
+	pthread_mutex_unlock(&registry_lock);
+	return 0;
+}
+
+/* Whether a gated activation blocks a new reload (under the lock). */
+bool registry_activation_busy(uint64_t *version)
+{
+	*version = activation_version;
+	return activation_version != 0;
 }
 
 void runtime_unload_policies(void)
 {
 	pthread_mutex_lock(&registry_lock);
-	for (size_t h = 0; h < NB_HOOK_COUNT; h++)
-		atomic_store_explicit(&hook_chains[h], NULL, memory_order_release);
-	while (sets) {
-		struct policy_set *s = sets;
-		sets = s->next;
-		set_free(s);
+	for (size_t h = 0; h < NB_HOOK_COUNT; h++) {
+		struct nb_hook_chain *c = atomic_exchange(&runtime_hook_slots[h], NULL);
+		if (c && atomic_load(&c->gated) && c->prev)
+			registry_chain_discard((struct nb_hook_chain *)c->prev);
+		registry_chain_discard(c);
 	}
+	while (retired) {
+		struct nb_hook_chain *c = retired;
+		retired = c->retired_next;
+		registry_chain_discard(c);
+	}
+	retired_cnt = 0;
+	activation_version = 0;
+	atomic_store(&activation_version_pub, 0);
 	pthread_mutex_unlock(&registry_lock);
 }
 
@@ -275,8 +338,27 @@ struct ncclbpf_map *runtime_find_map(const char *name)
 	if (!name)
 		return NULL;
 	pthread_mutex_lock(&registry_lock);
-	for (size_t i = 0; sets && i < sets->obj_cnt && !found; i++)
-		found = ncclbpf_object_find_map(sets->objs[i], name);
+	for (struct registry_obj *o = registry_objs; o && !found; o = o->next)
+		found = ncclbpf_object_find_map(o->obj, name);
 	pthread_mutex_unlock(&registry_lock);
 	return found;
+}
+
+void runtime_registry_stats(struct runtime_registry_stats *out)
+{
+	pthread_mutex_lock(&registry_lock);
+	out->version = version_counter;
+	out->reloads = stat_reloads;
+	out->reload_failures = stat_reload_failures;
+	out->retired_pending = retired_cnt;
+	out->objects_live = 0;
+	for (struct registry_obj *o = registry_objs; o; o = o->next)
+		out->objects_live++;
+	pthread_mutex_unlock(&registry_lock);
+}
+
+void registry_reset_faults(void)
+{
+	for (size_t h = 0; h < NB_HOOK_COUNT; h++)
+		atomic_store_explicit(&fault_counts[h], 0, memory_order_relaxed);
 }

@@ -12,6 +12,7 @@
 #define NCCLBPF_RUNTIME_RUNTIME_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,17 +43,29 @@ void runtime_log(int level, unsigned long flags, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* One prepared program attached to a hook. */
+struct registry_obj;
 struct nb_attachment {
 	struct ncclbpf_program *prog;
 	const char *label; /* "size_aware.bpf.o:pick" */
+	struct registry_obj *owner; /* the registry's reference to the object (NULL: none) */
 };
 
-/* Immutable once published. Runs are lock-free: readers load the chain pointer with
- * acquire semantics; replaced chains (and their objects) stay valid until
- * runtime_unload_policies, so a reader never sees freed memory (registry.c). */
+/* Immutable once published (except `gated`). Readers enter a section
+ * (runtime_chain_enter), use the chain, and leave it (runtime_chain_exit); a replaced chain
+ * and the objects behind it are freed once every section that could have seen it has been
+ * left (epoch-based, the maps' mechanism: src/maps/epoch.c), so memory does not grow with
+ * the number of reloads (registry.c). */
 struct nb_hook_chain {
 	enum nb_hook_type hook;
 	size_t len;
+	uint64_t version;           /* reload generation that published it (1 = first load) */
+	/* Activation across ranks (runtime_chain_for): while non-zero, each communicator keeps
+	 * `prev` until the activation layer names the collective seq at which it switches. */
+	_Atomic uint32_t gated;
+	const struct nb_hook_chain *prev;
+	/* registry bookkeeping, under its lock */
+	struct nb_hook_chain *retired_next;
+	uint64_t retire_tag;
 	struct nb_attachment items[];
 };
 
@@ -61,18 +74,117 @@ struct nb_hook_chain {
  * the diagnostic; the rest are attached in order. Never fails: returns the number of
  * programs attached (0 = pure pass-through). Thread-safe. */
 int runtime_load_policies_from_env(void);
-/* Same from an explicit spec string (tests, CLI, hot reload later). Replaces the chains. */
+/* Same from an explicit spec string (tests, CLI). Replaces every hook's chain; entries that
+ * fail are skipped (init semantics). */
 int runtime_load_policies(const char *spec);
-/* Drops every chain and object (tests). */
+/* Drops every chain and object. Only when no hook can be running (process teardown,
+ * tests): it does not wait for readers. */
 void runtime_unload_policies(void);
 
-/* The chain for a hook, or NULL when nothing is attached. Acquire load; no lock. */
+/* Hot reload (reload.c): loads `spec` (NCCLBPF_POLICY syntax) all-or-nothing and replaces
+ * the chain of `hook`, or of every hook when hook is NB_HOOK_COUNT (hooks the spec has no
+ * program for become empty). Load, verify and JIT run on the caller's thread; the swap is
+ * one atomic store per hook. Maps of the new objects whose name, type, key/value size,
+ * max_entries and flags match a map of a live object are reused (state survives); global
+ * data (.rodata/.data/.bss) is never reused. On failure nothing changes and msg holds the
+ * full diagnostic. On success msg lists the programs attached and the maps reused / new.
+ * Tuner hooks decide for every rank: when a communicator with more than one rank is live
+ * and no activation layer takes charge (runtime_activation_ops), ranks would switch at
+ * different collectives and could deadlock NCCL, so replacing a tuner or tuner/chunk chain
+ * is refused (-EPERM) unless flags has RUNTIME_RELOAD_FORCE.
+ * Returns programs attached (> 0), or -EINVAL (bad spec / load / verify failure), -ENOENT
+ * (no program for the hook), -EBUSY (an earlier reload is still activating across ranks),
+ * -EPERM (see above), -ENOMEM. */
+#define RUNTIME_RELOAD_FORCE 0x1u
+int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, char *msg,
+		   size_t msglen);
+/* Empties the chain of `hook` (NB_HOOK_COUNT = every hook), same rules. Returns programs
+ * detached. */
+int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msglen);
+/* Frees retired chains (and objects no chain uses) whose readers have all left. Called by
+ * the control thread and after every reload. Returns the number still waiting. */
+size_t runtime_reclaim(void);
+/* Counters for tests and status: chains published so far, retired chains not yet freed,
+ * live objects. */
+struct runtime_registry_stats {
+	uint64_t version;
+	uint64_t reloads, reload_failures;
+	size_t retired_pending, objects_live;
+};
+void runtime_registry_stats(struct runtime_registry_stats *out);
+
+/* ---- the decision path ---- */
+extern _Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT];
+void map_epoch_enter(void);
+void map_epoch_exit(void);
+
+/* Enters a reader section and returns the hook's chain (NULL when nothing is attached). The
+ * chain stays valid until runtime_chain_exit. No lock, no allocation; sections nest. */
+static inline const struct nb_hook_chain *runtime_chain_enter(enum nb_hook_type hook)
+{
+	map_epoch_enter();
+	return atomic_load_explicit(&runtime_hook_slots[hook], memory_order_acquire);
+}
+static inline void runtime_chain_exit(void)
+{
+	map_epoch_exit();
+}
+
+/* Chain to run for collective `seq` of communicator `comm_id`: c itself, unless c is gated
+ * (a reload activating across ranks), then c or c->prev as the activation layer decides. One
+ * relaxed load when not gated. Call inside the section that returned c. */
+const struct nb_hook_chain *runtime_chain_gate(const struct nb_hook_chain *c, uint64_t comm_id,
+					       uint64_t seq);
+static inline const struct nb_hook_chain *runtime_chain_for(const struct nb_hook_chain *c,
+							    uint64_t comm_id, uint64_t seq)
+{
+	if (c && __builtin_expect(atomic_load_explicit(&c->gated, memory_order_relaxed) != 0, 0))
+		return runtime_chain_gate(c, comm_id, seq);
+	return c;
+}
+
+/* The activation seam for reloads across ranks (the agreement layer plugs in here). Without
+ * it, or when begin() returns 0, a reload switches every communicator at its next call.
+ *   begin(version, content):  a reload is about to publish `version` (service thread,
+ *                    registry lock held: do not call back into the registry). `content` is
+ *                    a hash of what is being activated (object bytes, program names, hooks:
+ *                    identical on every rank that reloads the same files, whatever their
+ *                    paths), 0 for a detach. Return 1 to take charge: the chains are
+ *                    published gated, every communicator keeps the old ones until
+ *                    activation_seq() names its switch point.
+ *   activation_seq(comm_id, version): on the decision path (lock-free, no allocation): the
+ *                    collective seq from which comm_id runs `version`; UINT64_MAX while not
+ *                    decided or when it will not switch.
+ * The layer ends the activation with runtime_activation_done(version, committed):
+ * committed = every communicator switched or will at its seq (the old chains are retired);
+ * !committed = no communicator used `version` (the old chains are restored, the new ones
+ * freed). Until then, later reloads fail with -EBUSY.
+ *   poll(version):   optional; the control thread asks every 20 ms while `version` is
+ *                    activating: 1 = committed, -1 = abandoned (then it calls
+ *                    runtime_activation_done for the layer), 0 = not yet.
+ */
+struct runtime_activation_ops {
+	int (*begin)(uint64_t version, uint64_t content, void *arg);
+	uint64_t (*activation_seq)(uint64_t comm_id, uint64_t version, void *arg);
+	int (*poll)(uint64_t version, void *arg);
+	void *arg;
+};
+/* The control thread's step: asks ops->poll about the pending version and ends it. */
+void runtime_activation_poll(void);
+void runtime_set_activation_ops(const struct runtime_activation_ops *ops); /* NULL = none */
+int runtime_activation_done(uint64_t version, bool committed);
+/* Version being activated across ranks, 0 when none. */
+uint64_t runtime_activation_pending(void);
+
+/* The chain for a hook without a section: only to test for presence or when no reload can
+ * run concurrently (tests, init). */
 const struct nb_hook_chain *runtime_hook_chain(enum nb_hook_type hook);
 
 /* Runs every program of the chain in order on the same ctx (each sees the previous one's
  * writes). A program that faults is counted (runtime_fault_count) and its writes are not
  * rolled back by this function: callers that need "fault = keep NCCL's choice" snapshot
- * the outputs themselves. Returns the number of programs that faulted. */
+ * the outputs themselves. Returns the number of programs that faulted. Call inside a
+ * section (runtime_chain_enter). */
 int runtime_chain_run(const struct nb_hook_chain *chain, void *ctx, size_t ctx_size);
 
 /* Faults seen per hook since load (relaxed counters). */
@@ -90,9 +202,11 @@ struct nb_map *runtime_pinned_map(const struct nb_map_spec *spec, char *err, siz
  * attribute must match (type, sizes, max_entries, flags). */
 struct nb_map *runtime_pinned_map_owned(const struct nb_map_spec *spec, const char *owner,
 					char *err, size_t errlen);
+/* Calls fn for every pinned map (control plane: maps, dump). */
+void runtime_pinned_foreach(void (*fn)(struct nb_map *m, void *arg), void *arg);
 
-/* Finds a map by name in the loaded policies (first match), for the plugin's built-in
- * maps (e.g. "ncclbpf_latency"), or NULL. */
+/* Finds a map by name in the attached policies (first match), or NULL. The pointer is
+ * valid until the next reload: use it as a presence test, or with no reload running. */
 struct ncclbpf_map *runtime_find_map(const char *name);
 
 

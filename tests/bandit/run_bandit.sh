@@ -12,7 +12,9 @@ STEPS=${BANDIT_STEPS:-1600}
 rm -rf "$RUN"
 mkdir -p "$RUN"
 fail=0
-BASEPORT=$(( 42000 + ($$ % 16000) )) # disjoint from tests/agree (20000-40000)
+# Rendezvous ports below Linux's ephemeral range (32768+, where other connections may hold
+# them) and disjoint from tests/control (12000-20000) and tests/agree (20000-32000); a port in use is skipped.
+BASEPORT=$(( 10000 + ($$ % 200) * 10 ))
 n=0
 for model in wrong best drift; do
 	n=$((n + 1))
@@ -20,9 +22,11 @@ for model in wrong best drift; do
 	mkdir -p "$DIR/log"
 	echo "== $model"
 	pids=()
+	PORT=$((BASEPORT + n))
+	while (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; do PORT=$((PORT + 1)); done
 	for r in 0 1 2 3; do
 		NCCLBPF_POLICY=$POLICIES/bandit.bpf.o NCCLBPF_DECISION_LOG=$DIR/log \
-		NCCLBPF_AGREE=127.0.0.1:$((BASEPORT + n)) NCCLBPF_AGREE_WAIT_MS=3000 \
+		NCCLBPF_AGREE=127.0.0.1:$PORT NCCLBPF_AGREE_WAIT_MS=3000 \
 		NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING \
 			timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 "$STEPS" $model --sleep-us 50 \
 			>"$DIR/out.$r" 2>"$DIR/err.$r" &

@@ -12,7 +12,9 @@ static int32_t run_tuner_chain(void)
 {
 	struct ncclbpf_tuner_ctx c;
 	rt_tuner_ctx(&c, 1, 4096, NCCLBPF_COLL_ALLREDUCE);
-	runtime_chain_run(runtime_hook_chain(NB_HOOK_TUNER), &c, sizeof(c));
+	/* a reader section: a concurrent reload frees the chain only after we leave */
+	runtime_chain_run(runtime_chain_enter(NB_HOOK_TUNER), &c, sizeof(c));
+	runtime_chain_exit();
 	return c.n_channels;
 }
 
@@ -20,7 +22,8 @@ static void test_order(void)
 {
 	CHECK(runtime_hook_chain(NB_HOOK_TUNER) == NULL);
 	CHECK_EQ_U64(runtime_load_policies(RT_PROG("runtime_order")), 3);
-	const struct nb_hook_chain *t = runtime_hook_chain(NB_HOOK_TUNER);
+	/* held in a reader section across the reload below */
+	const struct nb_hook_chain *t = runtime_chain_enter(NB_HOOK_TUNER);
 	CHECK(t && t->len == 2 && t->hook == NB_HOOK_TUNER);
 	if (t && t->len == 2) {
 		CHECK(!strcmp(t->items[0].label, "runtime_order.bpf.o:first"));
@@ -39,11 +42,20 @@ static void test_order(void)
 					   RT_PROG("runtime_order") ":first"), 2);
 	CHECK_EQ_U64(run_tuner_chain(), 21);
 	CHECK(runtime_hook_chain(NB_HOOK_TUNER_CHUNK) == NULL);
-	/* the replaced chain stays valid for readers that still hold it */
+	/* the replaced chain stays valid for a reader still inside its section */
 	struct ncclbpf_tuner_ctx c;
+	struct runtime_registry_stats rs;
 	rt_tuner_ctx(&c, 1, 1, 1);
 	CHECK(runtime_chain_run(t, &c, sizeof(c)) == 0);
 	CHECK_EQ_U64(c.n_channels, 12);
+	CHECK(runtime_reclaim() >= 1);
+	runtime_registry_stats(&rs);
+	CHECK(rs.retired_pending >= 1);
+	runtime_chain_exit();
+	/* ... and is freed once it left */
+	CHECK_EQ_U64(runtime_reclaim(), 0);
+	runtime_registry_stats(&rs);
+	CHECK_EQ_U64(rs.retired_pending, 0);
 }
 
 static void test_bad_entries(void)
@@ -98,8 +110,8 @@ static void test_faults(void)
 		return;
 	chain->hook = NB_HOOK_TUNER;
 	chain->len = 2;
-	chain->items[0] = (struct nb_attachment){first, "x:first"};
-	chain->items[1] = (struct nb_attachment){second, "x:second"};
+	chain->items[0] = (struct nb_attachment){first, "x:first", NULL};
+	chain->items[1] = (struct nb_attachment){second, "x:second", NULL};
 	CHECK_EQ_U64(runtime_load_policies(""), 0); /* resets the counters */
 	uint64_t before = runtime_fault_count(NB_HOOK_TUNER);
 	CHECK_EQ_U64(before, 0);

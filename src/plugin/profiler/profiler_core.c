@@ -12,6 +12,7 @@
 
 #include "agree/agree.h"
 #include "plugin/profiler/profiler.h"
+#include "runtime/control.h"
 #include "runtime/runtime.h"
 
 static _Atomic(struct profiler_ctx *) ctx_table[PROFILER_MAX_POOLS];
@@ -78,6 +79,11 @@ static int mode_from_env(void)
 		return PROFILER_MODE_FULL;
 	runtime_load_policies_from_env();
 	if (runtime_hook_chain(NB_HOOK_PROFILER) || runtime_find_map("ncclbpf_latency"))
+		return PROFILER_MODE_COLL;
+	/* reloads activated through the agreement layer need its group, which forms once the
+	 * profiler has told it the rank (tuner_reload.c) */
+	const char *ra = getenv("NCCLBPF_RELOAD_AGREE");
+	if (ra && !strcmp(ra, "1"))
 		return PROFILER_MODE_COLL;
 	return PROFILER_MODE_OFF;
 }
@@ -235,6 +241,23 @@ static void ctx_reset_stats(struct profiler_ctx *c)
 		}
 }
 
+/* `ncclbpf ctl status`: the profiler section (control thread). */
+static void profiler_status(struct runtime_status_emit *e)
+{
+	struct profiler_counters pc;
+	int m = atomic_load(&process_mode);
+	profiler_get_counters(&pc);
+	e->str(e, "mode", m == PROFILER_MODE_FULL ? "full" : m == PROFILER_MODE_COLL ? "coll"
+			  : m == PROFILER_MODE_OFF ? "off" : "unset");
+	e->u64(e, "completed", pc.completed);
+	e->u64(e, "program_faults", pc.program_faults);
+	e->u64(e, "dropped_pool", pc.dropped_pool);
+	e->u64(e, "dropped_ctx", pc.dropped_ctx);
+	e->u64(e, "detached", pc.detached);
+	e->u64(e, "stale_handles", pc.stale_handles);
+	e->u64(e, "null_handles", pc.null_handles);
+}
+
 int profiler_init(void **context, int *activation_mask, const struct profiler_init_args *a)
 {
 	if (!context)
@@ -309,6 +332,8 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 				  (unsigned long long)profiler_now_ns(), c->index,
 				  (unsigned long long)c->comm_id, c->comm_name, c->rank, c->n_ranks,
 				  c->n_nodes, version, mode);
+	runtime_status_provider("profiler", profiler_status);
+	runtime_control_acquire(); /* released by finalize */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
 		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u",
 		    version, (unsigned long long)c->comm_id, c->rank, c->n_ranks,
@@ -622,6 +647,7 @@ int profiler_finalize(void *context)
 		return NB_NCCL_SUCCESS;
 	pthread_mutex_lock(&ctx_lock);
 	uint32_t g = atomic_load(&c->gen);
+	bool was_live = g & 1;
 	if (g & 1) {
 		atomic_store_explicit(&c->gen, (g + 1) & PROFILER_GEN_MASK, memory_order_release);
 		uint32_t swept = profiler_pool_sweep(&c->pool);
@@ -635,6 +661,8 @@ int profiler_finalize(void *context)
 	agree_comm_profiler_close(c->comm_id);
 	if (c->trace)
 		trace_writer_flush_all();
+	if (was_live)
+		runtime_control_release();
 	return NB_NCCL_SUCCESS;
 }
 

@@ -48,7 +48,10 @@ static void coll_complete(struct profiler_event *e)
 	pc.size_bucket = ncclbpf_size_bucket(e->n_bytes);
 
 	if (e->coll_type >= 0 && e->coll_type < NCCLBPF_NUM_COLLS) {
-		const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_PROFILER);
+		const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_PROFILER);
+		/* profiler programs write rank-local state only: no activation gate needed,
+		 * but a gated chain's new programs start with the communicator's switch */
+		chain = runtime_chain_for(chain, pc.comm_id, pc.seq);
 		if (chain) {
 			/* programs get a copy: even a faulting one cannot change what we record */
 			struct ncclbpf_profiler_ctx ro = pc;
@@ -60,6 +63,7 @@ static void coll_complete(struct profiler_event *e)
 				atomic_fetch_add_explicit(&profiler_cnt_faults, (uint64_t)faults,
 							  memory_order_relaxed);
 		}
+		runtime_chain_exit();
 		profiler_latency_update(c, &pc);
 	}
 	if (pc.n_channels)

@@ -22,11 +22,13 @@
 #ifndef NCCLBPF_PLUGIN_TUNER_H
 #define NCCLBPF_PLUGIN_TUNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/nccl_tuner_abi.h"
+#include "runtime/control.h"
 
 enum tuner_issue {
 	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */
@@ -75,11 +77,27 @@ struct tuner_comm {
 	uint32_t abi_version;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
+	/* calls (the per-communicator collective seq that reload activation uses), calls where
+	 * a policy changed the table or the channels, faults, clamps: read by `ncclbpf ctl
+	 * status` on the control thread, hence relaxed atomics (single writer: no lock prefix) */
+	struct runtime_comm_stats stats;
+	/* reload activation across ranks (tuner_reload.c) */
+	int reload_slot;
+	bool reload_staged;
+	uint64_t reload_staged_version;
+	uint64_t reload_stage_seq;
 	uint64_t comm_seq; /* collectives on this comm, all types (ctx->comm_seq) */
 	struct agree_comm *agree; /* agreement state (src/agree), NULL without comm_id */
-	uint64_t calls;
-	uint64_t decided; /* calls where a policy changed the table or the channels */
 };
+
+/* Reload activation across ranks through the agreement layer (tuner_reload.c,
+ * NCCLBPF_RELOAD_AGREE=1). gate: the chain to run for collective seq when c is gated (call
+ * after agree_tuner_begin: it reads the agreed view at seq). */
+void tuner_reload_comm_open(struct tuner_comm *tc);
+void tuner_reload_comm_close(struct tuner_comm *tc);
+struct nb_hook_chain;
+const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
+					      const struct nb_hook_chain *c, uint64_t seq);
 
 /* Called by every version's init. Never fails NCCL: on error *out is NULL and the comm
  * runs pass-through. */

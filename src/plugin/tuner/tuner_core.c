@@ -56,8 +56,9 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	/* Loads NCCLBPF_POLICY once per process; the runtime logs the outcome (one INFO line
 	 * for pass-through, one WARN line with the diagnostic per rejected object). */
 	runtime_load_policies_from_env();
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
 	size_t attached = chain ? chain->len : 0;
+	runtime_chain_exit();
 
 	struct tuner_comm *tc = calloc(1, sizeof(*tc));
 	if (!tc) {
@@ -70,7 +71,14 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->n_ranks = (uint32_t)n_ranks;
 	tc->n_nodes = (uint32_t)n_nodes;
 	tc->abi_version = abi_version;
+	tc->stats.kind = "tuner";
+	tc->stats.comm_id = comm_id;
+	tc->stats.n_ranks = tc->n_ranks;
+	tc->stats.n_nodes = tc->n_nodes;
+	tc->stats.abi_version = abi_version;
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
+	tuner_reload_comm_open(tc);
+	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
 		    "tuner program(s)%s",
@@ -87,7 +95,9 @@ int tuner_comm_close(void *ctx)
 	runtime_log(NB_LOG_INFO, TUNER_LOG,
 		    "tuner: comm 0x%" PRIx64 " finalized: %" PRIu64 " decisions, %" PRIu64
 		    " changed by policy",
-		    tc->comm_id, tc->calls, tc->decided);
+		    tc->comm_id, atomic_load(&tc->stats.calls), atomic_load(&tc->stats.changed));
+	runtime_comm_unregister(&tc->stats);
+	tuner_reload_comm_close(tc);
 	agree_comm_tuner_close(tc->agree);
 	free(tc);
 	return NB_NCCL_SUCCESS;
@@ -113,9 +123,11 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 		return NB_NCCL_SUCCESS;
 	uint64_t seq, comm_seq;
 	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
-	tc->calls++;
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER);
-	if (!chain || chain->len == 0) {
+	atomic_store_explicit(&tc->stats.calls, comm_seq + 1, memory_order_relaxed);
+	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
+	if (!chain) {
+		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return NB_NCCL_SUCCESS;
 	}
@@ -123,6 +135,17 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	 * rank keeps NCCL's defaults from the same collective on */
 	if (agree_tuner_begin(tc->agree, comm_seq) == AGREE_FALLBACK) {
 		agree_tuner_end();
+		runtime_chain_exit();
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		return NB_NCCL_SUCCESS;
+	}
+	/* a reload activating across ranks: old or new chain, as the agreed view at comm_seq
+	 * says (after agree_tuner_begin, which binds that view) */
+	if (__builtin_expect(atomic_load_explicit(&chain->gated, memory_order_relaxed) != 0, 0))
+		chain = tuner_reload_gate(tc, chain, comm_seq);
+	if (!chain || chain->len == 0) {
+		agree_tuner_end();
+		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return NB_NCCL_SUCCESS;
 	}
@@ -157,13 +180,17 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 			c.algo = sa;
 			c.proto = sp;
 			c.n_channels = sn;
+			runtime_stat_inc(&tc->stats.faults);
 			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
 		}
 	}
 	agree_tuner_end();
+	if (atomic_load_explicit(&tc->stats.chain_version, memory_order_relaxed) != chain->version)
+		atomic_store_explicit(&tc->stats.chain_version, chain->version, memory_order_relaxed);
 
 	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
 	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
+		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return NB_NCCL_SUCCESS;
 	}
@@ -171,10 +198,13 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
 			&applied);
 	if (applied.algo >= 0 || applied.n_channels > 0)
-		tc->decided++;
+		runtime_stat_inc(&tc->stats.changed);
+	if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
+		runtime_stat_inc(&tc->stats.clamps);
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
+	runtime_chain_exit();
 	agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo, applied.proto,
 			   applied.n_channels);
 	return NB_NCCL_SUCCESS;
@@ -198,9 +228,13 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 	struct tuner_comm *tc = ctx;
 	if (!tc || !chunk_size)
 		return NB_NCCL_SUCCESS;
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_TUNER_CHUNK);
-	if (!chain || chain->len == 0)
+	const struct nb_hook_chain *chain = runtime_chain_for(
+		runtime_chain_enter(NB_HOOK_TUNER_CHUNK), tc->comm_id,
+		atomic_load_explicit(&tc->stats.calls, memory_order_relaxed) - 1);
+	if (!chain || chain->len == 0) {
+		runtime_chain_exit();
 		return NB_NCCL_SUCCESS;
+	}
 	struct ncclbpf_chunk_ctx c = {
 		.comm_id = tc->comm_id,
 		.n_bytes = n_bytes,
@@ -220,12 +254,12 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 		}
 	}
 	uint64_t grain = proto_grain(proto);
-	if (c.chunk_size == *chunk_size)
-		return NB_NCCL_SUCCESS;
-	if (grain == 0 || c.chunk_size < grain) {
-		note_issues(1u << TUNER_ISSUE_BAD_CHUNK, chain->items[0].label, NULL);
-		return NB_NCCL_SUCCESS;
+	if (c.chunk_size != *chunk_size) {
+		if (grain == 0 || c.chunk_size < grain)
+			note_issues(1u << TUNER_ISSUE_BAD_CHUNK, chain->items[0].label, NULL);
+		else
+			*chunk_size = (size_t)c.chunk_size;
 	}
-	*chunk_size = (size_t)c.chunk_size;
+	runtime_chain_exit();
 	return NB_NCCL_SUCCESS;
 }

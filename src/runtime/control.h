@@ -1,0 +1,70 @@
+/* The control plane: one Unix stream socket per process (<pid>.sock in the control
+ * directory), served by one thread that does all the work (load, verify, JIT, map access),
+ * never NCCL's threads. `ncclbpf ctl` is its client. docs/control.md has the user view.
+ *
+ *   NCCLBPF_CONTROL      off = no socket (default: on)
+ *   NCCLBPF_CONTROL_DIR  directory (default $XDG_RUNTIME_DIR/ncclbpf, else
+ *                        $TMPDIR/ncclbpf-<uid>, /tmp/ncclbpf-<uid> without TMPDIR)
+ *   NCCLBPF_WATCH        1 = reload the policy files when they change (same path as
+ *                        `ctl reload`)
+ */
+#ifndef NCCLBPF_RUNTIME_CONTROL_H
+#define NCCLBPF_RUNTIME_CONTROL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Plugin init / finalize: the first user starts the socket and its thread, the last one
+ * stops it and removes the socket. Never fails NCCL: problems are logged once. */
+void runtime_control_acquire(void);
+void runtime_control_release(void);
+/* The socket path of this process, or "" when none is served. */
+const char *runtime_control_path(void);
+
+/* The control directory (environment as above). Returns 0 or -ENAMETOOLONG. */
+int runtime_control_dir(char *buf, size_t len);
+
+/* Per-communicator counters the plugin publishes for `ctl status`. The owner is the only
+ * writer (NCCL serializes a communicator's calls): plain relaxed load+store increments. */
+struct runtime_comm_stats {
+	struct runtime_comm_stats *next, *prev; /* under the control plane's lock */
+	const char *kind;                       /* "tuner" */
+	uint64_t comm_id;
+	uint32_t n_ranks, n_nodes, abi_version;
+	_Atomic uint64_t calls, changed, faults, clamps;
+	_Atomic uint64_t chain_version; /* version of the chain the last decision ran */
+};
+static inline void runtime_stat_inc(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+/* Registers / unregisters (and acquires / releases the control plane). */
+void runtime_comm_register(struct runtime_comm_stats *s);
+void runtime_comm_unregister(struct runtime_comm_stats *s);
+
+/* Whether a registered communicator has more than one rank (reload safety). */
+bool runtime_comm_multi_rank(void);
+
+/* Status sections contributed by other modules (profiler, agreement): fn emits key/value
+ * pairs through the emitter, on the control thread. */
+struct runtime_status_emit {
+	void (*u64)(struct runtime_status_emit *e, const char *key, uint64_t v);
+	void (*str)(struct runtime_status_emit *e, const char *key, const char *v);
+};
+void runtime_status_provider(const char *section, void (*fn)(struct runtime_status_emit *e));
+
+#endif
+
+#ifndef NCCLBPF_RUNTIME_CONTROL_CLIENT
+#define NCCLBPF_RUNTIME_CONTROL_CLIENT
+/* Client side (control_client.c, used by `ncclbpf ctl` and the tests): sends one request
+ * to the socket at `path` and reads the reply. Returns 0 with *status (the reply's: 0 or a
+ * negative errno) and *out (malloc'd, NUL-terminated text); -ECONNREFUSED / -ENOENT when
+ * nothing listens there (a stale socket); another negative errno with err otherwise. */
+int runtime_control_call(const char *path, unsigned op, unsigned flags, unsigned argc,
+			 const char *const *argv, int timeout_ms, int *status, char **out,
+			 size_t *outlen, char *err, size_t errlen);
+#endif

@@ -1,0 +1,129 @@
+/* Client of the control socket (control.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "runtime/control.h"
+#include "runtime/control_proto.h"
+
+static int wait_fd(int fd, short ev, int timeout_ms)
+{
+	struct pollfd p = {fd, ev, 0};
+	int rc;
+	do
+		rc = poll(&p, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	return rc > 0 ? 0 : -ETIMEDOUT;
+}
+
+static int recv_full(int fd, void *buf, size_t len, int timeout_ms)
+{
+	size_t got = 0;
+	while (got < len) {
+		if (wait_fd(fd, POLLIN, timeout_ms))
+			return -ETIMEDOUT;
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? -ECONNRESET : -errno;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+int runtime_control_call(const char *path, unsigned op, unsigned flags, unsigned argc,
+			 const char *const *argv, int timeout_ms, int *status, char **out,
+			 size_t *outlen, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	uint8_t *req = malloc(NBC_HEADER_SIZE + NBC_MAX_REQUEST);
+	int fd = -1, rc;
+
+	*out = NULL;
+	if (outlen)
+		*outlen = 0;
+	if (!req) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	long n = nbc_encode_request((uint8_t)op, (uint8_t)flags, argc, argv, req,
+				    NBC_HEADER_SIZE + NBC_MAX_REQUEST);
+	if (n < 0) {
+		snprintf(err, errlen, "request too large or malformed (arguments 1..%u bytes, %u in "
+			 "all)", NBC_MAX_ARG_LEN, NBC_MAX_REQUEST);
+		free(req);
+		return (int)n;
+	}
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "%s: path too long for a Unix socket", path);
+		free(req);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	size_t put = 0;
+	while (put < (size_t)n) {
+		if ((rc = wait_fd(fd, POLLOUT, timeout_ms))) {
+			snprintf(err, errlen, "%s: timed out sending", path);
+			goto out;
+		}
+		ssize_t w = send(fd, req + put, (size_t)n - put, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0 && (errno == EPIPE || errno == ECONNRESET))
+			break; /* the server answered early (a refusal): read that answer */
+		if (w <= 0) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		put += (size_t)w;
+	}
+	uint8_t hdr[NBC_HEADER_SIZE];
+	struct nbc_header h;
+	if ((rc = recv_full(fd, hdr, sizeof(hdr), timeout_ms))) {
+		snprintf(err, errlen, "%s: no reply (%s)", path, strerror(-rc));
+		goto out;
+	}
+	nbc_header_decode(hdr, &h);
+	if (h.magic != NBC_MAGIC || h.version != NBC_VERSION || h.len > NBC_MAX_REPLY) {
+		rc = -EPROTO;
+		snprintf(err, errlen, "%s: not an ncclbpf reply (magic 0x%08x, version %u, %u bytes)",
+			 path, h.magic, h.version, h.len);
+		goto out;
+	}
+	*out = malloc((size_t)h.len + 1);
+	if (!*out) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if ((rc = recv_full(fd, *out, h.len, timeout_ms))) {
+		snprintf(err, errlen, "%s: truncated reply (%s)", path, strerror(-rc));
+		free(*out);
+		*out = NULL;
+		goto out;
+	}
+	(*out)[h.len] = '\0';
+	if (outlen)
+		*outlen = h.len;
+	*status = h.status;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(req);
+	return rc;
+}
