@@ -298,6 +298,23 @@ static void test_bpf_loop(void)
 						  STX(BPF_DW, 2, 2, 0), MOV64_IMM(0, 0), EXIT() },
 		       14);
 	CHECK(c == NB_VERR_POINTER_LEAK || c == NB_VERR_UNINIT_STACK);
+	/* The callback changes the caller's context slot (0 before the loop): after the loop it
+	 * is some number, not 0, so using it as an offset is refused. Regression guard for the
+	 * fixed point (verifying the callback once from the call's state would accept these
+	 * and the access would be 1000 bytes into a 128-byte value at run time). */
+#define LOOP_THEN_INDEX(...)                                                                \
+	MOV64_IMM(6, 0), STX(BPF_DW, 10, 6, -8), MOV64_IMM(1, 4), LD_FUNC(2, 11),          \
+		MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -8), MOV64_IMM(4, 0),               \
+		CALL(NB_HELPER_LOOP), LDX(BPF_DW, 1, 10, -8), LD_MAP_VALUE(2, M_ONE, 0),   \
+		ALU64_REG(BPF_ADD, 2, 1), LDX(BPF_B, 0, 2, 0), EXIT(), __VA_ARGS__
+	EXPECT(NB_VERR_MAP_VALUE_OOB, 13, LOOP_THEN_INDEX(MOV64_IMM(1, 1000), STX(BPF_DW, 2, 1, 0),
+							  MOV64_IMM(0, 0), EXIT()));
+	/* only at index 1: the first exit changes nothing, the second does */
+	EXPECT(NB_VERR_MAP_VALUE_OOB, 13,
+	       LOOP_THEN_INDEX(MOV64_IMM(0, 0), JMP_IMM(BPF_JNE, 1, 1, 2), MOV64_IMM(3, 1000),
+			       STX(BPF_DW, 2, 3, 0), EXIT()));
+	/* a callback that leaves the slot alone: still 0 after the loop, accepted */
+	OK(LOOP_THEN_INDEX(LDX(BPF_DW, 3, 2, 0), MOV64_IMM(0, 0), EXIT()));
 	/* bpf_loop inside a callback: refused (nested counts multiply) */
 	EXPECT(NB_VERR_HELPER_DENIED, 16, LOOP_CALLER(4, ALU64_IMM(BPF_ADD, 3, -8)),
 	       MOV64_IMM(1, 4), LD_FUNC(2, 6), MOV64_IMM(3, 0), MOV64_IMM(4, 0),
