@@ -3,6 +3,7 @@
  *    with allow_rank_local so that every one is timed to the end),
  *  - counted loops of 10 ... 10,000 iterations (4-instruction body, and the everyday
  *    `for (__u32 i = 0; i < N; i++) bpf_map_lookup_elem(&m, &i)` with i in a 4-byte slot),
+ *  - the same lookup as a bpf_loop callback (1,000 and 1,000,000 iterations),
  *  - a 16-instruction loop whose bound is an input: it can only end by exhausting the
  *    processed-instruction budget (1,000,000), which must be reported quickly.
  * Budgets (issue 14): shipped policy <= 1 ms, 1,000-iteration counted loop <= 1 ms,
@@ -80,6 +81,25 @@ static void lookup_loop(int n, int reps)
 	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, n <= 1000 ? 1.0 : 1e9);
 }
 
+/* the lookup loop as a bpf_loop callback: verified once, whatever n */
+static void bpf_loop_lookup(int n, int reps)
+{
+	struct bpf_insn prog[] = {
+		MOV64_IMM(6, 0), STX(BPF_DW, 10, 6, -8), MOV64_IMM(1, n), LD_FUNC(2, 7),
+		MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -8), MOV64_IMM(4, 0), CALL(181),
+		LDX(BPF_DW, 0, 10, -8), EXIT(),
+		/* 11: callback(i, ctx): *ctx += lookup(&m, &i) != NULL */
+		STX(BPF_W, 10, 1, -4), MOV64_REG(6, 2), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4),
+		LD_MAP(1, 0), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, 3), LDX(BPF_DW, 1, 6, 0),
+		ALU64_IMM(BPF_ADD, 1, 1), STX(BPF_DW, 6, 1, 0), MOV64_IMM(0, 0), EXIT() };
+	size_t cnt = sizeof(prog) / sizeof(prog[0]);
+	struct nb_program p = { .name = "bpf_loop", .insns = prog, .insn_cnt = cnt,
+				.main_insn_cnt = cnt };
+	char what[64];
+	snprintf(what, sizeof(what), "bpf_loop + lookup in the callback, %d iter.", n);
+	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, 1.0);
+}
+
 static void budget_loop(int reps)
 {
 	/* 16 instructions; the bound comes from the context: never proven to end */
@@ -131,6 +151,8 @@ int main(int argc, char **argv)
 		counted_loop(sizes[i], reps);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		lookup_loop(sizes[i], reps);
+	bpf_loop_lookup(1000, reps);
+	bpf_loop_lookup(1000000, reps);
 	budget_loop(reps < 5 ? reps : 5);
 	return 0;
 }

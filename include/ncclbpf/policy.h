@@ -321,6 +321,12 @@ static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
 static long (*bpf_trace_printk)(const char *fmt, __u32 fmt_size, ...) = (void *)6;
 static __u32 (*bpf_get_prandom_u32)(void) = (void *)7;
+/* Calls callback_fn(i, callback_ctx) for i = 0 .. nr_loops - 1 until it returns 1; returns
+ * the iterations run, -EINVAL for flags != 0, -E2BIG for nr_loops > 1 << 23. The callback
+ * is a static function returning 0 (continue) or 1 (stop); callback_ctx is a pointer to the
+ * stack or a map value, or NULL. Verified once, whatever nr_loops (docs/verifier.md). */
+static long (*bpf_loop)(__u32 nr_loops, void *callback_fn, void *callback_ctx,
+			__u64 flags) = (void *)181;
 
 /* bpf_printk("x=%d", x): logged through NCCL's logger at INFO in the TUNING subsystem
  * (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING), at most 50 lines a second. */

@@ -99,6 +99,10 @@ struct bpf_insn {
  * object's map table (struct nb_object.maps); the loader emits these. */
 #define BPF_PSEUDO_MAP_FD 1    /* imm = map index: r = map handle */
 #define BPF_PSEUDO_MAP_VALUE 2 /* imm = map index, next imm = offset: r = &value[0] + off */
+/* imm = callback offset like a local call (target = pc + imm + 1), next imm 0: the address
+ * of a function, only usable as bpf_loop's callback. Linked (vm.h): imm64 = the absolute
+ * instruction index of the function, src_reg stays BPF_PSEUDO_FUNC. */
+#define BPF_PSEUDO_FUNC 4
 /* src_reg of CALL */
 #define BPF_PSEUDO_CALL 1 /* bpf-to-bpf call: target = pc + imm + 1 */
 #define BPF_PSEUDO_KFUNC_CALL 2 /* not supported, rejected */

@@ -11,7 +11,8 @@
  *   "r0 = (s8)r1", "r0 = *(s16 *)(r1 + 2)", "r0 = bswap64 r0", "gotol +5".
  * - LDDW pseudo forms (LLVM 14 prints a bare "ld_pseudo"): "r1 = map[3] ll" for
  *   BPF_PSEUDO_MAP_FD and "r1 = map[3][0] + 8 ll" for BPF_PSEUDO_MAP_VALUE (the numbers are
- *   map indexes in the object's map table, as the loader emits them).
+ *   map indexes in the object's map table, as the loader emits them); "r2 = func[20] ll"
+ *   for a BPF_PSEUDO_FUNC callback address (the index of the function's first insn).
  * - Undecodable instructions print "<unknown>", as objdump does.
  * - Legacy packet loads (BPF_LD | BPF_ABS/BPF_IND, rejected by isa_validate) print as
  *   objdump does: "r0 = *(u16 *)skb[12]", "r0 = *(u8 *)skb[r3]".
@@ -238,6 +239,9 @@ int isa_disasm_insn(const struct bpf_insn *insns, size_t insn_cnt, size_t pc, ch
 		else if (in->src_reg == BPF_PSEUDO_MAP_VALUE)
 			r = isa_put(buf, buflen, "r%u = map[%d][0] + %u ll", in->dst_reg, in->imm,
 				    (uint32_t)in[1].imm);
+		else if (in->src_reg == BPF_PSEUDO_FUNC) /* the function's first insn */
+			r = isa_put(buf, buflen, "r%u = func[%lld] ll", in->dst_reg,
+				    (long long)pc + in->imm + 1);
 		else
 			r = isa_put(buf, buflen, "r%u = %" PRId64 " ll", in->dst_reg, (int64_t)v);
 		return r ? r : 2;

@@ -160,7 +160,8 @@ static int isa_check_mem(struct isa_check *c, const struct bpf_insn *in)
 }
 
 /* Returns 1 for an LDDW that consumed the next slot, 0 for other LD, <0 on error. */
-static int isa_check_ld(struct isa_check *c, const struct bpf_insn *insns, size_t cnt)
+static int isa_check_ld(struct isa_check *c, const struct bpf_insn *insns, size_t cnt,
+			const uint8_t *second)
 {
 	const struct bpf_insn *in = &insns[c->pc];
 	int r;
@@ -172,7 +173,7 @@ static int isa_check_ld(struct isa_check *c, const struct bpf_insn *insns, size_
 	if ((r = isa_check_regs(c, in, true)))
 		return r;
 	if (in->src_reg != 0 && in->src_reg != BPF_PSEUDO_MAP_FD &&
-	    in->src_reg != BPF_PSEUDO_MAP_VALUE)
+	    in->src_reg != BPF_PSEUDO_MAP_VALUE && in->src_reg != BPF_PSEUDO_FUNC)
 		return isa_fail(c, "unsupported lddw pseudo source %u", in->src_reg);
 	if ((r = isa_zero(c, in, false, true, false)))
 		return r;
@@ -183,6 +184,17 @@ static int isa_check_ld(struct isa_check *c, const struct bpf_insn *insns, size_
 		return isa_fail(c, "lddw second slot must have code, registers and off 0");
 	if (in->src_reg == BPF_PSEUDO_MAP_FD && hi->imm)
 		return isa_fail(c, "lddw map reference must have 0 in the second imm");
+	if (in->src_reg == BPF_PSEUDO_FUNC) {
+		if (hi->imm)
+			return isa_fail(c, "lddw function address must have 0 in the second imm");
+		int64_t t = (int64_t)c->pc + 1 + in->imm;
+		if (t < 0 || t >= (int64_t)cnt)
+			return isa_fail(c, "function address target %lld is outside the program "
+					   "(0..%zu)", (long long)t, cnt - 1);
+		if (second[t])
+			return isa_fail(c, "function address target %lld is the second slot of an "
+					   "lddw", (long long)t);
+	}
 	return 1;
 }
 
@@ -289,7 +301,7 @@ int isa_validate(const struct bpf_insn *insns, size_t insn_cnt, char *err, size_
 			r = isa_check_mem(&c, in);
 			break;
 		case BPF_LD:
-			r = isa_check_ld(&c, insns, insn_cnt);
+			r = isa_check_ld(&c, insns, insn_cnt, second);
 			if (r == 1) {
 				c.pc++;
 				r = 0;

@@ -341,10 +341,28 @@ static int link_lddw(struct linker *l, const struct ld_segment *seg, uint64_t j,
 					  "special section 0x%x is not supported", l->prog, i,
 			      s->name, s->shndx);
 	const struct ld_section *ts = &e->secs[s->shndx];
-	if (ts->flags & LD_SHF_EXECINSTR)
-		return ld_err(c, ENOTSUP, "program '%s' insn %zu: LDDW relocation against function "
-					  "'%s' (function pointers are not supported)", l->prog, i,
-			      s->name);
+	if (ts->flags & LD_SHF_EXECINSTR) {
+		/* a callback's address (bpf_loop): like libbpf, the byte offset is the symbol's
+		 * value plus the imm clang leaves in the instruction; the function is appended
+		 * like a call target and the LDDW becomes BPF_PSEUDO_FUNC with a relative imm */
+		uint64_t boff = s->value + (uint64_t)(int64_t)in->imm + (uint64_t)r->addend;
+		if (boff % INSN_SZ || in[1].imm)
+			return ld_err(c, EINVAL, "program '%s' insn %zu: function address of '%s' is "
+						 "not instruction-aligned", l->prog, i, s->name);
+		if ((int)s->shndx != ld_elf_find_section(e, ".text"))
+			return ld_err(c, EINVAL, "program '%s' insn %zu: function address of '%s' in "
+						 "section %u (%s) is not the start of a .text function",
+				      l->prog, i, s->name, s->shndx, ts->name);
+		size_t pos = 0;
+		int ret = call_target_pos(l, s->shndx, (int64_t)(boff / INSN_SZ), i, &pos);
+		if (ret)
+			return ret;
+		in = &l->insns[i]; /* append may have moved the buffer */
+		in->src_reg = BPF_PSEUDO_FUNC;
+		in->imm = (int32_t)((int64_t)pos - (int64_t)i - 1);
+		in[1].imm = 0;
+		return 0;
+	}
 	bool gd = false;
 	uint64_t def_off = s->value + (s->type == LD_STT_SECTION ? (uint64_t)(int64_t)in->imm : 0);
 	int idx = ld_map_at(c, s->shndx, def_off, &gd);

@@ -153,6 +153,7 @@ vm_helper_fn runtime_helper_impl(enum nb_hook_type hook, int32_t id)
 	case NB_HELPER_KTIME_GET_NS: return helper_ktime_get_ns;
 	case NB_HELPER_TRACE_PRINTK: return helper_trace_printk;
 	case NB_HELPER_GET_PRANDOM_U32: return helper_get_prandom_u32;
+	case NB_HELPER_LOOP: return vm_helper_bpf_loop; /* run by the VM (vm.h) */
 	default: return NULL;
 	}
 }

@@ -41,6 +41,18 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
 			i++;
 			continue;
 		}
+		if (in->src_reg == BPF_PSEUDO_FUNC) {
+			/* bpf_loop callback: the absolute index of its function (vm.h) */
+			int64_t t = (int64_t)i + in->imm + 1;
+			if (t < 0 || (uint64_t)t >= p->insn_cnt) {
+				snprintf(err, errlen, "insn %zu: function address outside the program", i);
+				goto fail;
+			}
+			set_imm64(in, (uint64_t)t);
+			in->src_reg = BPF_PSEUDO_FUNC;
+			i++;
+			continue;
+		}
 		uint32_t idx = (uint32_t)in->imm;
 		if (in->src_reg != BPF_PSEUDO_MAP_FD && in->src_reg != BPF_PSEUDO_MAP_VALUE) {
 			snprintf(err, errlen, "insn %zu: unsupported lddw pseudo form src_reg=%u", i,

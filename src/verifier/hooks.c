@@ -92,12 +92,14 @@ static const struct nb_ctx_field env_fields[] = {
 /* variadic arguments r3..r5: numbers, as many as the format reads (verifier_helpers.c) */
 #define H_PRINTK { NB_HELPER_TRACE_PRINTK, "bpf_trace_printk", NB_RET_INTEGER, { MEM, SZ }, true }
 #define H_PRANDOM { NB_HELPER_GET_PRANDOM_U32, "bpf_get_prandom_u32", NB_RET_INTEGER, { 0 }, true }
+/* checked by verifier_loop.c; the result is rank-local only through its arguments */
+#define H_LOOP { NB_HELPER_LOOP, "bpf_loop", NB_RET_INTEGER, { A, NB_ARG_PTR_TO_FUNC, NB_ARG_PTR_TO_CB_CTX, A }, false }
 
 static const struct nb_helper_proto policy_helpers[] = {
-	H_LOOKUP, H_UPDATE, H_DELETE, H_KTIME, H_PRINTK, H_PRANDOM,
+	H_LOOKUP, H_UPDATE, H_DELETE, H_KTIME, H_PRINTK, H_PRANDOM, H_LOOP,
 };
 static const struct nb_helper_proto io_helpers[] = {
-	H_LOOKUP, H_UPDATE, H_DELETE, H_KTIME, H_PRINTK,
+	H_LOOKUP, H_UPDATE, H_DELETE, H_KTIME, H_PRINTK, H_LOOP,
 };
 static const struct nb_helper_proto conformance_helpers[] = {
 	{ NB_HELPER_CONFORMANCE_IDENTITY, "identity", NB_RET_INTEGER, { A }, false },

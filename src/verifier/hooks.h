@@ -47,6 +47,8 @@ enum nb_arg_kind {
 	NB_ARG_PTR_TO_MAP_VALUE, /* initialised stack/map-value memory of the map's value_size */
 	NB_ARG_PTR_TO_MEM,       /* initialised readable memory of size given by next arg */
 	NB_ARG_CONST_SIZE,       /* scalar size (> 0, bounded) for the previous PTR_TO_MEM */
+	NB_ARG_PTR_TO_FUNC,      /* a function's address (BPF_PSEUDO_FUNC): a callback */
+	NB_ARG_PTR_TO_CB_CTX,    /* stack or map value pointer, or NULL: passed to the callback */
 };
 
 enum nb_ret_kind {
@@ -62,6 +64,8 @@ enum nb_ret_kind {
 #define NB_HELPER_KTIME_GET_NS 5
 #define NB_HELPER_TRACE_PRINTK 6
 #define NB_HELPER_GET_PRANDOM_U32 7
+#define NB_HELPER_LOOP 181 /* bpf_loop: run by the VM itself (vm.h), verified as a loop */
+#define NB_BPF_LOOP_MAX (1u << 23) /* larger nr_loops: -E2BIG, as in Linux */
 #define NB_HELPER_CONFORMANCE_IDENTITY 5 /* conformance hook only: returns r1 */
 #define NB_HELPER_MAX 256
 

@@ -111,6 +111,9 @@ static int check_insn(struct verifier_env *env, size_t pc)
 					    "lddw takes the address of a value of map '%s', which is not "
 					    "an array map",
 					    env->maps[in->imm].name);
+		} else if (in->src_reg == BPF_PSEUDO_FUNC) {
+			if (env->insns[pc + 1].imm)
+				return verr(env, NB_VERR_BAD_INSN, pc, "malformed function address lddw");
 		} else if (in->src_reg != 0) {
 			return verr(env, NB_VERR_BAD_INSN, pc, "unsupported lddw form (src_reg %u)",
 				    in->src_reg);
@@ -150,6 +153,8 @@ static int check_insn(struct verifier_env *env, size_t pc)
 static int64_t jump_target(const struct bpf_insn *in, size_t pc)
 {
 	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+	if (in->code == BPF_LDDW && in->src_reg == BPF_PSEUDO_FUNC)
+		return (int64_t)pc + in->imm + 1; /* a callback: the start of a function */
 	if (cls != BPF_JMP && cls != BPF_JMP32)
 		return -1;
 	if (op == BPF_EXIT)
@@ -189,9 +194,15 @@ int verifier_check_structure(struct verifier_env *env)
 			continue;
 		const struct bpf_insn *in = &env->insns[pc];
 		int64_t t = jump_target(in, pc);
-		if (t < 0 && BPF_OP(in->code) == BPF_CALL)
+		bool func_addr = in->code == BPF_LDDW && in->src_reg == BPF_PSEUDO_FUNC;
+		/* after bpf_loop: the continuations of its rounds meet here (verifier_loop.c) */
+		if (in->code == (BPF_JMP | BPF_CALL) && in->src_reg == 0 &&
+		    in->imm == NB_HELPER_LOOP && pc + 1 < n)
+			env->insn_flags[pc + 1] |= VF_PRUNE;
+		if (t < 0 && BPF_OP(in->code) == BPF_CALL && !func_addr)
 			continue;
-		if (t == -1 && !(BPF_CLASS(in->code) == BPF_JMP || BPF_CLASS(in->code) == BPF_JMP32))
+		if (t == -1 && !func_addr &&
+		    !(BPF_CLASS(in->code) == BPF_JMP || BPF_CLASS(in->code) == BPF_JMP32))
 			continue;
 		if (BPF_OP(in->code) == BPF_EXIT)
 			continue;
@@ -202,6 +213,10 @@ int verifier_check_structure(struct verifier_env *env)
 			return verr(env, NB_VERR_BAD_JUMP, pc,
 				    "jump to insn %lld lands in the middle of a 64-bit immediate load",
 				    (long long)t);
+		if (func_addr) {
+			env->insn_flags[t] |= VF_SUBPROG;
+			continue;
+		}
 		if (BPF_OP(in->code) == BPF_CALL) {
 			env->insn_flags[t] |= VF_SUBPROG;
 			if (pc + 1 < n)
@@ -230,7 +245,7 @@ int verifier_check_structure(struct verifier_env *env)
 			continue;
 		const struct bpf_insn *in = &env->insns[pc];
 		int64_t t = jump_target(in, pc);
-		if (t < 0 || BPF_OP(in->code) == BPF_CALL)
+		if (t < 0 || BPF_OP(in->code) == BPF_CALL || in->code == BPF_LDDW)
 			continue;
 		size_t end = pc + 1;
 		while (end < n && !(env->insn_flags[end] & VF_SUBPROG))
@@ -261,6 +276,7 @@ int verifier_check_structure(struct verifier_env *env)
 			}
 		} else {
 			succ[0] = (int64_t)pc + (isa_is_lddw(in) ? 2 : 1);
+			succ[1] = jump_target(in, pc); /* a callback's function */
 		}
 		for (int i = 0; i < 2; i++) {
 			if (succ[i] < 0 || succ[i] >= (int64_t)n)

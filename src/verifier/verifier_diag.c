@@ -102,6 +102,7 @@ const char *vtype_name(uint8_t type)
 	case VT_PTR_MAP_VALUE_OR_NULL: return "a map value pointer or NULL";
 	case VT_CONST_MAP_PTR: return "a map";
 	case VT_PTR_MEM: return "the input memory pointer";
+	case VT_PTR_FUNC: return "a function's address";
 	default: return "?";
 	}
 }

@@ -44,7 +44,7 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 {
 	size_t pc = env->pc;
 	char d[128];
-	if (p->type == VT_CONST_MAP_PTR) {
+	if (p->type == VT_CONST_MAP_PTR || p->type == VT_PTR_FUNC) {
 		vreg_describe(env, p, d, sizeof(d));
 		return verr(env, NB_VERR_POINTER_ARITH, pc, "arithmetic on r%u, which is %s", regno, d);
 	}
@@ -252,7 +252,7 @@ static void set_scalar_edge(struct vstate *st, unsigned frame, unsigned regno,
 	}
 }
 
-static int push_pending(struct verifier_env *env, uint32_t pc, struct vstate *st)
+int verifier_push_pending(struct verifier_env *env, uint32_t pc, struct vstate *st)
 {
 	if (env->npending >= VERIFIER_MAX_PENDING)
 		return verr(env, NB_VERR_BUDGET, env->pc,
@@ -445,7 +445,7 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		struct vstate st;
 		bool both = feasible & SC_FALL;
 		if (both) {
-			if (vstate_copy(&st, &env->cur))
+			if (vstate_copy_compact(&st, &env->cur))
 				return -ENOMEM;
 		} else {
 			st = env->cur;
@@ -471,7 +471,7 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 			env->pc = target;
 			return 0;
 		}
-		int err = push_pending(env, target, &st);
+		int err = verifier_push_pending(env, target, &st);
 		if (err) {
 			vstate_free(&st);
 			return err;
@@ -546,6 +546,8 @@ static int do_exit(struct verifier_env *env)
 					    "stack; it dies on return");
 	}
 	struct vframe *f = vcur_frame(env);
+	if (f->loop)
+		return verifier_bpf_loop_exit(env);
 	struct vreg ret = *r0;
 	uint32_t callsite = f->callsite;
 	free(f);
@@ -568,7 +570,16 @@ static int do_lddw(struct verifier_env *env, const struct bpf_insn *in)
 		vreg_set_not_init(dst);
 		dst->map = (uint16_t)in->imm;
 		sc_const(&dst->s, 0);
-		if (in->src_reg == BPF_PSEUDO_MAP_FD) {
+		if (in->src_reg == BPF_PSEUDO_FUNC) {
+			int64_t t = (int64_t)env->pc + in->imm + 1;
+			if (t == 0)
+				return verr(env, NB_VERR_BAD_JUMP, env->pc,
+					    "the address of the program's entry is taken; a callback "
+					    "must be another function");
+			dst->map = 0;
+			dst->type = VT_PTR_FUNC;
+			dst->off = (int32_t)t;
+		} else if (in->src_reg == BPF_PSEUDO_MAP_FD) {
 			dst->type = VT_CONST_MAP_PTR;
 		} else {
 			const struct nb_map_def *m = &env->maps[in->imm];
@@ -615,6 +626,8 @@ static int step(struct verifier_env *env)
 	if (op == BPF_CALL) {
 		if (in->src_reg == BPF_PSEUDO_CALL)
 			return do_pseudo_call(env, in);
+		if (in->imm == NB_HELPER_LOOP)
+			return verifier_bpf_loop_call(env, in);
 		err = verifier_check_helper(env, in);
 		if (!err)
 			env->pc++;

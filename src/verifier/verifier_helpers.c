@@ -67,7 +67,8 @@ int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn)
 				    env->hook->name);
 		return verr(env, NB_VERR_HELPER_UNKNOWN, pc,
 			    "unknown helper %d; this runtime provides map lookup/update/delete (1-3), "
-			    "ktime_get_ns (5), trace_printk (6) and get_prandom_u32 (7)",
+			    "ktime_get_ns (5), trace_printk (6), get_prandom_u32 (7) and bpf_loop "
+			    "(181)",
 			    id);
 	}
 	const struct nb_map_def *map = NULL;

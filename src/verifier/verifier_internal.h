@@ -88,6 +88,7 @@ enum vtype {
 	VT_PTR_MAP_VALUE_OR_NULL,
 	VT_CONST_MAP_PTR,
 	VT_PTR_MEM, /* conformance: raw memory of opts->mem_size bytes */
+	VT_PTR_FUNC, /* a function's address (off = its first insn): bpf_loop's callback */
 };
 
 /* Origins: which positions of the top frame of the most recent stored state a scalar
@@ -130,8 +131,11 @@ static inline bool slot_spilled(const struct vslot *s)
 
 #define VSLOTS (BPF_STACK_SIZE / 8)
 
+struct vloop;
+
 struct vframe {
 	struct vreg regs[BPF_NREGS];
+	const struct vloop *loop; /* bpf_loop callback frame: the loop being verified */
 	uint32_t callsite; /* insn of the call that created this frame (0 for the entry) */
 	uint16_t nslots;   /* slots [0, nslots) may be non-INVALID */
 	uint16_t cap;      /* slots allocated */
@@ -165,6 +169,20 @@ struct vrecord {
 	struct vorig *parent_org; /* per top-frame position: its origins in the parent */
 	uint32_t npos;            /* positions stored (registers + used slots) */
 	struct vstate st;
+};
+
+/* A bpf_loop call being verified (verifier_loop.c). The callback is verified as a loop
+ * body over the caller's frames: `in` is the caller state the current round starts from;
+ * an iteration whose exit state `in` contains adds nothing, any other widens `in`
+ * (verifier_loop.c) and starts another round. Lives in the arena (shared by copies). */
+struct vloop {
+	struct vstate in;     /* caller frames (arena copies) */
+	struct vreg ctx;      /* r2 of every iteration (bpf_loop's r3) */
+	struct vreg idx;      /* r1 of every iteration: [0, nr_loops max - 1] */
+	uint32_t cb;          /* the callback's first insn */
+	uint32_t callsite;    /* the call to bpf_loop */
+	uint32_t round;       /* widenings so far */
+	uint32_t nr_taint;    /* taint of nr_loops */
 };
 
 /* ---- the verifier run ---- */
@@ -278,6 +296,8 @@ struct vframe *vframe_new(uint32_t callsite);
  * move. Returns it, or NULL on allocation failure. */
 struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot);
 int vstate_copy(struct vstate *dst, const struct vstate *src);
+/* a copy without spare slot capacity (pending branches: many wait, most are pruned) */
+int vstate_copy_compact(struct vstate *dst, const struct vstate *src);
 void vstate_free(struct vstate *st);
 void varena_free(struct varena *a);
 /* live: registers of the top frame that matter at old's pc (others are not compared) */
@@ -311,6 +331,21 @@ int verifier_check_helper_mem(struct verifier_env *env, const struct vreg *r, ui
 			      int argno, const char *what, bool *has_ptr);
 /* Taint of `size` bytes of memory at r (stack or map value pointer), 0 if none. */
 uint32_t verifier_mem_taint(struct verifier_env *env, const struct vreg *r, uint64_t size);
+
+/* bpf_loop (verifier_loop.c): the call, and the callback's exit (1 = path ends) */
+int verifier_push_pending(struct verifier_env *env, uint32_t pc, struct vstate *st);
+int verifier_bpf_loop_call(struct verifier_env *env, const struct bpf_insn *insn);
+int verifier_bpf_loop_exit(struct verifier_env *env);
+/* state helpers for it (verifier_state.c) */
+void *varena_alloc(struct verifier_env *env, size_t size);
+/* marks every scalar of every frame precise in the current path's stored states and
+ * clears their origins (a state that is copied or joined as a whole) */
+void vstate_mark_all_precise(struct verifier_env *env);
+/* old contains cur, comparing every position (no precision, no liveness) */
+bool vstate_covers(const struct vstate *old, const struct vstate *cur);
+/* out (arena frames) = a state containing both a and b (same frames and registers) */
+int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstate *a,
+		const struct vstate *b);
 
 /* helpers (verifier_helpers.c) */
 int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn);

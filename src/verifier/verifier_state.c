@@ -82,6 +82,11 @@ int vstate_copy(struct vstate *dst, const struct vstate *src)
 	return state_copy(dst, src, false);
 }
 
+int vstate_copy_compact(struct vstate *dst, const struct vstate *src)
+{
+	return state_copy(dst, src, true);
+}
+
 void vstate_free(struct vstate *st)
 {
 	for (uint32_t i = 0; i < st->nframes; i++)
@@ -182,6 +187,8 @@ static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bo
 		       check_ids(m, o->id, n->id);
 	case VT_CONST_MAP_PTR:
 		return o->map == n->map;
+	case VT_PTR_FUNC:
+		return o->off == n->off;
 	default:
 		return false;
 	}
@@ -261,6 +268,70 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 bool vstate_contains(const struct vrecord *old, const struct vstate *cur, uint16_t live)
 {
 	return states_cmp(&old->st, old->precise, cur, false, live);
+}
+
+bool vstate_covers(const struct vstate *old, const struct vstate *cur)
+{
+	static const uint64_t all[2] = { ~0ull, ~0ull };
+	return states_cmp(old, all, cur, false, 0xffff);
+}
+
+/* A slot containing both a and b: equal bytes stay, a byte that is a number in both is
+ * some number (a scalar spill of the same shape stays a spill of an unknown number, so a
+ * loop counter in the callback's context still works as a map key), anything else is
+ * uninitialised (reading it is then refused). */
+static void slot_join(struct vslot *out, const struct vslot *a, const struct vslot *b)
+{
+	struct idmap m = { .n = 0, .fresh = 1 };
+	if (slot_cmp(a, b, true, false, &m)) {
+		*out = *a;
+		return;
+	}
+	memset(out, 0, sizeof(*out));
+	vreg_set_not_init(&out->spill);
+	bool scalar_spills = slot_spilled(a) && slot_spilled(b) && a->spill.type == VT_SCALAR &&
+			     b->spill.type == VT_SCALAR && a->spill_at == b->spill_at &&
+			     a->spill_size == b->spill_size;
+	for (int i = 0; i < 8; i++) {
+		bool na = a->type[i] == SB_MISC ||
+			  (a->type[i] == SB_SPILL && a->spill.type == VT_SCALAR);
+		bool nb = b->type[i] == SB_MISC ||
+			  (b->type[i] == SB_SPILL && b->spill.type == VT_SCALAR);
+		out->type[i] = na && nb ? SB_MISC : SB_INVALID;
+	}
+	out->taint = a->taint | b->taint;
+	out->taint_src = a->taint_src ? a->taint_src : b->taint_src;
+	if (scalar_spills) {
+		struct vscalar s;
+		sc_unknown_sized(&s, a->spill_size, false);
+		vreg_set_scalar(&out->spill, &s);
+		out->spill.taint = vtaint_join(a->spill.taint, b->spill.taint);
+		out->spill_at = a->spill_at;
+		out->spill_size = a->spill_size;
+		for (int i = a->spill_at; i < a->spill_at + a->spill_size; i++)
+			out->type[i] = SB_SPILL;
+	}
+}
+
+int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstate *a,
+		const struct vstate *b)
+{
+	*out = *a;
+	out->path_taint = vtaint_join(a->path_taint, b->path_taint);
+	for (uint32_t fi = 0; fi < a->nframes; fi++) {
+		const struct vframe *fa = a->frames[fi], *fb = b->frames[fi];
+		unsigned ns = fa->nslots > fb->nslots ? fa->nslots : fb->nslots;
+		struct vframe *f = varena_alloc(env, FRAME_HDR + (size_t)ns * sizeof(struct vslot));
+		if (!f)
+			return -ENOMEM;
+		memcpy(f, fa, FRAME_HDR);
+		f->nslots = f->cap = (uint16_t)ns;
+		for (unsigned i = 0; i < ns; i++)
+			slot_join(&f->slots[i], i < fa->nslots ? &fa->slots[i] : &invalid_slot,
+				  i < fb->nslots ? &fb->slots[i] : &invalid_slot);
+		out->frames[fi] = f;
+	}
+	return 0;
 }
 
 bool vstate_equal(const struct vstate *a, const struct vstate *b)
@@ -377,6 +448,20 @@ static void mark_caller_frames(struct verifier_env *env, bool clear)
 	}
 }
 
+void vstate_mark_all_precise(struct verifier_env *env)
+{
+	for (uint32_t fi = 0; fi < env->cur.nframes; fi++) {
+		struct vframe *f = env->cur.frames[fi];
+		for (unsigned pos = 0; pos < (unsigned)BPF_NREGS + f->nslots; pos++) {
+			vstate_mark_precise(env->cur.rec, pos_org(f, pos));
+			if (pos < BPF_NREGS)
+				memset(&f->regs[pos].org, 0, sizeof(struct vorig));
+			else
+				memset(&f->slots[pos - BPF_NREGS].spill.org, 0, sizeof(struct vorig));
+		}
+	}
+}
+
 void vstate_prune_precision(struct verifier_env *env, const struct vrecord *old)
 {
 	struct vframe *top = vcur_frame(env);
@@ -386,7 +471,7 @@ void vstate_prune_precision(struct verifier_env *env, const struct vrecord *old)
 	mark_caller_frames(env, false);
 }
 
-static void *arena_alloc(struct verifier_env *env, size_t size)
+void *varena_alloc(struct verifier_env *env, size_t size)
 {
 	size = (size + 15) & ~(size_t)15;
 	struct varena *a = env->arena;
@@ -416,7 +501,7 @@ void varena_free(struct varena *a)
 
 int vstate_store(struct verifier_env *env)
 {
-	struct vrecord *rec = arena_alloc(env, sizeof(*rec));
+	struct vrecord *rec = varena_alloc(env, sizeof(*rec));
 	if (!rec)
 		return -ENOMEM;
 	memset(rec, 0, offsetof(struct vrecord, st));
@@ -425,7 +510,7 @@ int vstate_store(struct verifier_env *env)
 	rec->branches = 1;
 	struct vframe *top = vcur_frame(env);
 	rec->npos = (uint32_t)BPF_NREGS + top->nslots;
-	rec->parent_org = arena_alloc(env, rec->npos * sizeof(struct vorig));
+	rec->parent_org = varena_alloc(env, rec->npos * sizeof(struct vorig));
 	if (!rec->parent_org)
 		return -ENOMEM;
 	for (unsigned pos = 0; pos < rec->npos; pos++)
@@ -444,7 +529,7 @@ int vstate_store(struct verifier_env *env)
 	for (uint32_t i = 0; i < env->cur.nframes; i++) {
 		const struct vframe *src = env->cur.frames[i];
 		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
-		struct vframe *f = arena_alloc(env, used);
+		struct vframe *f = varena_alloc(env, used);
 		if (!f)
 			return -ENOMEM;
 		memcpy(f, src, used);

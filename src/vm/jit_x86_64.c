@@ -480,6 +480,77 @@ static void emit_inline_lookup(struct gen *g, struct nb_map *m)
 	jit_patch_rel8(b, to_done, b->len);
 }
 
+/* bpf_loop(r1 = nr_loops, r2 = callback index, r3 = ctx, r4 = flags), as the interpreter
+ * runs it: the callback is called like a local function (own frame, depth checked) once per
+ * iteration, from a 32-byte block on the machine stack holding n, callback, ctx and i. The
+ * callback index is dispatched over the functions whose address the program takes (a
+ * verified program passes one of them; anything else faults like a missing helper). */
+static void emit_bpf_loop(struct gen *g, size_t pc)
+{
+	struct jit_buf *b = &g->b;
+	const struct jit_analysis *an = g->an;
+	int r0 = g->rm[0], r1 = g->rm[1], r2 = g->rm[2], r3 = g->rm[3], r4 = g->rm[4];
+
+	jit_test_rr(b, true, r4, r4);
+	size_t j_einval = jit_jcc32(b, CC_NE);
+	jit_mov_rr(b, false, X_R11, r1); /* nr_loops is a __u32 */
+	jit_alu_ri(b, true, A_CMP, X_R11, (int32_t)NB_BPF_LOOP_MAX);
+	size_t j_e2big = jit_jcc32(b, CC_A);
+	jit_test_rr(b, true, X_R11, X_R11);
+	size_t j_zero = jit_jcc32(b, CC_E);
+	jit_push(b, X_R11); /* [rsp+24] n */
+	jit_push(b, r2);    /* [rsp+16] callback */
+	jit_push(b, r3);    /* [rsp+8] ctx */
+	jit_xor_zero(b, X_R11);
+	jit_push(b, X_R11); /* [rsp] i */
+	size_t loop = b->len;
+	jit_load(b, 8, false, r1, X_RSP, 0);
+	jit_load(b, 8, false, r2, X_RSP, 8);
+	jit_lea(b, X_R11, X_R12, -DEPTH_LIMIT_BYTES);
+	jit_alu_rr(b, true, A_CMP, X_RSP, X_R11);
+	jcc_stub(g, CC_BE, VM_FAULT_CALL_DEPTH, pc);
+	jit_load(b, 8, false, X_R11, X_RSP, 16);
+	size_t done[an->cb_cnt ? an->cb_cnt : 1];
+	for (size_t k = 0; k < an->cb_cnt; k++) {
+		jit_alu_ri(b, true, A_CMP, X_R11, (int32_t)an->cbs[k]);
+		size_t skip = jit_jcc32(b, CC_NE);
+		size_t at = jit_call32(b);
+		jit_patch_rel32(b, at, g->entry_off[an->cbs[k]]);
+		done[k] = jit_jmp32(b);
+		jit_patch_rel32(b, skip, b->len);
+	}
+	jmp_stub(g, VM_FAULT_BAD_HELPER, pc, NB_HELPER_LOOP);
+	for (size_t k = 0; k < an->cb_cnt; k++)
+		jit_patch_rel32(b, done[k], b->len);
+	jit_load(b, 8, false, X_R11, X_RSP, 0);
+	jit_alu_ri(b, true, A_ADD, X_R11, 1);
+	jit_store_reg(b, 8, X_RSP, 0, X_R11);
+	jit_test_rr(b, true, r0, r0);
+	size_t j_break = jit_jcc32(b, CC_NE);
+	jit_load(b, 8, false, X_R10, X_RSP, 24);
+	jit_alu_rr(b, true, A_CMP, X_R11, X_R10);
+	size_t j_loop = jit_jcc32(b, CC_B);
+	jit_patch_rel32(b, j_loop, loop);
+	jit_mov_rr(b, true, r0, X_R10); /* all ran: n */
+	size_t j_pop = jit_jmp32(b);
+	jit_patch_rel32(b, j_break, b->len);
+	jit_mov_rr(b, true, r0, X_R11); /* stopped: iterations run */
+	jit_patch_rel32(b, j_pop, b->len);
+	jit_alu_ri(b, true, A_ADD, X_RSP, 32);
+	size_t j_end1 = jit_jmp32(b);
+	jit_patch_rel32(b, j_einval, b->len);
+	jit_mov_imm64(b, r0, (uint64_t)-EINVAL);
+	size_t j_end2 = jit_jmp32(b);
+	jit_patch_rel32(b, j_e2big, b->len);
+	jit_mov_imm64(b, r0, (uint64_t)-E2BIG);
+	size_t j_end3 = jit_jmp32(b);
+	jit_patch_rel32(b, j_zero, b->len);
+	jit_xor_zero(b, r0);
+	jit_patch_rel32(b, j_end1, b->len);
+	jit_patch_rel32(b, j_end2, b->len);
+	jit_patch_rel32(b, j_end3, b->len);
+}
+
 static void emit_helper_call(struct gen *g, const struct bpf_insn *in, size_t pc)
 {
 	struct jit_buf *b = &g->b;
@@ -492,6 +563,10 @@ static void emit_helper_call(struct gen *g, const struct bpf_insn *in, size_t pc
 	}
 	if (g->an->inline_map[pc]) {
 		emit_inline_lookup(g, g->an->inline_map[pc]);
+		return;
+	}
+	if (id == NB_HELPER_LOOP) {
+		emit_bpf_loop(g, pc);
 		return;
 	}
 	/* homes of r6..r9 that the helper may clobber (only under a permuted map) */

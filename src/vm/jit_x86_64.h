@@ -136,7 +136,9 @@ struct jit_analysis {
 	bool *lddw_tail;      /* second slot of an LDDW */
 	struct nb_map **inline_map; /* per call insn: array map to inline, or NULL */
 	bool used[BPF_NREGS]; /* BPF register appears in the program */
-	bool has_calls;       /* any local call */
+	bool has_calls;       /* any local call (or bpf_loop) */
+	size_t *cbs;          /* functions whose address is taken (bpf_loop callbacks) */
+	size_t cb_cnt;
 	bool has_helper_calls;
 	bool main_uses_fp;    /* the entry function touches r10 */
 	bool may_fault;       /* local calls, missing helpers or falling off the end */

@@ -106,7 +106,7 @@ static const char *check_insn(const struct bpf_insn *in)
 			return "unsupported load (legacy packet access?)";
 		if (in->dst_reg == BPF_REG_FP)
 			return "write to r10";
-		return in->src_reg ? "unlinked pseudo lddw" : NULL;
+		return in->src_reg && in->src_reg != BPF_PSEUDO_FUNC ? "unlinked pseudo lddw" : NULL;
 	case BPF_LDX:
 		if (in->dst_reg == BPF_REG_FP)
 			return "write to r10";
@@ -229,6 +229,7 @@ static struct nb_map *inline_candidate(const struct vm_program *prog,
 void jit_analysis_free(struct jit_analysis *an)
 {
 	free(an->func_start);
+	free(an->cbs);
 	free(an->jump_target);
 	free(an->lddw_tail);
 	free(an->inline_map);
@@ -279,6 +280,28 @@ int jit_analyze(const struct vm_program *prog, const struct vm_jit_options *opts
 			if (pc + 1 >= n || t->code || t->dst_reg || t->src_reg || t->off)
 				return jit_analysis_free(an),
 				       fail(err, errlen, "jit: insn %zu: incomplete lddw", pc);
+			if (in->src_reg == BPF_PSEUDO_FUNC) { /* linked: imm64 = the function */
+				uint64_t f = (uint32_t)in->imm | (uint64_t)(uint32_t)t->imm << 32;
+				if (f == 0 || f >= n)
+					return jit_analysis_free(an),
+					       fail(err, errlen,
+						    "jit: insn %zu: function address %llu is not a "
+						    "function other than the entry", pc,
+						    (unsigned long long)f);
+				an->func_start[f] = true;
+				an->has_calls = true;
+				size_t k = 0;
+				while (k < an->cb_cnt && an->cbs[k] != f)
+					k++;
+				if (k == an->cb_cnt) {
+					size_t *nc = realloc(an->cbs, (an->cb_cnt + 1) * sizeof(*nc));
+					if (!nc)
+						return jit_analysis_free(an),
+						       fail(err, errlen, "jit: out of memory");
+					an->cbs = nc;
+					an->cbs[an->cb_cnt++] = (size_t)f;
+				}
+			}
 			an->lddw_tail[++pc] = true;
 			continue;
 		}
@@ -289,6 +312,8 @@ int jit_analyze(const struct vm_program *prog, const struct vm_jit_options *opts
 			int32_t id = in->imm;
 			if (id < 0 || id >= NB_HELPER_MAX || !prog->helpers || !prog->helpers[id])
 				an->may_fault = true;
+			else if (id == NB_HELPER_LOOP) /* calls back into the program */
+				an->has_calls = an->used[0] = true;
 		}
 		if (is_local_call(in)) {
 			long t = (long)pc + in->imm + 1;

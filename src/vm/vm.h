@@ -4,9 +4,11 @@
  * ALU32 results zero-extended). The x86-64 JIT (jit_x86_64*.c) must produce identical
  * results; differential tests prove it.
  *
- * A linked program (struct vm_program) has no pseudo instructions left: the runtime
+ * A linked program (struct vm_program) has no pseudo map instructions left: the runtime
  * replaces LDDW map forms by plain 64-bit immediates (the struct nb_map pointer for
- * BPF_PSEUDO_MAP_FD, the value address for BPF_PSEUDO_MAP_VALUE) before execution.
+ * BPF_PSEUDO_MAP_FD, the value address for BPF_PSEUDO_MAP_VALUE) before execution. A
+ * function address (BPF_PSEUDO_FUNC, bpf_loop's callback) keeps its src_reg and holds the
+ * function's absolute instruction index as its immediate; the engines load that number.
  *
  * Checked mode: every load, store and atomic is checked against the regions the runtime
  * handed out (context, each live stack frame, global-data/array map storage, map values
@@ -28,6 +30,12 @@ typedef uint64_t (*vm_helper_fn)(uint64_t r1, uint64_t r2, uint64_t r3, uint64_t
 				 uint64_t r5);
 
 struct nb_map;
+
+/* bpf_loop (NB_HELPER_LOOP) is run by the interpreter and the JIT themselves: they call
+ * the callback through the VM, in a frame of its own. A program may call it when its helper
+ * table has this marker (or any function) at that id; the function itself is never called
+ * by the VM and returns -ENOTSUP when something else calls it. */
+uint64_t vm_helper_bpf_loop(uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4, uint64_t r5);
 
 struct vm_program {
 	const struct bpf_insn *insns; /* linked: no pseudo LDDW forms */

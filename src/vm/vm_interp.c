@@ -22,7 +22,32 @@
 struct vm_frame {
 	uint64_t callee_saved[4]; /* r6..r9 of the caller */
 	size_t ret_pc;
+	/* a bpf_loop callback's frame: the loop runs here (exit re-enters the callback) */
+	bool is_loop;
+	uint32_t loop_n, loop_i;
+	uint64_t loop_cb, loop_ctx;
 };
+
+/* A bpf_loop callback must be a function whose address the program takes (a linked
+ * BPF_PSEUDO_FUNC LDDW holds its index). Verified programs only ever pass such an
+ * address; unverified ones (checked mode) are held to it here. */
+static bool vm_is_callback(const struct vm_program *prog, uint64_t cb, bool checked)
+{
+	if (cb == 0 || cb >= prog->insn_cnt)
+		return false;
+	if (!checked)
+		return true;
+	for (size_t i = 0; i + 1 < prog->insn_cnt; i++) {
+		const struct bpf_insn *in = &prog->insns[i];
+		if (in->code != BPF_LDDW)
+			continue;
+		uint64_t v = (uint32_t)in[0].imm | (uint64_t)(uint32_t)in[1].imm << 32;
+		if (in->src_reg == BPF_PSEUDO_FUNC && v == cb)
+			return true;
+		i++;
+	}
+	return false;
+}
 
 #define VM_ALWAYS_INLINE inline __attribute__((always_inline))
 
@@ -370,10 +395,46 @@ static VM_ALWAYS_INLINE int vm_run_loop(const struct vm_program *prog, uint64_t 
 				struct vm_frame *fr = &frames[depth++];
 				memcpy(fr->callee_saved, &reg[6], sizeof(fr->callee_saved));
 				fr->ret_pc = pc;
+				fr->is_loop = false;
 				reg[BPF_REG_FP] = (uint64_t)(uintptr_t)(stack + (depth + 1) * BPF_STACK_SIZE);
 				if (checked)
 					cs->depth = depth;
 				pc += in->imm;
+			} else if (in->imm == NB_HELPER_LOOP && prog->helpers &&
+				   prog->helpers[NB_HELPER_LOOP]) {
+				/* bpf_loop(nr_loops, callback, ctx, flags), results as in Linux */
+				uint32_t n = (uint32_t)reg[1];
+				if (reg[4] != 0 || n > NB_BPF_LOOP_MAX || n == 0) {
+					reg[0] = reg[4] ? (uint64_t)-EINVAL
+							: n ? (uint64_t)-E2BIG : 0;
+					break;
+				}
+				if (!vm_is_callback(prog, reg[2], checked)) {
+					vm_fault_set(fault, VM_FAULT_BAD_HELPER, pc - 1, reg[2],
+						     "bpf_loop callback %llu is not a function of the "
+						     "program", (unsigned long long)reg[2]);
+					goto out_fault;
+				}
+				if (depth + 1 >= BPF_MAX_CALL_DEPTH) {
+					vm_fault_set(fault, VM_FAULT_CALL_DEPTH, pc - 1, 0,
+						     "call depth exceeds %d frames",
+						     BPF_MAX_CALL_DEPTH);
+					goto out_fault;
+				}
+				struct vm_frame *fr = &frames[depth++];
+				memcpy(fr->callee_saved, &reg[6], sizeof(fr->callee_saved));
+				fr->ret_pc = pc;
+				fr->is_loop = true;
+				fr->loop_n = n;
+				fr->loop_i = 0;
+				fr->loop_cb = reg[2];
+				fr->loop_ctx = reg[3];
+				reg[BPF_REG_FP] = (uint64_t)(uintptr_t)(stack + (depth + 1) * BPF_STACK_SIZE);
+				if (checked)
+					cs->depth = depth;
+				reg[1] = 0;
+				reg[2] = fr->loop_ctx;
+				pc = (size_t)fr->loop_cb;
 			} else {
 				uint32_t id = (uint32_t)in->imm;
 				vm_helper_fn fn = id < NB_HELPER_MAX && prog->helpers ? prog->helpers[id]
@@ -398,6 +459,17 @@ static VM_ALWAYS_INLINE int vm_run_loop(const struct vm_program *prog, uint64_t 
 				if (checked)
 					cs->chk->insns_executed += executed;
 				return 0;
+			}
+			if (frames[depth - 1].is_loop) {
+				struct vm_frame *fr = &frames[depth - 1];
+				uint32_t i = ++fr->loop_i;
+				if (reg[0] == 0 && i < fr->loop_n) { /* next iteration, same frame */
+					reg[1] = i;
+					reg[2] = fr->loop_ctx;
+					pc = (size_t)fr->loop_cb;
+					break;
+				}
+				reg[0] = reg[0] ? i : fr->loop_n; /* iterations run */
 			}
 			depth--;
 			memcpy(&reg[6], frames[depth].callee_saved, sizeof(frames[depth].callee_saved));

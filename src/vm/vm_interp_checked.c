@@ -217,3 +217,9 @@ void vm_check_helper_result(struct vm_check_state *st, const struct vm_program *
 	snprintf(st->names[slot], sizeof(st->names[slot]), "map value of '%s'", map_name(map));
 	chk->regions[slot] = (struct vm_region){ r0, size, writable, st->names[slot] };
 }
+
+uint64_t vm_helper_bpf_loop(uint64_t r1, uint64_t r2, uint64_t r3, uint64_t r4, uint64_t r5)
+{
+	(void)r1, (void)r2, (void)r3, (void)r4, (void)r5;
+	return (uint64_t)-ENOTSUP; /* the engines run bpf_loop themselves (vm.h) */
+}

@@ -417,6 +417,75 @@ static void test_inline_lookup(void)
 	}
 }
 
+/* bpf_loop: same results as the interpreter under every register map; callee-saved
+ * registers survive it; the callback writes the caller's stack; a nested bpf_loop and two
+ * callbacks (dispatch). Linked form: the function address holds the absolute index. */
+#define LD_FUNC_LINKED(d, idx) INSN(BPF_LDDW, d, BPF_PSEUDO_FUNC, 0, idx), INSN(0, 0, 0, 0, 0)
+static void test_bpf_loop(void)
+{
+	const struct bpf_insn stop12[] = {
+		MOV64_K(6, 7), MOV64_K(7, 11), MOV64_K(8, 13), MOV64_K(9, 17),
+		ST(BPF_DW, 10, -8, 0), MOV64_K(1, 20), LD_FUNC_LINKED(2, 20), MOV64_X(3, 10),
+		ALU64_K(BPF_ADD, 3, -8), MOV64_K(4, 0), CALL(NB_HELPER_LOOP),
+		ALU64_K(BPF_MUL, 0, 1000), LDX(BPF_DW, 1, 10, -8), ALU64_X(BPF_ADD, 0, 1),
+		ALU64_X(BPF_ADD, 0, 6), ALU64_X(BPF_ADD, 0, 7), ALU64_X(BPF_ADD, 0, 8),
+		ALU64_X(BPF_ADD, 0, 9), EXIT(),
+		/* 20 */ LDX(BPF_DW, 6, 2, 0), ALU64_X(BPF_ADD, 6, 1), STX(BPF_DW, 2, 6, 0),
+		MOV64_K(0, 0), JMP_K(BPF_JNE, 1, 12, 1), MOV64_K(0, 1), EXIT(),
+	};
+	const struct bpf_insn nested[] = {
+		ST(BPF_DW, 10, -8, 0), MOV64_K(1, 5), LD_FUNC_LINKED(2, 10), MOV64_X(3, 10),
+		ALU64_K(BPF_ADD, 3, -8), MOV64_K(4, 0), CALL(NB_HELPER_LOOP),
+		LDX(BPF_DW, 0, 10, -8), EXIT(),
+		/* 10 */ MOV64_X(6, 2), MOV64_K(1, 3), LD_FUNC_LINKED(2, 19), MOV64_X(3, 6),
+		MOV64_K(4, 0), CALL(NB_HELPER_LOOP), MOV64_K(0, 0), EXIT(),
+		/* 19 */ LDX(BPF_DW, 3, 2, 0), ALU64_K(BPF_ADD, 3, 1), STX(BPF_DW, 2, 3, 0),
+		MOV64_K(0, 0), EXIT(),
+	};
+	/* flags, over the cap and zero iterations return without calling */
+	const struct bpf_insn errors[] = {
+		MOV64_K(1, 3), LD_FUNC_LINKED(2, 20), MOV64_K(3, 0), MOV64_K(4, 1),
+		CALL(NB_HELPER_LOOP), MOV64_X(6, 0), MOV64_K(1, (1 << 23) + 1), LD_FUNC_LINKED(2, 20),
+		MOV64_K(4, 0), CALL(NB_HELPER_LOOP), ALU64_X(BPF_ADD, 6, 0), MOV64_K(1, 0),
+		LD_FUNC_LINKED(2, 20), CALL(NB_HELPER_LOOP), ALU64_X(BPF_ADD, 6, 0), MOV64_X(0, 6),
+		EXIT(),
+		/* 20 */ MOV64_K(0, 0), EXIT(),
+	};
+	const struct {
+		const struct bpf_insn *p;
+		size_t n;
+		uint64_t expect;
+	} cases[] = {
+		{ stop12, sizeof(stop12) / sizeof(stop12[0]), 13 * 1000 + 78 + 48 },
+		{ nested, sizeof(nested) / sizeof(nested[0]), 15 },
+		{ errors, sizeof(errors) / sizeof(errors[0]), (uint64_t)(-EINVAL - E2BIG) },
+	};
+	helpers[NB_HELPER_LOOP] = vm_helper_bpf_loop;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct vm_program prog = { cases[c].p, cases[c].n, helpers, NULL };
+		uint64_t ref = 0;
+		CHECK(vm_interp_run(&prog, 0, 0, &ref, NULL, NULL) == 0);
+		CHECK_EQ_U64(ref, cases[c].expect);
+		for (unsigned k = 0; k < 14; k++) {
+			uint8_t perm[10];
+			perm_of(k, perm);
+			struct vm_jit_image *img = compile(cases[c].p, cases[c].n, NULL, k ? perm : NULL);
+			if (!img)
+				continue;
+			uint64_t r0 = 0;
+			CHECK(vm_jit_run(img, 0, 0, &r0, NULL) == 0);
+			CHECK_EQ_U64(r0, ref);
+#if defined(__x86_64__)
+			int ok = 0;
+			call_check_regs(0, 0, vm_jit_entry(img), &ok);
+			CHECK(ok == 1); /* host callee-saved registers intact */
+#endif
+			vm_jit_free(img);
+		}
+	}
+	helpers[NB_HELPER_LOOP] = NULL;
+}
+
 int main(void)
 {
 	if (!vm_jit_available()) {
@@ -433,5 +502,6 @@ int main(void)
 	test_faults();
 	test_refusals();
 	test_inline_lookup();
+	test_bpf_loop();
 	TEST_DONE();
 }

@@ -24,5 +24,6 @@
 #define EXIT() INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
 #define LD_MAP(d, idx) INSN(BPF_LDDW, d, BPF_PSEUDO_MAP_FD, 0, idx), INSN(0, 0, 0, 0, 0)
 #define LD_MAP_VALUE(d, idx, off) INSN(BPF_LDDW, d, BPF_PSEUDO_MAP_VALUE, 0, idx), INSN(0, 0, 0, 0, off)
+#define LD_FUNC(d, rel) INSN(BPF_LDDW, d, BPF_PSEUDO_FUNC, 0, rel), INSN(0, 0, 0, 0, 0)
 #define LD_IMM64(d, lo, hi) INSN(BPF_LDDW, d, 0, 0, lo), INSN(0, 0, 0, 0, hi)
 #endif

@@ -334,6 +334,57 @@ static void gen_call(void)
 	if (rn(3))
 		emit(MOV64_REG(val_reg(), 0));
 }
+/* bpf_loop: nr_loops small (a constant or a register & 31), the callback's context a
+ * caller stack slot, global data or NULL; flags rarely not 0. The callback is appended after
+ * main like a callee (call_loop[] marks which). */
+static bool call_loop[MAX_CALLS];
+static void gen_bpf_loop(void)
+{
+	if (ncalls == MAX_CALLS)
+		return;
+	if (rn(2)) {
+		emit(MOV64_IMM(1, (int32_t)rn(24)));
+	} else {
+		emit(MOV64_REG(1, val_reg()));
+		emit(ALU64_IMM(BPF_AND, 1, 31));
+	}
+	call_loop[ncalls] = true;
+	call_sites[ncalls++] = n;
+	emit2(INSN(BPF_LDDW, 2, BPF_PSEUDO_FUNC, 0, 0), INSN(0, 0, 0, 0, 0));
+	switch (rn(4)) {
+	case 0: emit(MOV64_IMM(3, 0)); break;
+	case 1: emit2(LD_MAP_VALUE(3, M_DATA, 0)); break;
+	default:
+		emit(MOV64_REG(3, 10));
+		emit(ALU64_IMM(BPF_ADD, 3, -8 * (int32_t)(1 + rn(8))));
+	}
+	emit(MOV64_IMM(4, rn(16) ? 0 : 1));
+	emit(CALL(NB_HELPER_LOOP));
+	if (rn(2))
+		emit(MOV64_REG(val_reg(), 0));
+}
+/* callback(r1 = index, r2 = context): reads and writes through r2 (the index, a constant,
+ * a loaded value), returns 0/1 from the index or a loaded value, sometimes something else */
+static void gen_loop_callee(void)
+{
+	int k = 1 + (int)rn(4);
+	for (int i = 0; i < k; i++) {
+		int16_t off = (int16_t)(rn(10) == 0 ? (int)rn(24) - 8 : (int)(rn(2) * 8));
+		switch (rn(5)) {
+		case 0: emit(STX(BPF_DW, 2, rn(4) ? 1 : 3, off)); break;
+		case 1: emit(ST(rsize(), 2, off, rimm())); break;
+		case 2: emit(ALU64_IMM(BPF_ADD, 3, rimm())); break;
+		default: emit(LDX(rsize(), 3, 2, off)); break;
+		}
+	}
+	switch (rn(6)) {
+	case 0: emit(MOV64_IMM(0, rimm())); break;
+	case 1: emit(MOV64_REG(0, 3)); emit(ALU64_IMM(BPF_AND, 0, 1)); break;
+	case 2: emit(MOV64_IMM(0, 0)); emit(JMP_IMM(BPF_JLT, 1, (int32_t)rn(16), 1)); emit(MOV64_IMM(0, 1)); break;
+	default: emit(MOV64_IMM(0, (int32_t)rn(2))); break;
+	}
+	emit(EXIT());
+}
 static void gen_callee(void)
 {
 	int k = 1 + (int)rn(3);
@@ -380,7 +431,7 @@ static void generate(void)
 		case 0: gen_branch(); break;
 		case 1: gen_loop(); break;
 		case 2: gen_helper(); break;
-		case 3: gen_call(); break;
+		case 3: if (rn(3)) gen_call(); else gen_bpf_loop(); break;
 		default: gen_simple(); break;
 		}
 	}
@@ -388,11 +439,15 @@ static void generate(void)
 	emit(EXIT());
 	for (int c = 0; c < ncalls && n < MAXI - 8; c++) {
 		prog[call_sites[c]].imm = n - call_sites[c] - 1;
-		gen_callee();
+		if (call_loop[c])
+			gen_loop_callee();
+		else
+			gen_callee();
 	}
 	if (n >= MAXI - 8) /* no room left for a callee: drop the calls' programs */
 		for (int c = 0; c < ncalls; c++)
 			prog[call_sites[c]] = MOV64_IMM(0, 0);
+	memset(call_loop, 0, sizeof(call_loop));
 	/* a quarter of the programs get a few random field mutations (robustness against
 	 * malformed input, and odd encodings that still pass) */
 	if (rn(4) == 0) {
@@ -450,7 +505,11 @@ static struct vm_program link_program(const struct nb_program *p)
 		else if (linked[i].src_reg == BPF_PSEUDO_MAP_VALUE)
 			addr = (uint64_t)(uintptr_t)map_array_base(maps[linked[i].imm]) +
 			       (uint32_t)linked[i + 1].imm;
-		else {
+		else if (linked[i].src_reg == BPF_PSEUDO_FUNC) { /* absolute index (vm.h) */
+			linked[i].imm = (int32_t)(i + 1 + (size_t)(int64_t)linked[i].imm);
+			i++;
+			continue;
+		} else {
 			i++;
 			continue;
 		}
@@ -595,11 +654,13 @@ int main(int argc, char **argv)
 	helper_fns[5] = h_ktime;
 	helper_fns[6] = h_printk;
 	helper_fns[7] = h_prandom;
+	helper_fns[NB_HELPER_LOOP] = vm_helper_bpf_loop;
 	for (int id = 0; id < NB_HELPER_MAX; id++)
 		helper_protos[id] = hook_helper(hook, id);
 	randomize_maps();
 
 	uint64_t accepted = 0, codes[NB_VERR_COUNT] = { 0 }, strict_rank_local = 0;
+	uint64_t accepted_loops = 0; /* accepted programs calling bpf_loop */
 	clock_t t0 = clock();
 	for (long i = 0; i < programs; i++) {
 		generate();
@@ -627,6 +688,12 @@ int main(int argc, char **argv)
 		}
 		if (rc == 0) {
 			accepted++;
+			for (size_t i = 0; i < p.insn_cnt; i++)
+				if (p.insns[i].code == (BPF_JMP | BPF_CALL) && p.insns[i].src_reg == 0 &&
+				    p.insns[i].imm == NB_HELPER_LOOP) {
+					accepted_loops++;
+					break;
+				}
 			run_program(&p, hook, reps);
 			if (src == 0)
 				check_rank_invariance(&p, hook, reps);
@@ -639,6 +706,7 @@ int main(int argc, char **argv)
 	printf("soundness: %ld programs generated, %llu accepted, %llu executions, %llu violations "
 	       "(%.1f s)\n", programs, (unsigned long long)accepted, (unsigned long long)runs,
 	       (unsigned long long)violations, (double)(clock() - t0) / CLOCKS_PER_SEC);
+	printf("bpf_loop: %llu accepted programs call it\n", (unsigned long long)accepted_loops);
 	printf("strict rank variance: %llu programs rejected with E-RANK-LOCAL; %llu runs of the "
 	       "others with changed rank-local inputs, %llu decided differently\n",
 	       (unsigned long long)strict_rank_local, (unsigned long long)invariance_runs,

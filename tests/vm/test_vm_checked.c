@@ -207,8 +207,74 @@ static void test_map_values(void)
 	map_free(ro);
 }
 
+/* bpf_loop in both interpreters (linked form: the function address holds the callback's
+ * absolute index). Checked mode also holds unverified programs to a real callback. */
+static uint64_t loop_run(const struct bpf_insn *insns, size_t n, bool checked, uint64_t budget,
+			 int *rc, struct vm_fault *f)
+{
+	struct vm_program prog = { insns, n, test_helpers, test_protos };
+	struct vm_checked chk;
+	memset(&chk, 0, sizeof(chk));
+	chk.insn_budget = budget;
+	uint64_t r0 = ~0ull;
+	*rc = vm_interp_run(&prog, 0, 0, &r0, checked ? &chk : NULL, f);
+	return r0;
+}
+
+#define LD_FUNC_LINKED(d, idx) INSN(BPF_LDDW, d, BPF_PSEUDO_FUNC, 0, idx), INSN(0, 0, 0, 0, 0)
+static void test_bpf_loop(void)
+{
+	test_helpers[NB_HELPER_LOOP] = vm_helper_bpf_loop;
+	struct vm_fault f;
+	int rc;
+	for (int checked = 0; checked < 2; checked++) {
+		/* callback at 7: r0 = (r1 == 3): stops at index 3 after 4 calls */
+		const struct bpf_insn stop3[] = {
+			MOV64_K(1, 10), LD_FUNC_LINKED(2, 7), MOV64_X(3, 10), MOV64_K(4, 0),
+			CALL(NB_HELPER_LOOP), EXIT(),
+			MOV64_K(0, 0), /* 7 */
+			JMP_K(BPF_JNE, 1, 3, 1), MOV64_K(0, 1), EXIT(),
+		};
+		CHECK(loop_run(stop3, sizeof(stop3) / sizeof(stop3[0]), checked, 0, &rc, &f) == 4 && rc == 0);
+		const struct bpf_insn all[] = {
+			MOV64_K(1, 1000), LD_FUNC_LINKED(2, 7), MOV64_K(3, 0), MOV64_K(4, 0),
+			CALL(NB_HELPER_LOOP), EXIT(), MOV64_K(0, 0), EXIT(),
+		};
+		CHECK(loop_run(all, 9, checked, 0, &rc, &f) == 1000 && rc == 0);
+		/* flags, over the cap, zero iterations: results as in Linux */
+		struct bpf_insn flags[9];
+		memcpy(flags, all, sizeof(all));
+		flags[4] = MOV64_K(4, 1);
+		CHECK(loop_run(flags, 9, checked, 0, &rc, &f) == (uint64_t)-EINVAL && rc == 0);
+		flags[4] = MOV64_K(4, 0);
+		flags[0] = MOV64_K(1, (1 << 23) + 1);
+		CHECK(loop_run(flags, 9, checked, 0, &rc, &f) == (uint64_t)-E2BIG && rc == 0);
+		flags[0] = MOV64_K(1, 0);
+		CHECK(loop_run(flags, 9, checked, 0, &rc, &f) == 0 && rc == 0);
+	}
+	/* unverified code: a callback that is no function address of the program faults */
+	const struct bpf_insn bogus[] = {
+		MOV64_K(1, 4), MOV64_K(2, 6), MOV64_K(3, 0), MOV64_K(4, 0), CALL(NB_HELPER_LOOP),
+		EXIT(), MOV64_K(0, 0), EXIT(),
+	};
+	loop_run(bogus, 8, true, 0, &rc, &f);
+	CHECK(rc == -EFAULT && f.kind == VM_FAULT_BAD_HELPER);
+	/* and the instruction budget covers every callback instruction */
+	const struct bpf_insn big[] = {
+		MOV64_K(1, 1 << 23), LD_FUNC_LINKED(2, 7), MOV64_K(3, 0), MOV64_K(4, 0),
+		CALL(NB_HELPER_LOOP), EXIT(), MOV64_K(0, 0), EXIT(),
+	};
+	loop_run(big, 9, true, 100000, &rc, &f);
+	CHECK(rc == -EFAULT && f.kind == VM_FAULT_BUDGET);
+	test_helpers[NB_HELPER_LOOP] = NULL;
+	/* without the helper in the table it is unavailable, like any helper */
+	loop_run(big, 9, false, 0, &rc, &f);
+	CHECK(rc == -EFAULT && f.kind == VM_FAULT_BAD_HELPER);
+}
+
 int main(void)
 {
+	test_bpf_loop();
 	test_ctx_bounds();
 	test_stack_bounds();
 	test_null_and_budget();

@@ -1,0 +1,98 @@
+/* bpf_loop (helper 181) end to end: tests/progs/verifier_loop.bpf.o loads, verifies, and
+ * every program gives the result computed here in the interpreter, the checked interpreter
+ * and the JIT (differential). The verifier's side (rejections) is in policies/unsafe/loop_*
+ * (test_verifier_elf) and test_verifier_hardening.
+ * Usage: test_verifier_loop BINARY_DIR */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncclbpf/ncclbpf.h"
+#include "ncclbpf/policy.h"
+#include "test_util.h"
+
+static const enum ncclbpf_exec_mode modes[] = { NCCLBPF_EXEC_INTERPRET, NCCLBPF_EXEC_CHECKED,
+						NCCLBPF_EXEC_JIT };
+static const char *mode_name[] = { "default", "interpret", "jit", "checked" };
+
+/* Runs program `name` of the object at `path` in `mode` on ctx; returns r0 (or ~0 on a
+ * failure, reported). */
+static uint64_t run(const char *path, const char *name, enum ncclbpf_exec_mode mode, void *ctx,
+		    size_t ctx_size)
+{
+	char err[1024] = "";
+	struct ncclbpf_object *obj = NULL;
+	uint64_t r0 = ~0ull;
+	if (ncclbpf_object_open_file(path, &obj, err, sizeof(err))) {
+		fprintf(stderr, "%s: %s\n", path, err);
+		test_failures++;
+		return r0;
+	}
+	struct ncclbpf_program *p = ncclbpf_object_find_program(obj, name);
+	struct ncclbpf_map *sq = ncclbpf_object_find_map(obj, "squares");
+	for (uint32_t i = 0; sq && i < 16; i++) {
+		uint64_t v = (uint64_t)i * i;
+		ncclbpf_map_update(sq, &i, &v, 0);
+	}
+	struct ncclbpf_prepare_opts o = { .sz = sizeof(o), .exec_mode = mode };
+	int rc = p ? ncclbpf_program_prepare(p, NCCLBPF_HOOK_AUTO, &o, err, sizeof(err)) : -ENOENT;
+	if (!rc)
+		rc = ncclbpf_program_run(p, ctx, ctx_size, &r0, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "%s (%s): %d %s\n", name, mode_name[mode], rc, err);
+		test_failures++;
+		r0 = ~0ull;
+	}
+	if (!rc && mode == NCCLBPF_EXEC_JIT && !ncclbpf_program_is_jitted(p)) {
+		fprintf(stderr, "%s: not JIT-compiled\n", name);
+		test_failures++;
+	}
+	ncclbpf_object_close(obj);
+	return r0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s BINARY_DIR\n", argv[0]);
+		return 2;
+	}
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/tests/progs/verifier_loop.bpf.o", argv[1]);
+	static const struct {
+		const char *name;
+		uint64_t n_bytes;
+		uint64_t expect;
+	} cases[] = {
+		{ "loop_stack_ctx", 0, 4950 * 1000 + 100 * 10 + 1 },
+		{ "loop_break", 0, 11 * 100 + 11 },
+		{ "loop_map_ctx", 0, 28 * 100 + 7 },
+		{ "loop_lookup", 0, 5 * 100000 + 1240 },
+		{ "loop_million", 0, 1000000 },
+		{ "loop_input_count", 37, 3 },
+		{ "loop_input_count", 0, 3 },
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			struct ncclbpf_profiler_ctx ctx;
+			memset(&ctx, 0, sizeof(ctx));
+			ctx.n_bytes = cases[c].n_bytes;
+			uint64_t r = run(path, cases[c].name, modes[m], &ctx, sizeof(ctx));
+			test_checks++;
+			if (r != cases[c].expect) {
+				test_failures++;
+				fprintf(stderr, "%s (%s, n_bytes %llu): r0 = %llu, expected %llu\n",
+					cases[c].name, mode_name[modes[m]],
+					(unsigned long long)cases[c].n_bytes, (unsigned long long)r,
+					(unsigned long long)cases[c].expect);
+			}
+		}
+	}
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		struct ncclbpf_tuner_ctx t;
+		memset(&t, 0, sizeof(t));
+		uint64_t r = run(path, "loop_tuner", modes[m], &t, sizeof(t));
+		CHECK(r == 0 && t.n_channels == 8);
+	}
+	TEST_DONE();
+}
