@@ -27,7 +27,9 @@
 # `ncclbpf config`), the others --warmup.
 #
 # Interleaving: repetition r runs every node count, and within it every config, in an order
-# rotated by r, so slow drift of the shared host hits all configs alike. Each (rep, nodes,
+# rotated by r, so slow drift of the shared host hits all configs alike. Each run writes r
+# into the samples' rep column (--rep-base), so `ncclbpf tune --reps` and emulate_report.py's
+# held-out check see the repetitions. Each (rep, nodes,
 # config) is a fresh set of processes and a fresh communicator (NCCL_ALGO is read at init).
 #
 # The CUDA MPS daemon is started first and stopped at the end (also on error or signal):
@@ -194,7 +196,7 @@ run_one() {
   [[ $cfg == policy+prof:* ]] && sync=(--warmup-sync) # learning needs completions, not a queue
   local args=("${sync[@]}" --same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
               --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
-              --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label"
+              --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label" --rep-base "$rep"
               --samples "$SAMPLES" --csv "$OUTDIR/summary.csv" --policy "$policy")
   local runlog=$OUTDIR/logs/n$nodes-$label-r$rep.log
   if [ $DRY = 1 ]; then echo "env ${envs[*]} $BENCH ${args[*]}"; return 0; fi

@@ -28,6 +28,7 @@ struct gb_options {
 	int same_gpu;       /* every rank on device same_gpu_dev (one emulated node per rank) */
 	int same_gpu_dev;
 	int reps;           /* repetitions of the whole size sweep inside the process */
+	int rep_base;       /* added to the rep column (a script's repetition index) */
 	int warmup_sync;    /* wait for every warm-up collective (online policies learn from
 			     * completions: the host must not run ahead of them) */
 	int min_iters;      /* floor of the per-size iteration cap below */

@@ -394,7 +394,7 @@ static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
 	memset(&r, 0, sizeof(r));
 	int iters = gb_iters_for(o, bytes);
 	r.coll = coll;
-	r.rep = p->rep;
+	r.rep = o->rep_base + p->rep;
 	r.count = gb_count_for(coll, bytes, p->nranks);
 	r.bytes = gb_size_of(coll, r.count, p->nranks);
 	size_t send_elems = coll == GB_REDUCESCATTER ? r.count * p->nranks : r.count;
@@ -409,7 +409,7 @@ static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
 		memset(&sm, 0, sizeof(sm));
 		sm.kind = 1;
 		sm.u.samples.coll = coll;
-		sm.u.samples.rep = p->rep;
+		sm.u.samples.rep = o->rep_base + p->rep;
 		sm.u.samples.bytes = r.bytes;
 		for (int first = 0; first < p->iter_n; first += GB_CHUNK) {
 			int n = p->iter_n - first < GB_CHUNK ? p->iter_n - first : GB_CHUNK;
@@ -541,7 +541,7 @@ static void gb_usage(void)
 		"usage: ncclbpf-gpubench [--procs P] [--gpus-per-proc G] [--nodes N] [--same-gpu [DEV]]\n"
 		"         [--coll allreduce|allgather|reducescatter|broadcast|all[,..]]\n"
 		"         [--min-bytes S] [--max-bytes S] [--step-factor F] [--warmup W] [--iters I]\n"
-		"         [--iter-bytes B [--min-iters N]] [--reps R] [--warmup-sync]\n"
+		"         [--iter-bytes B [--min-iters N]] [--reps R] [--rep-base N] [--warmup-sync]\n"
 		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n"
 		"         [--samples FILE [--policy NAME]]\n");
 	exit(1);
@@ -598,6 +598,7 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else if (!strcmp(a, "--min-iters")) { GB_NEED(); o->min_iters = atoi(v); }
 		else if (!strcmp(a, "--iter-bytes")) { GB_NEED(); o->iter_bytes = gb_parse_size(v); }
 		else if (!strcmp(a, "--reps")) { GB_NEED(); o->reps = atoi(v); }
+		else if (!strcmp(a, "--rep-base")) { GB_NEED(); o->rep_base = atoi(v); }
 		else if (!strcmp(a, "--warmup-sync")) o->warmup_sync = 1;
 		else if (!strcmp(a, "--graph")) o->graph = 1;
 		else if (!strcmp(a, "--overlap")) o->overlap = 1;
@@ -616,7 +617,7 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		o->nodes = o->same_gpu ? o->procs : 1;
 	if (o->procs < 1 || o->gpus_per_proc < 1 || o->gpus_per_proc > GB_MAX_GPUS || o->iters < 1 ||
 	    o->warmup < 0 || o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->step_factor < 1 ||
-	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16 || o->reps < 1 || o->reps > 1000 ||
+	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16 || o->reps < 1 || o->reps > 1000 || o->rep_base < 0 || o->rep_base > 1000000 ||
 	    o->min_iters < 1) {
 		fprintf(stderr, "gpubench: inconsistent options (procs must be a multiple of nodes)\n");
 		exit(1);
