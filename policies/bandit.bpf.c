@@ -24,7 +24,8 @@
  * NCCL's choice) is the pair NCCL's cost table ranks first: it is measured like any arm.
  *
  * Exploration: while some available arm has fewer than M valid samples in the published
- * counts (M = 8 x cfg_explore_windows, after cfg_warmup discarded ones), pick round-robin
+ * counts (M = 8 x cfg_explore_windows: 32 below 1 MiB, 16 up to 16 MiB, 8 from there by
+ * default; after cfg_warmup discarded ones), pick round-robin
  * among those arms, indexed by the rank-invariant per-collective sequence number (its
  * base-k digit sum, so a workload that cycles through a few sizes still visits every arm).
  * No random numbers: they would differ between ranks. Each arm's statistic is the mean of
@@ -74,6 +75,13 @@ const volatile __u32 cfg_min_nodes = 1;          /* leave communicators below th
 const volatile __u32 cfg_bucket_min = 10;        /* bands 2^10 (1 KiB) .. 2^33 */
 const volatile __u32 cfg_warmup = 1;             /* samples per arm discarded after a (re)start */
 const volatile __u32 cfg_explore_windows = 2;    /* windows of 8 per arm: M = 8 x this (1..4) */
+/* Small collectives are cheap to explore and noisy (on the GPU testbed 4 KiB..256 KiB vary by
+ * +-30 %, neighbouring arms lie 3-8 % apart); large ones are costly (one 64 MiB sample of a
+ * slow arm takes 75 ms) and steadier: M follows the size. */
+const volatile __u32 cfg_explore_windows_small = 4; /* below cfg_explore_small_below */
+const volatile __u64 cfg_explore_small_below = 1ull << 20;
+const volatile __u32 cfg_explore_windows_large = 1; /* from cfg_explore_large_from */
+const volatile __u64 cfg_explore_large_from = 16ull << 20;
 const volatile __u32 cfg_gate_small_pct = 5;     /* safety gate below cfg_large_from */
 const volatile __u32 cfg_gate_large_pct = 10;    /* and from there on */
 const volatile __u64 cfg_large_from = 64ull << 20;
@@ -149,10 +157,13 @@ static __always_inline __u64 opaque(__u64 x)
 /* published counts are stored as 1 + count (0 = no rank contributed) */
 #define COUNT(v) ((((v) & 0xffff) - 1) & -NZ((v) & 0xffff))
 
-/* M: valid samples per arm before exploitation. */
-static __always_inline __u64 explore_samples(void)
+/* M: valid samples per arm before exploitation, for a collective of n_bytes (constant
+ * within a band as long as the thresholds are powers of two, as they are by default). */
+static __always_inline __u64 explore_samples(__u64 n_bytes)
 {
-	__u32 w = cfg_explore_windows;
+	__u32 w = n_bytes < cfg_explore_small_below ? cfg_explore_windows_small
+		: n_bytes >= cfg_explore_large_from ? cfg_explore_windows_large
+						    : cfg_explore_windows;
 	return (__u64)(w < 1 ? 1 : w > 4 ? 4 : w) * BANDIT_WINDOW;
 }
 
@@ -250,7 +261,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	}
 	__u64 auto_algo = auto_idx / NCCLBPF_NUM_PROTOS, auto_proto = auto_idx % NCCLBPF_NUM_PROTOS;
 
-	__u64 m = explore_samples();
+	__u64 m = explore_samples(ctx->n_bytes);
 	if (minc < m) {
 		/* explore: round-robin among the arms still short of M samples */
 		__u64 k = 0;
@@ -433,7 +444,7 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	if (!w || !hb)
 		return 0;
 	hb->v[0] = 1; /* the heartbeat: non-zero once published from any rank that measures */
-	__u64 m = explore_samples();
+	__u64 m = explore_samples(ctx->n_bytes);
 
 	/* Runs of one arm, counting only samples taken after the arm's exploration. The
 	 * decision is fixed between explorations, so another arm after a long such run means

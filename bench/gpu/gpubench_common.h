@@ -33,6 +33,8 @@ struct gb_options {
 			     * completions: the host must not run ahead of them) */
 	int min_iters;      /* floor of the per-size iteration cap below */
 	size_t iter_bytes;  /* cap: at most iter_bytes / size timed iterations per size (0 = off) */
+	size_t warmup_bytes; /* cap: at most warmup_bytes / size warm-up collectives (0 = off) */
+	int min_warmup;     /* floor of that cap */
 	int overlap;        /* run a matmul-like kernel concurrently on another stream */
 	int overlap_n;      /* matrix dimension of the compute kernel */
 	const char *csv_path, *json_path, *label;

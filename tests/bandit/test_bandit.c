@@ -32,7 +32,9 @@
 
 #define R 4               /* ranks */
 #define K 16              /* epoch: BANDIT_EPOCH_LOG2 = 4 in the policy */
-#define WINDOW 16         /* M: valid samples per arm (2 windows of 8, cfg_explore_windows) */
+/* M: valid samples per arm, by size (cfg_explore_windows_small/cfg_explore_windows/
+ * cfg_explore_windows_large windows of 8 below 1 MiB / below 16 MiB / from there) */
+#define WINDOW_OF(bytes) ((bytes) < (1u << 20) ? 32 : (bytes) < (16u << 20) ? 16 : 8)
 #define WARMUP 1
 #define MAX_COLL 6000
 #define NPAIR (NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS)
@@ -268,7 +270,7 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 			map_agreed_bind(NULL);
 		}
 		/* after exploration: an exploited arm is never slower than AUTO */
-		if (s >= 400 && (!m->drift_at || s < m->drift_at || s >= m->drift_at + 400) &&
+		if (s >= 600 && (!m->drift_at || s < m->drift_at || s >= m->drift_at + 400) &&
 		    pair != m->auto_pair && mean[pair] > mean[m->auto_pair])
 			res->bad_exploit++;
 		if ((s + 1) % K == 0)
@@ -307,7 +309,7 @@ static int arms_available(const struct model *m)
 /* exploration bound: (warm-up + M) rounds over the arms, plus two epochs of agreement lag */
 static int bound(const struct model *m, int interleave)
 {
-	return ((WARMUP + WINDOW) * arms_available(m) + 2 * K) * interleave;
+	return ((WARMUP + WINDOW_OF(m->bytes)) * arms_available(m) + 2 * K) * interleave;
 }
 
 static void test_auto_wrong(void)
@@ -371,8 +373,8 @@ static void test_drift(void)
 	run(&m, 1, 3000, &res);
 	CHECK(res.mismatches == 0 && res.bad_exploit == 0);
 	CHECK(res.final_pair[0] == pair_of(NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL128));
-	/* drift detection (3 windows of 8) + lag + a new exploration */
-	int b = 1500 + 3 * WINDOW + 2 * K + bound(&m, 1);
+	/* drift detection (4 windows of 8) + lag + a new exploration */
+	int b = 1500 + 4 * 8 + 2 * K + bound(&m, 1);
 	CHECK(res.converged_at[0] > 1500 && res.converged_at[0] <= b);
 	/* re-exploration happened: arms other than the new best were played after the drift */
 	int others = 0;
@@ -560,6 +562,20 @@ static double mw_p_greater(const double *x, int nx, const double *y, int ny)
 	return sd > 0 ? 0.5 * erfc((u - mu - 0.5) / sd / sqrt(2)) : 0.5;
 }
 
+static double warmup_bytes; /* 0: a flat warm-up */
+static int min_warmup;
+
+/* the harness's gb_warmup_for: --warmup capped at --warmup-bytes / size, >= --min-warmup */
+static int replay_warmup(int warm, size_t bytes)
+{
+	if (warmup_bytes <= 0)
+		return warm;
+	double cap = warmup_bytes / (double)bytes;
+	int n = cap < warm ? (int)cap : warm;
+	n = n < min_warmup ? min_warmup : n;
+	return n > warm ? warm : n;
+}
+
 struct replay_stats {
 	int off_arm;   /* timed collectives not on the size's final arm */
 	int exploring; /* timed collectives while some arm was still short of M samples */
@@ -594,8 +610,8 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 		n_t[si] = timed;
 		int band = NCCLBPF_COLL_ALLREDUCE * 24 + (int)ncclbpf_size_bucket(bytes) - 10;
 		uint64_t prev_sum = 0;
-		int pairs[RP_MAX_T];
-		for (int i = 0; i < warm + timed; i++, s++) {
+		int pairs[RP_MAX_T], w = replay_warmup(warm, bytes);
+		for (int i = 0; i < w + timed; i++, s++) {
 			int pair = -1, keep = 0;
 			for (int r = 0; r < nr; r++) {
 				struct ncclbpf_tuner_ctx ctx;
@@ -616,12 +632,12 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 			int cfg = keep ? 0 : 1 + (pair / NCCLBPF_NUM_PROTOS == NCCLBPF_ALGO_RING ? 3 : 0) +
 						  pair % NCCLBPF_NUM_PROTOS;
 			double lat = replay_draw(d->q[ni][si][cfg]);
-			int is_timed = i >= warm;
+			int is_timed = i >= w;
 			if (getenv("BANDIT_REPLAY_DEBUG") && (is_timed || atoi(getenv("BANDIT_REPLAY_DEBUG")) > 1))
 				fprintf(stderr, "%zu %d %d %d\n", bytes, i, pair, keep);
 			if (is_timed) {
-				t[si][i - warm] = lat;
-				pairs[i - warm] = pair;
+				t[si][i - w] = lat;
+				pairs[i - w] = pair;
 			}
 			for (int r = 0; r < nr; r++) {
 				struct ncclbpf_profiler_ctx pc;
@@ -678,7 +694,12 @@ static void test_replay(const char *data, const char *which)
 		return;
 	}
 	int reps = getenv("BANDIT_REPLAY_REPS") ? atoi(getenv("BANDIT_REPLAY_REPS")) : 5;
-	int warm = getenv("BANDIT_REPLAY_WARMUP") ? atoi(getenv("BANDIT_REPLAY_WARMUP")) : 200;
+	/* emulate-nodes.sh's defaults: --policy-warmup 240 --policy-warmup-bytes 640M
+	 * --policy-min-warmup 100 (240 up to 1 MiB, 160 at 4 MiB, 100 from 16 MiB) */
+	int warm = getenv("BANDIT_REPLAY_WARMUP") ? atoi(getenv("BANDIT_REPLAY_WARMUP")) : 240;
+	warmup_bytes = getenv("BANDIT_REPLAY_WARMUP_BYTES") ? strtod(getenv("BANDIT_REPLAY_WARMUP_BYTES"), NULL)
+							     : 640.0 * (1 << 20);
+	min_warmup = getenv("BANDIT_REPLAY_MIN_WARMUP") ? atoi(getenv("BANDIT_REPLAY_MIN_WARMUP")) : 100;
 	double scales[2] = {1.0, 0.75};
 	int n_scales = 2;
 	if (getenv("BANDIT_REPLAY_SCALE"))
