@@ -21,7 +21,8 @@
  *
  * Arms: the (algorithm, protocol) pairs in cfg_arm_algo/cfg_arm_proto that NCCL offers for
  * the call (avail_mask); entries NCCL marked unavailable are never chosen. "AUTO" (keep
- * NCCL's choice) is the pair NCCL's cost table ranks first: it is measured like any arm.
+ * NCCL's choice) is the pair NCCL's cost table ranks first: it is measured like any arm,
+ * as NCCL runs it when left alone (its exploration turns keep NCCL's choice).
  *
  * Exploration: while some available arm has fewer than M valid samples in the published
  * counts (M = 8 x cfg_explore_windows: 32 below 1 MiB, 16 up to 16 MiB, 8 from there by

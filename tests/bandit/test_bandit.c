@@ -15,8 +15,11 @@
  * within (warm-up + M) x arms collectives plus the two-epoch agreement lag; after
  * convergence no arm slower than AUTO is exploited, nor one within the gate; unavailable
  * pairs are never chosen; re-exploration after drift and convergence to the new best.
+ * With a third argument: the replay of the first GPU sweep's measured distributions
+ * (test_replay below): no drift restart inside timed collectives, never significantly
+ * slower than NCCL's default, within 3 % of the target where the samples separate them.
  *
- *   test_bandit build/policies/bandit.bpf.o [build/ncclbpf]
+ *   test_bandit build/policies/bandit.bpf.o [build/ncclbpf [tests/bandit/data/gpu_c1_quantiles.csv]]
  */
 #include <math.h>
 #include <stdlib.h>
@@ -682,8 +685,9 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 	nr = R;
 }
 
-/* BANDIT_REPLAY_REPS, BANDIT_REPLAY_WARMUP, BANDIT_REPLAY_SCALE override the defaults
- * (for studies); the CTest run uses 5 repetitions, 200 warm-up collectives, scales 1 and
+/* BANDIT_REPLAY_REPS, BANDIT_REPLAY_WARMUP, BANDIT_REPLAY_WARMUP_BYTES (0: flat),
+ * BANDIT_REPLAY_MIN_WARMUP, BANDIT_REPLAY_SCALE override the defaults (for studies;
+ * BANDIT_REPLAY_DEBUG=1 prints every timed decision, 2 every decision); the CTest run uses 5 repetitions, 200 warm-up collectives, scales 1 and
  * 0.75 (queued timed collectives that the profiler sees 25 % faster than waited ones). */
 static void test_replay(const char *data, const char *which)
 {
