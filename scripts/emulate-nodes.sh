@@ -7,7 +7,8 @@
 #
 #   scripts/emulate-nodes.sh [--nodes 2,4] [--coll allreduce] [--min-bytes 4K] [--max-bytes 64M]
 #       [--step-factor 4] [--configs default,pairs,policy:multinode_fix,policy+prof:bandit]
-#       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 160]
+#       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 240]
+#       [--policy-warmup-bytes 640M] [--policy-min-warmup 100]
 #       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
 #       [--no-mps] [--dry-run]
 #
@@ -19,15 +20,19 @@
 #   policy+prof:NAME     the same, also as profiler plugin (policies that learn from timings);
 #                        the ranks' agreement layer meets at 127.0.0.1 (NCCLBPF_AGREE, a
 #                        fresh port per run)
-# policy+prof configs get --policy-warmup untimed collectives per size, each waited for
+# policy+prof configs get --policy-warmup untimed collectives per size, capped at
+# --policy-warmup-bytes / size but at least --policy-min-warmup (0 bytes: no cap), each waited for
 # (--warmup-sync: the policy learns from completed collectives, as in a training loop that
 # synchronizes, rather than from a queue the host filled ahead of the GPU) (an online policy's
-# exploration happens there: the bandit needs (1 + M) x arms + 2 epochs, 17 x 6 + 32 = 134
-# with its defaults; 96 is enough for a copy with cfg_explore_windows=1, see
-# `ncclbpf config`), the others --warmup.
+# exploration happens there: the bandit needs (1 + M) x arms + 2 epochs of agreement lag,
+# with its defaults and the 6 Tree/Ring pairs 33 x 6 + 32 = 230 below 1 MiB (M = 32),
+# 17 x 6 + 32 = 134 from 1 MiB (M = 16), 9 x 6 + 32 = 86 from 16 MiB (M = 8): the defaults
+# give 240 up to 1 MiB, 160 at 4 MiB, 100 at 16 and 64 MiB), the others --warmup.
 #
 # Interleaving: repetition r runs every node count, and within it every config, in an order
-# rotated by r, so slow drift of the shared host hits all configs alike. Each (rep, nodes,
+# rotated by r, so slow drift of the shared host hits all configs alike. Each run writes r
+# into the samples' rep column (--rep-base), so `ncclbpf tune --reps` and emulate_report.py's
+# held-out check see the repetitions. Each (rep, nodes,
 # config) is a fresh set of processes and a fresh communicator (NCCL_ALGO is read at init).
 #
 # The CUDA MPS daemon is started first and stopped at the end (also on error or signal):
@@ -48,7 +53,9 @@ ITERS=100
 MIN_ITERS=10
 ITER_BYTES=256M
 WARMUP=5
-POLICY_WARMUP=160
+POLICY_WARMUP=240
+POLICY_WARMUP_BYTES=640M
+POLICY_MIN_WARMUP=100
 REPS=5
 OUTDIR=${OUT:-/tmp/ncclbpf-emu}
 SAMPLES=
@@ -71,6 +78,8 @@ while [ $# -gt 0 ]; do
     --iter-bytes) ITER_BYTES=$2; shift 2 ;;
     --warmup) WARMUP=$2; shift 2 ;;
     --policy-warmup) POLICY_WARMUP=$2; shift 2 ;;
+    --policy-warmup-bytes) POLICY_WARMUP_BYTES=$2; shift 2 ;;
+    --policy-min-warmup) POLICY_MIN_WARMUP=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --out) OUTDIR=$2; shift 2 ;;
     --samples) SAMPLES=$2; shift 2 ;;
@@ -83,7 +92,7 @@ while [ $# -gt 0 ]; do
     *) echo "emulate-nodes: unknown option '$1'" >&2; usage ;;
   esac
 done
-for v in "$REPS" "$ITERS" "$MIN_ITERS" "$WARMUP" "$POLICY_WARMUP" "$STEP" "$DEVICE"; do
+for v in "$REPS" "$ITERS" "$MIN_ITERS" "$WARMUP" "$POLICY_WARMUP" "$POLICY_MIN_WARMUP" "$STEP" "$DEVICE"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "emulate-nodes: '$v' is not a number" >&2; exit 1; }
 done
 mkdir -p "$OUTDIR" || exit 1
@@ -191,10 +200,13 @@ run_one() {
   [ -n "$policy" ] && label=${cfg%%:*}-$policy # policy-NAME / policy+prof-NAME, NAME without path
   label=${label//+/-}
   local sync=()
-  [[ $cfg == policy+prof:* ]] && sync=(--warmup-sync) # learning needs completions, not a queue
+  if [[ $cfg == policy+prof:* ]]; then
+    sync=(--warmup-sync) # learning needs completions, not a queue
+    [ "$POLICY_WARMUP_BYTES" = 0 ] || sync+=(--warmup-bytes "$POLICY_WARMUP_BYTES" --min-warmup "$POLICY_MIN_WARMUP")
+  fi
   local args=("${sync[@]}" --same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
               --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
-              --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label"
+              --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label" --rep-base "$rep"
               --samples "$SAMPLES" --csv "$OUTDIR/summary.csv" --policy "$policy")
   local runlog=$OUTDIR/logs/n$nodes-$label-r$rep.log
   if [ $DRY = 1 ]; then echo "env ${envs[*]} $BENCH ${args[*]}"; return 0; fi

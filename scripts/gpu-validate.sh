@@ -158,16 +158,13 @@ if has_stage 4; then
   log "stage 4: testbed, 2 and 4 emulated nodes on one GPU ($REPS interleaved repetitions)"
   EMU=$OUTDIR/emu
   mkdir -p "$EMU"
-  # The bandit with M = 8 samples per arm (cfg_explore_windows=1, set with `ncclbpf config`):
-  # its exploration fits 96 untimed collectives per size, which keeps the 64 MiB runs short.
+  # The bandit with its defaults: M = 32 samples per arm below 1 MiB, 16 up to 16 MiB, 8 from
+  # there; emulate-nodes.sh's default warm-up (240 per size, capped at 640 MiB / size, at
+  # least 100) covers its exploration and keeps the 64 MiB runs short.
   bandit=bandit
-  if [ -x "$BUILD/ncclbpf" ] && "$BUILD/ncclbpf" config "$POL/bandit.bpf.o" cfg_explore_windows=1 \
-       -o "$EMU/bandit_m8.bpf.o" 2>/dev/null; then
-    bandit=$EMU/bandit_m8.bpf.o
-  fi
   cfgs=${MN_CONFIGS:-default,pairs,policy:multinode_fix,policy+prof:$bandit}
   "$ROOT/scripts/emulate-nodes.sh" --nodes "${MN_NODES:-2,4}" --reps "$REPS" --configs "$cfgs" \
-    --policy-warmup "${MN_POLICY_WARMUP:-96}" --out "$EMU" --build "$BUILD" --bench "$BENCH" ||
+    --warmup 3 --iter-bytes 128M --min-iters 8 --out "$EMU" --build "$BUILD" --bench "$BENCH" ||
     echo "gpu-validate: some testbed runs failed (see $EMU/emulate-nodes.log)" >&2
   tuned=()
   if [ -x "$BUILD/ncclbpf" ] && [ -s "$EMU/samples.csv" ]; then

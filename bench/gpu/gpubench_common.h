@@ -28,10 +28,13 @@ struct gb_options {
 	int same_gpu;       /* every rank on device same_gpu_dev (one emulated node per rank) */
 	int same_gpu_dev;
 	int reps;           /* repetitions of the whole size sweep inside the process */
+	int rep_base;       /* added to the rep column (a script's repetition index) */
 	int warmup_sync;    /* wait for every warm-up collective (online policies learn from
 			     * completions: the host must not run ahead of them) */
 	int min_iters;      /* floor of the per-size iteration cap below */
 	size_t iter_bytes;  /* cap: at most iter_bytes / size timed iterations per size (0 = off) */
+	size_t warmup_bytes; /* cap: at most warmup_bytes / size warm-up collectives (0 = off) */
+	int min_warmup;     /* floor of that cap */
 	int overlap;        /* run a matmul-like kernel concurrently on another stream */
 	int overlap_n;      /* matrix dimension of the compute kernel */
 	const char *csv_path, *json_path, *label;

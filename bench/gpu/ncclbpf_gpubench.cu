@@ -143,6 +143,7 @@ struct gb_proc {
 	int ngpus;
 	int result_fd;
 	int rep;
+	int warmup_n;   /* warm-up collectives of the current size (gb_warmup_for) */
 	float *iter_us; /* per-iteration time of the last timed run, max over local GPUs */
 	int iter_n;
 };
@@ -154,6 +155,24 @@ static void gb_send(int fd, const struct gb_msg *m)
 		perror("gpubench: result pipe");
 		exit(4);
 	}
+}
+
+/* Warm-up collectives for one size: --warmup, capped at --warmup-bytes / size but at least
+ * --min-warmup (an online policy explores its slow arms there: cheap at small sizes, where
+ * it needs more samples, costly at large ones). Rank-invariant like gb_iters_for. */
+static int gb_warmup_for(const struct gb_options *o, size_t bytes)
+{
+	int n = o->warmup;
+	if (o->warmup_bytes && bytes) {
+		size_t cap = o->warmup_bytes / bytes;
+		if (cap < (size_t)n)
+			n = (int)cap;
+		if (n < o->min_warmup)
+			n = o->min_warmup;
+		if (n > o->warmup)
+			n = o->warmup;
+	}
+	return n;
 }
 
 /* Timed iterations for one size: --iters, capped at --iter-bytes / size but at least
@@ -261,7 +280,7 @@ static double gb_time_comm(struct gb_proc *p, int coll, size_t count, int iters)
 {
 	const struct gb_options *o = p->o;
 	p->iter_n = 0;
-	for (int i = 0; i < o->warmup; i++) {
+	for (int i = 0; i < p->warmup_n; i++) {
 		gb_enqueue(p, coll, count);
 		for (int g = 0; o->warmup_sync && g < p->ngpus; g++) {
 			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
@@ -393,8 +412,9 @@ static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
 	struct gb_result r;
 	memset(&r, 0, sizeof(r));
 	int iters = gb_iters_for(o, bytes);
+	p->warmup_n = gb_warmup_for(o, bytes);
 	r.coll = coll;
-	r.rep = p->rep;
+	r.rep = o->rep_base + p->rep;
 	r.count = gb_count_for(coll, bytes, p->nranks);
 	r.bytes = gb_size_of(coll, r.count, p->nranks);
 	size_t send_elems = coll == GB_REDUCESCATTER ? r.count * p->nranks : r.count;
@@ -409,7 +429,7 @@ static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
 		memset(&sm, 0, sizeof(sm));
 		sm.kind = 1;
 		sm.u.samples.coll = coll;
-		sm.u.samples.rep = p->rep;
+		sm.u.samples.rep = o->rep_base + p->rep;
 		sm.u.samples.bytes = r.bytes;
 		for (int first = 0; first < p->iter_n; first += GB_CHUNK) {
 			int n = p->iter_n - first < GB_CHUNK ? p->iter_n - first : GB_CHUNK;
@@ -540,8 +560,9 @@ static void gb_usage(void)
 	fprintf(stderr,
 		"usage: ncclbpf-gpubench [--procs P] [--gpus-per-proc G] [--nodes N] [--same-gpu [DEV]]\n"
 		"         [--coll allreduce|allgather|reducescatter|broadcast|all[,..]]\n"
-		"         [--min-bytes S] [--max-bytes S] [--step-factor F] [--warmup W] [--iters I]\n"
-		"         [--iter-bytes B [--min-iters N]] [--reps R] [--warmup-sync]\n"
+		"         [--min-bytes S] [--max-bytes S] [--step-factor F]\n"
+		"         [--warmup W [--warmup-bytes B --min-warmup N]] [--iters I]\n"
+		"         [--iter-bytes B [--min-iters N]] [--reps R] [--rep-base N] [--warmup-sync]\n"
 		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n"
 		"         [--samples FILE [--policy NAME]]\n");
 	exit(1);
@@ -598,6 +619,9 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else if (!strcmp(a, "--min-iters")) { GB_NEED(); o->min_iters = atoi(v); }
 		else if (!strcmp(a, "--iter-bytes")) { GB_NEED(); o->iter_bytes = gb_parse_size(v); }
 		else if (!strcmp(a, "--reps")) { GB_NEED(); o->reps = atoi(v); }
+		else if (!strcmp(a, "--rep-base")) { GB_NEED(); o->rep_base = atoi(v); }
+		else if (!strcmp(a, "--warmup-bytes")) { GB_NEED(); o->warmup_bytes = gb_parse_size(v); }
+		else if (!strcmp(a, "--min-warmup")) { GB_NEED(); o->min_warmup = atoi(v); }
 		else if (!strcmp(a, "--warmup-sync")) o->warmup_sync = 1;
 		else if (!strcmp(a, "--graph")) o->graph = 1;
 		else if (!strcmp(a, "--overlap")) o->overlap = 1;
@@ -616,7 +640,7 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		o->nodes = o->same_gpu ? o->procs : 1;
 	if (o->procs < 1 || o->gpus_per_proc < 1 || o->gpus_per_proc > GB_MAX_GPUS || o->iters < 1 ||
 	    o->warmup < 0 || o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->step_factor < 1 ||
-	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16 || o->reps < 1 || o->reps > 1000 ||
+	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16 || o->reps < 1 || o->reps > 1000 || o->rep_base < 0 || o->rep_base > 1000000 || o->min_warmup < 0 ||
 	    o->min_iters < 1) {
 		fprintf(stderr, "gpubench: inconsistent options (procs must be a multiple of nodes)\n");
 		exit(1);

@@ -15,8 +15,11 @@
  * within (warm-up + M) x arms collectives plus the two-epoch agreement lag; after
  * convergence no arm slower than AUTO is exploited, nor one within the gate; unavailable
  * pairs are never chosen; re-exploration after drift and convergence to the new best.
+ * With a third argument: the replay of the first GPU sweep's measured distributions
+ * (test_replay below): no drift restart inside timed collectives, never significantly
+ * slower than NCCL's default, within 3 % of the target where the samples separate them.
  *
- *   test_bandit build/policies/bandit.bpf.o [build/ncclbpf]
+ *   test_bandit build/policies/bandit.bpf.o [build/ncclbpf [tests/bandit/data/gpu_c1_quantiles.csv]]
  */
 #include <math.h>
 #include <stdlib.h>
@@ -32,7 +35,9 @@
 
 #define R 4               /* ranks */
 #define K 16              /* epoch: BANDIT_EPOCH_LOG2 = 4 in the policy */
-#define WINDOW 16         /* M: valid samples per arm (2 windows of 8, cfg_explore_windows) */
+/* M: valid samples per arm, by size (cfg_explore_windows_small/cfg_explore_windows/
+ * cfg_explore_windows_large windows of 8 below 1 MiB / below 16 MiB / from there) */
+#define WINDOW_OF(bytes) ((bytes) < (1u << 20) ? 32 : (bytes) < (16u << 20) ? 16 : 8)
 #define WARMUP 1
 #define MAX_COLL 6000
 #define NPAIR (NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS)
@@ -46,6 +51,7 @@ struct rank {
 };
 
 static struct rank ranks[R];
+static int nr = R; /* ranks in use (the replay runs 2 and 4) */
 static uint8_t *pub_stat, *pub_cnt;
 static size_t stat_bytes, cnt_bytes;
 static const char *obj_path;
@@ -71,7 +77,7 @@ static double gauss(void)
 static void load_ranks(void)
 {
 	char err[2048];
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < nr; r++) {
 		struct rank *k = &ranks[r];
 		memset(k, 0, sizeof(*k));
 		CHECK(ncclbpf_object_open_file(obj_path, &k->obj, err, sizeof(err)) == 0);
@@ -107,7 +113,7 @@ static void load_ranks(void)
 
 static void unload_ranks(void)
 {
-	for (int r = 0; r < R; r++) {
+	for (int r = 0; r < nr; r++) {
 		ncclbpf_object_close(ranks[r].obj);
 		free(ranks[r].contrib_stat);
 		free(ranks[r].contrib_cnt);
@@ -125,7 +131,7 @@ static void reduce(uint8_t *pub, size_t bytes, size_t stride, int is_max, int wh
 		for (size_t w = 0; w < stride; w += 8) {
 			uint64_t acc = 0;
 			int first = 1;
-			for (int r = 0; r < R; r++) {
+			for (int r = 0; r < nr; r++) {
 				const uint8_t *c = (which ? ranks[r].contrib_cnt : ranks[r].contrib_stat) + e;
 				int contributed = 0;
 				for (size_t i = 0; i < stride; i++)
@@ -181,8 +187,8 @@ static void fill_ctx(struct ncclbpf_tuner_ctx *ctx, const struct model *m, uint6
 	ctx->n_bytes = m->bytes;
 	ctx->seq = seq;
 	ctx->coll_type = NCCLBPF_COLL_ALLREDUCE;
-	ctx->n_ranks = R;
-	ctx->n_nodes = R;
+	ctx->n_ranks = (uint32_t)nr;
+	ctx->n_nodes = (uint32_t)nr;
 	ctx->abi_version = 5;
 	ctx->comm_seq = comm_seq;
 	ctx->algo = NCCLBPF_ALGO_KEEP;
@@ -218,7 +224,7 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 		const struct model *m = &models[s % nm];
 		int mi = s % nm;
 		int chosen[R];
-		for (int r = 0; r < R; r++) {
+		for (int r = 0; r < nr; r++) {
 			struct ncclbpf_tuner_ctx ctx;
 			fill_ctx(&ctx, m, seq, (uint64_t)s);
 			map_agreed_bind(&ranks[r].rd);
@@ -231,7 +237,7 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 				res->unavailable++;
 			chosen[r] = resolve(&ctx, m->auto_pair);
 		}
-		for (int r = 1; r < R; r++)
+		for (int r = 1; r < nr; r++)
 			if (decision[r][s] != decision[0][s])
 				res->mismatches++;
 		seq++;
@@ -245,7 +251,7 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 		double t = mean[pair] * exp(0.08 * gauss());
 		if (uniform() < 0.02)
 			t *= 3;
-		for (int r = 0; r < R && !no_profiler; r++) {
+		for (int r = 0; r < nr && !no_profiler; r++) {
 			struct ncclbpf_profiler_ctx pc;
 			memset(&pc, 0, sizeof(pc));
 			pc.comm_id = 0x1234;
@@ -257,8 +263,8 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 			pc.algo = pair / NCCLBPF_NUM_PROTOS;
 			pc.proto = pair % NCCLBPF_NUM_PROTOS;
 			pc.rank = (uint32_t)r;
-			pc.n_ranks = R;
-			pc.n_nodes = R;
+			pc.n_ranks = (uint32_t)nr;
+			pc.n_nodes = (uint32_t)nr;
 			pc.size_bucket = ncclbpf_size_bucket(m->bytes);
 			map_agreed_bind(&ranks[r].wr);
 			uint64_t ret = 0;
@@ -267,7 +273,7 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 			map_agreed_bind(NULL);
 		}
 		/* after exploration: an exploited arm is never slower than AUTO */
-		if (s >= 400 && (!m->drift_at || s < m->drift_at || s >= m->drift_at + 400) &&
+		if (s >= 600 && (!m->drift_at || s < m->drift_at || s >= m->drift_at + 400) &&
 		    pair != m->auto_pair && mean[pair] > mean[m->auto_pair])
 			res->bad_exploit++;
 		if ((s + 1) % K == 0)
@@ -306,7 +312,7 @@ static int arms_available(const struct model *m)
 /* exploration bound: (warm-up + M) rounds over the arms, plus two epochs of agreement lag */
 static int bound(const struct model *m, int interleave)
 {
-	return ((WARMUP + WINDOW) * arms_available(m) + 2 * K) * interleave;
+	return ((WARMUP + WINDOW_OF(m->bytes)) * arms_available(m) + 2 * K) * interleave;
 }
 
 static void test_auto_wrong(void)
@@ -370,8 +376,8 @@ static void test_drift(void)
 	run(&m, 1, 3000, &res);
 	CHECK(res.mismatches == 0 && res.bad_exploit == 0);
 	CHECK(res.final_pair[0] == pair_of(NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL128));
-	/* drift detection (3 windows of 8) + lag + a new exploration */
-	int b = 1500 + 3 * WINDOW + 2 * K + bound(&m, 1);
+	/* drift detection (4 windows of 8) + lag + a new exploration */
+	int b = 1500 + 4 * 8 + 2 * K + bound(&m, 1);
 	CHECK(res.converged_at[0] > 1500 && res.converged_at[0] <= b);
 	/* re-exploration happened: arms other than the new best were played after the drift */
 	int others = 0;
@@ -450,6 +456,311 @@ static void test_no_profiler(void)
 	CHECK(forced_early > 0 && forced_late == 0);
 }
 
+
+/* ---- replay of the first GPU sweep (tests/bandit/data/gpu_c1_quantiles.csv) ----
+ * Every arm's latency is drawn from the empirical distribution measured on the GPU testbed
+ * (16 quantiles per node count, size and forced pair; "default" is NCCL's own choice), and
+ * the bandit runs as it did there: sizes 4 KiB..64 MiB x4 in order on one communicator,
+ * per size `warm` untimed collectives then min(100, max(8, 128 MiB / size)) timed ones. */
+#define RP_SIZES 8
+#define RP_CFG 7 /* default, then Tree/LL, LL128, Simple, Ring/LL, LL128, Simple */
+#define RP_NQ 16
+#define RP_MAX_T 100
+struct replay_data {
+	double q[2][RP_SIZES][RP_CFG][RP_NQ]; /* [2 nodes, 4 nodes] */
+	int have[2][RP_SIZES][RP_CFG];
+};
+
+static int replay_load(const char *path, struct replay_data *d)
+{
+	static const char *names[RP_CFG] = {"default", "Tree-LL", "Tree-LL128", "Tree-Simple",
+					    "Ring-LL", "Ring-LL128", "Ring-Simple"};
+	memset(d, 0, sizeof(*d));
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char line[1024];
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#')
+			continue;
+		int nodes;
+		unsigned long long bytes;
+		char cfg[32];
+		int off = 0;
+		if (sscanf(line, "%d,%llu,%31[^,],%n", &nodes, &bytes, cfg, &off) != 3 || off == 0)
+			continue;
+		int ni = nodes == 2 ? 0 : nodes == 4 ? 1 : -1, si = -1, ci = -1;
+		for (int i = 0; i < RP_SIZES; i++)
+			if (bytes == 4096ull << (2 * i))
+				si = i;
+		for (int i = 0; i < RP_CFG; i++)
+			if (!strcmp(cfg, names[i]))
+				ci = i;
+		if (ni < 0 || si < 0 || ci < 0)
+			continue;
+		char *p = line + off;
+		int k = 0;
+		while (k < RP_NQ && *p) {
+			char *e;
+			d->q[ni][si][ci][k] = strtod(p, &e);
+			if (e == p)
+				break;
+			k++;
+			p = *e == ',' ? e + 1 : e;
+		}
+		d->have[ni][si][ci] = k == RP_NQ;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* a draw from the empirical distribution: linear between the quantiles, flat beyond */
+static double replay_draw(const double *q)
+{
+	double h = uniform() * RP_NQ - 0.5;
+	if (h <= 0)
+		return q[0];
+	if (h >= RP_NQ - 1)
+		return q[RP_NQ - 1];
+	int i = (int)h;
+	return q[i] + (h - i) * (q[i + 1] - q[i]);
+}
+
+static double replay_median(const double *q)
+{
+	return (q[RP_NQ / 2 - 1] + q[RP_NQ / 2]) / 2;
+}
+
+/* one-sided Mann-Whitney U, normal approximation with tie correction: p that x is
+ * stochastically larger (slower) than y */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+static double mw_p_greater(const double *x, int nx, const double *y, int ny)
+{
+	int n = nx + ny;
+	double (*v)[2] = malloc(sizeof(*v) * (size_t)n);
+	for (int i = 0; i < nx; i++)
+		v[i][0] = x[i], v[i][1] = 0;
+	for (int i = 0; i < ny; i++)
+		v[nx + i][0] = y[i], v[nx + i][1] = 1;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	double rx = 0, ties = 0;
+	for (int i = 0; i < n;) {
+		int j = i;
+		while (j < n && v[j][0] == v[i][0])
+			j++;
+		double rank = (i + j + 1) / 2.0, t = j - i;
+		ties += t * t * t - t;
+		for (int k = i; k < j; k++)
+			if (v[k][1] == 0)
+				rx += rank;
+		i = j;
+	}
+	free(v);
+	double u = rx - nx * (nx + 1) / 2.0, mu = nx * (double)ny / 2;
+	double sd = sqrt(nx * (double)ny / 12 * ((n + 1) - ties / ((double)n * (n - 1))));
+	return sd > 0 ? 0.5 * erfc((u - mu - 0.5) / sd / sqrt(2)) : 0.5;
+}
+
+static double warmup_bytes; /* 0: a flat warm-up */
+static int min_warmup;
+
+/* the harness's gb_warmup_for: --warmup capped at --warmup-bytes / size, >= --min-warmup */
+static int replay_warmup(int warm, size_t bytes)
+{
+	if (warmup_bytes <= 0)
+		return warm;
+	double cap = warmup_bytes / (double)bytes;
+	int n = cap < warm ? (int)cap : warm;
+	n = n < min_warmup ? min_warmup : n;
+	return n > warm ? warm : n;
+}
+
+struct replay_stats {
+	int off_arm;   /* timed collectives not on the size's final arm */
+	int exploring; /* timed collectives while some arm was still short of M samples */
+	int restarts;  /* drift restarts (rank 0's counts of a band reset) */
+	int restarts_timed;
+};
+
+/* Runs one repetition for `nodes`; the timed latencies of every size go to t[size][..]. */
+static void replay_rep(const struct replay_data *d, int ni, int warm, double timed_scale,
+		       double t[RP_SIZES][RP_MAX_T], int n_t[RP_SIZES], struct replay_stats *st)
+{
+	nr = ni ? 4 : 2;
+	load_ranks();
+	uint64_t s = 0;
+	size_t cstride = map_array_stride(ranks[0].cnt);
+	for (int si = 0; si < RP_SIZES; si++) {
+		size_t bytes = 4096ull << (2 * si);
+		struct model m;
+		memset(&m, 0, sizeof(m));
+		m.bytes = bytes;
+		/* the arms NCCL offers (Tree/Ring x LL/LL128/Simple); AUTO: the pair whose median
+		 * is nearest to NCCL's default (its cost table's pick on this testbed) */
+		double dm = replay_median(d->q[ni][si][0]), best = 1e300;
+		for (int c = 1; c < RP_CFG; c++) {
+			int pair = pair_of(c <= 3 ? NCCLBPF_ALGO_TREE : NCCLBPF_ALGO_RING, (c - 1) % 3);
+			m.mean_us[pair] = replay_median(d->q[ni][si][c]);
+			if (fabs(m.mean_us[pair] - dm) < best)
+				best = fabs(m.mean_us[pair] - dm), m.auto_pair = pair;
+		}
+		int timed = (int)((128u << 20) / bytes);
+		timed = timed < 8 ? 8 : timed > RP_MAX_T ? RP_MAX_T : timed;
+		n_t[si] = timed;
+		int band = NCCLBPF_COLL_ALLREDUCE * 24 + (int)ncclbpf_size_bucket(bytes) - 10;
+		uint64_t prev_sum = 0;
+		int pairs[RP_MAX_T], w = replay_warmup(warm, bytes);
+		for (int i = 0; i < w + timed; i++, s++) {
+			int pair = -1, keep = 0;
+			for (int r = 0; r < nr; r++) {
+				struct ncclbpf_tuner_ctx ctx;
+				fill_ctx(&ctx, &m, s, s);
+				map_agreed_bind(&ranks[r].rd);
+				uint64_t ret = 0;
+				char err[256];
+				CHECK(ncclbpf_program_run(ranks[r].tuner, &ctx, sizeof(ctx), &ret, err, sizeof(err)) == 0);
+				map_agreed_bind(NULL);
+				int p = resolve(&ctx, m.auto_pair);
+				if (r == 0) {
+					pair = p;
+					keep = ctx.algo < 0;
+				}
+				CHECK(p == pair);
+			}
+			/* NCCL's own choice runs as measured for "default"; a forced pair as forced */
+			int cfg = keep ? 0 : 1 + (pair / NCCLBPF_NUM_PROTOS == NCCLBPF_ALGO_RING ? 3 : 0) +
+						  pair % NCCLBPF_NUM_PROTOS;
+			double lat = replay_draw(d->q[ni][si][cfg]);
+			int is_timed = i >= w;
+			if (getenv("BANDIT_REPLAY_DEBUG") && (is_timed || atoi(getenv("BANDIT_REPLAY_DEBUG")) > 1))
+				fprintf(stderr, "%zu %d %d %d\n", bytes, i, pair, keep);
+			if (is_timed) {
+				t[si][i - w] = lat;
+				pairs[i - w] = pair;
+			}
+			for (int r = 0; r < nr; r++) {
+				struct ncclbpf_profiler_ctx pc;
+				memset(&pc, 0, sizeof(pc));
+				pc.comm_id = 0x1234;
+				pc.seq = s;
+				pc.n_bytes = bytes;
+				/* what the profiler sees: the slowest rank's time, less on the others;
+				 * timed collectives are queued back to back (timed_scale) */
+				pc.gpu_ns = (uint64_t)(lat * 1000 * (is_timed ? timed_scale : 1) * (1 - 0.03 * uniform() * r));
+				pc.host_ns = pc.gpu_ns + 3000;
+				pc.coll_type = NCCLBPF_COLL_ALLREDUCE;
+				pc.algo = pair / NCCLBPF_NUM_PROTOS;
+				pc.proto = pair % NCCLBPF_NUM_PROTOS;
+				pc.rank = (uint32_t)r;
+				pc.n_ranks = (uint32_t)nr;
+				pc.n_nodes = (uint32_t)nr;
+				pc.size_bucket = ncclbpf_size_bucket(bytes);
+				map_agreed_bind(&ranks[r].wr);
+				uint64_t ret = 0;
+				char err[256];
+				CHECK(ncclbpf_program_run(ranks[r].prof, &pc, sizeof(pc), &ret, err, sizeof(err)) == 0);
+				map_agreed_bind(NULL);
+			}
+			uint64_t sum = 0, v;
+			for (int a = 0; a < 8; a++) {
+				memcpy(&v, ranks[0].contrib_cnt + (size_t)band * cstride + 8 * (size_t)a, 8);
+				sum += v;
+			}
+			if (sum < prev_sum && sum == 8) {
+				st->restarts++;
+				st->restarts_timed += is_timed;
+			}
+			prev_sum = sum;
+			if ((s + 1) % K == 0)
+				publish();
+		}
+		for (int i = 0; i < timed; i++)
+			st->off_arm += pairs[i] != pairs[timed - 1];
+	}
+	unload_ranks();
+	nr = R;
+}
+
+/* BANDIT_REPLAY_REPS, BANDIT_REPLAY_WARMUP, BANDIT_REPLAY_WARMUP_BYTES (0: flat),
+ * BANDIT_REPLAY_MIN_WARMUP, BANDIT_REPLAY_SCALE override the defaults (for studies;
+ * BANDIT_REPLAY_DEBUG=1 prints every timed decision, 2 every decision); the CTest run uses 5 repetitions, 200 warm-up collectives, scales 1 and
+ * 0.75 (queued timed collectives that the profiler sees 25 % faster than waited ones). */
+static void test_replay(const char *data, const char *which)
+{
+	static struct replay_data d;
+	if (replay_load(data, &d) != 0) {
+		fprintf(stderr, "replay: cannot read %s\n", data);
+		CHECK(0);
+		return;
+	}
+	int reps = getenv("BANDIT_REPLAY_REPS") ? atoi(getenv("BANDIT_REPLAY_REPS")) : 5;
+	/* emulate-nodes.sh's defaults: --policy-warmup 240 --policy-warmup-bytes 640M
+	 * --policy-min-warmup 100 (240 up to 1 MiB, 160 at 4 MiB, 100 from 16 MiB) */
+	int warm = getenv("BANDIT_REPLAY_WARMUP") ? atoi(getenv("BANDIT_REPLAY_WARMUP")) : 240;
+	warmup_bytes = getenv("BANDIT_REPLAY_WARMUP_BYTES") ? strtod(getenv("BANDIT_REPLAY_WARMUP_BYTES"), NULL)
+							     : 640.0 * (1 << 20);
+	min_warmup = getenv("BANDIT_REPLAY_MIN_WARMUP") ? atoi(getenv("BANDIT_REPLAY_MIN_WARMUP")) : 100;
+	double scales[2] = {1.0, 0.75};
+	int n_scales = 2;
+	if (getenv("BANDIT_REPLAY_SCALE"))
+		scales[0] = atof(getenv("BANDIT_REPLAY_SCALE")), n_scales = 1;
+	reps = reps < 1 ? 1 : reps > 20 ? 20 : reps;
+	static double all[RP_SIZES][20 * RP_MAX_T], dflt[20 * RP_MAX_T], bestv[20 * RP_MAX_T];
+	for (int sc = 0; sc < n_scales; sc++)
+		for (int ni = 0; ni < 2; ni++) {
+			struct replay_stats st = {0};
+			int n_all[RP_SIZES] = {0};
+			for (int rep = 0; rep < reps; rep++) {
+				double t[RP_SIZES][RP_MAX_T];
+				int n_t[RP_SIZES];
+				replay_rep(&d, ni, warm, scales[sc], t, n_t, &st);
+				for (int si = 0; si < RP_SIZES; si++)
+					for (int i = 0; i < n_t[si]; i++)
+						all[si][n_all[si]++] = t[si][i];
+			}
+			printf("%s replay, %d nodes, warm-up %d, profiler scale on timed %.2f: %d timed collectives "
+			       "off the final arm, %d drift restarts (%d in timed collectives)\n",
+			       which, ni ? 4 : 2, warm, scales[sc], st.off_arm, st.restarts, st.restarts_timed);
+			int slow_default = 0, far_from_best = 0;
+			for (int si = 0; si < RP_SIZES; si++) {
+				int n = n_all[si], bc = 1;
+				for (int c = 2; c < RP_CFG; c++)
+					if (replay_median(d.q[ni][si][c]) < replay_median(d.q[ni][si][bc]))
+						bc = c;
+				for (int i = 0; i < n; i++) {
+					dflt[i] = replay_draw(d.q[ni][si][0]);
+					bestv[i] = replay_draw(d.q[ni][si][bc]);
+				}
+				double p_def = mw_p_greater(all[si], n, dflt, n);
+				double p_best = mw_p_greater(all[si], n, bestv, n);
+				/* the target: the best pair where it beats NCCL's choice by more than
+				 * the policy's safety gate (5 %, 10 % from 64 MiB), else NCCL's choice */
+				double gate = si == RP_SIZES - 1 ? 0.10 : 0.05;
+				int use_best = replay_median(d.q[ni][si][bc]) < (1 - gate) * replay_median(d.q[ni][si][0]);
+				double p_ref = use_best ? p_best : p_def;
+				qsort(all[si], (size_t)n, sizeof(double), cmp_double);
+				double med = (all[si][(n - 1) / 2] + all[si][n / 2]) / 2;
+				double mb = replay_median(d.q[ni][si][bc]), md = replay_median(d.q[ni][si][0]);
+				double ref = use_best ? mb : md;
+				int sd = p_def < 0.01, fb = med > 1.03 * ref && p_ref < 0.01;
+				printf("  %8zu B: bandit median %9.1f us, best pair %9.1f (%.3f, p slower %.2g), "
+				       "default %9.1f (%.3f, p slower %.2g)%s%s\n",
+				       (size_t)4096 << (2 * si), med, mb, med / mb, p_best, md, med / md, p_def,
+				       sd ? " SLOWER THAN DEFAULT" : "", fb ? " FAR FROM TARGET" : "");
+				slow_default += sd;
+				/* within 3 % of the target, or not separably slower */
+				far_from_best += fb;
+			}
+			CHECK(slow_default == 0);
+			CHECK(far_from_best == 0);
+			CHECK(st.restarts_timed == 0);
+		}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -467,5 +778,7 @@ int main(int argc, char **argv)
 	test_no_profiler();
 	if (argc > 2)
 		test_rodata_gate(argv[2]);
+	if (argc > 3)
+		test_replay(argv[3], "GPU sweep 1");
 	TEST_DONE();
 }
