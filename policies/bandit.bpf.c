@@ -98,7 +98,7 @@ const volatile __u32 cfg_drift_windows = 4;      /* ... for this many windows in
  * different times - Tree staggers more than Ring - and the rank that finishes first starts
  * the next collective first, so the wait lands in the *next* collective's time. Alternating
  * arms one collective at a time charged every arm the average stagger of the others: Tree
- * looked up to 20 % faster than Ring at 1-4 MiB on 4 nodes (it was 5-20 % slower back to
+ * looked > 5 % faster than Ring at 1-4 MiB on 4 nodes (it was 8-18 % slower back to
  * back), and an exploited Tree/LL, now paying its own stagger, looked > 50 % slower than its
  * exploration statistic (drift, re-exploration in the timed collectives). In blocks each
  * kept sample follows the same arm, as in exploitation. 0: one collective per turn. */
