@@ -99,8 +99,8 @@ const volatile __u32 cfg_drift_windows = 4;      /* ... for this many windows in
  * the next collective first, so the wait lands in the *next* collective's time. Alternating
  * arms one collective at a time charged every arm the average stagger of the others: Tree
  * looked > 5 % faster than Ring at 1-4 MiB on 4 nodes (it was 8-18 % slower back to
- * back), and an exploited Tree/LL, now paying its own stagger, looked > 50 % slower than its
- * exploration statistic (drift, re-exploration in the timed collectives). In blocks each
+ * back), and exploited Tree arms at 4-16 KiB, now paying their own stagger, looked > 50 %
+ * slower than their statistics (drift, re-exploration in the timed collectives). In blocks each
  * kept sample follows the same arm, as in exploitation. 0: one collective per turn. */
 const volatile __u32 cfg_explore_block_log2 = 3;
 const volatile __u32 cfg_drop_after_switch = 1;
