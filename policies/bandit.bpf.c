@@ -28,7 +28,9 @@
  * counts (M = 8 x cfg_explore_windows: 32 below 1 MiB, 16 up to 16 MiB, 8 from there by
  * default; after cfg_warmup discarded ones), pick round-robin
  * among those arms, indexed by the rank-invariant per-collective sequence number (its
- * base-k digit sum, so a workload that cycles through a few sizes still visits every arm).
+ * base-k digit sum, so a workload that cycles through a few sizes still visits every arm),
+ * in blocks of 2^cfg_explore_block_log2 collectives; the first sample after an arm change
+ * is dropped (it carries the previous arm's stagger, see cfg_explore_block_log2).
  * No random numbers: they would differ between ranks. Each arm's statistic is the mean of
  * the IQR-trimmed means of its first M/8 windows of 8 samples, frozen until the next
  * exploration, so the decision does not flap with noise.
@@ -90,6 +92,18 @@ const volatile __u32 cfg_drift_pct = 50;         /* exploited arm slower than it
 						  * this (the GPU testbed's windows vary by
 						  * up to ~30 %) */
 const volatile __u32 cfg_drift_windows = 4;      /* ... for this many windows in a row */
+/* Exploration plays each arm for 2^cfg_explore_block_log2 consecutive collectives (of the
+ * communicator's sequence) and the profiler drops the first sample after an arm change.
+ * Why: on the GPU testbed (final sweep, docs/results.md 9.2) a collective's ranks finish at
+ * different times - Tree staggers more than Ring - and the rank that finishes first starts
+ * the next collective first, so the wait lands in the *next* collective's time. Alternating
+ * arms one collective at a time charged every arm the average stagger of the others: Tree
+ * looked > 5 % faster than Ring at 1-4 MiB on 4 nodes (it was 8-18 % slower back to
+ * back), and exploited Tree arms at 4-16 KiB, now paying their own stagger, looked > 50 %
+ * slower than their statistics (drift, re-exploration in the timed collectives). In blocks each
+ * kept sample follows the same arm, as in exploitation. 0: one collective per turn. */
+const volatile __u32 cfg_explore_block_log2 = 3;
+const volatile __u32 cfg_drop_after_switch = 1;
 const volatile __u64 cfg_heartbeat_after = 256;  /* no measurement published after this many
 						  * collectives: keep NCCL's choice */
 
@@ -273,7 +287,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 			return 0;
 		/* digit sum of seq in base k (three digits and the rest): a size that recurs every
 		 * p-th collective of its type still cycles through all k arms */
-		__u64 s = ctx->seq;
+		__u64 s = ctx->seq >> (cfg_explore_block_log2 & 7);
 		__u64 j = (s + s / k + s / (k * k) + s / (k * k * k)) % k;
 		__u64 cum = 0, algo = 0, proto = 0;
 #pragma clang loop unroll(disable)
@@ -467,6 +481,8 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	w->seen++;
 	if (w->seen <= cfg_warmup)
 		return 0; /* warm-up: the first samples of an arm after a (re)start */
+	if (!same && cfg_drop_after_switch)
+		return 0; /* carries the previous arm's stagger (cfg_explore_block_log2) */
 	__u64 slot = w->n % BANDIT_WINDOW;
 #pragma clang loop unroll(full)
 	for (int i = 0; i < BANDIT_WINDOW; i++)

@@ -8,7 +8,7 @@
 #   scripts/emulate-nodes.sh [--nodes 2,4] [--coll allreduce] [--min-bytes 4K] [--max-bytes 64M]
 #       [--step-factor 4] [--configs default,pairs,policy:multinode_fix,policy+prof:bandit]
 #       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 240]
-#       [--policy-warmup-bytes 640M] [--policy-min-warmup 100]
+#       [--policy-warmup-bytes 640M] [--policy-min-warmup 112]
 #       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
 #       [--no-mps] [--dry-run]
 #
@@ -24,10 +24,11 @@
 # --policy-warmup-bytes / size but at least --policy-min-warmup (0 bytes: no cap), each waited for
 # (--warmup-sync: the policy learns from completed collectives, as in a training loop that
 # synchronizes, rather than from a queue the host filled ahead of the GPU) (an online policy's
-# exploration happens there: the bandit needs (1 + M) x arms + 2 epochs of agreement lag,
-# with its defaults and the 6 Tree/Ring pairs 33 x 6 + 32 = 230 below 1 MiB (M = 32),
-# 17 x 6 + 32 = 134 from 1 MiB (M = 16), 9 x 6 + 32 = 86 from 16 MiB (M = 8): the defaults
-# give 240 up to 1 MiB, 160 at 4 MiB, 100 at 16 and 64 MiB), the others --warmup.
+# exploration happens there: the bandit takes 1 + M samples per arm in turns of 8
+# collectives whose first sample it drops, plus 2 epochs of agreement lag: with the 4 pairs
+# NCCL 2.28.9 offers on this testbed (no LL128) 46 x 4 + 32 = 216 below 1 MiB (M = 32),
+# 28 x 4 + 32 = 144 from 1 MiB (M = 16), 19 x 4 + 32 = 108 from 16 MiB (M = 8): the defaults
+# give 240 up to 1 MiB, 160 at 4 MiB, 112 at 16 and 64 MiB), the others --warmup.
 #
 # Interleaving: repetition r runs every node count, and within it every config, in an order
 # rotated by r, so slow drift of the shared host hits all configs alike. Each run writes r
@@ -55,7 +56,7 @@ ITER_BYTES=256M
 WARMUP=5
 POLICY_WARMUP=240
 POLICY_WARMUP_BYTES=640M
-POLICY_MIN_WARMUP=100
+POLICY_MIN_WARMUP=112
 REPS=5
 OUTDIR=${OUT:-/tmp/ncclbpf-emu}
 SAMPLES=
