@@ -4,9 +4,11 @@
 # against the NCCL that PyTorch ships, as scripts/gpu-validate.sh does.
 #
 #   bench/gpu/profiler_sampling.sh --build gpu-carry [--reps 5] [--out /tmp/ncclbpf-prof]
+#   (PART_A_ONLY=1: only part A, on a one-GPU machine)
 #
-# Part A (GPU 0 only, one rank): the metrics file of a default (sampled) run and of an
-#   every-collective run: per size band, collectives vs GPU-timed collectives and the mean
+# Part A (GPU 0 only, the one-GPU testbed: 2 ranks as 2 emulated nodes under MPS -- a
+#   1-rank communicator runs no kernels, so it has nothing to sample): the metrics file of a
+#   default (sampled) run and of an every-collective run: per size band, collectives vs GPU-timed collectives and the mean
 #   GPU time. Shows that sampling removes most KernelCh instrumentation and that every band
 #   still gets GPU time.
 # Part B (all GPUs of the machine, NVLink; run it on nvidia-h200-x2 / h100-x2): AllReduce
@@ -59,11 +61,14 @@ run() { # LABEL CSV [ENV...] -- ARGS...
     { echo "run $label failed:" >&2; tail -5 "$OUT/run-$label.log" >&2; }
 }
 
-echo "## Part A: one GPU, one rank, metrics per size band"
+echo "## Part A: one GPU, 2 ranks as 2 emulated nodes (MPS), metrics per size band"
+MPS_DIR=$(mktemp -d /tmp/ncclbpf-mps.XXXXXX); mkdir -p "$MPS_DIR/pipe" "$MPS_DIR/log"
+export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe CUDA_MPS_LOG_DIRECTORY=$MPS_DIR/log
+nvidia-cuda-mps-control -d || echo "profiler_sampling: no MPS daemon (ranks time-slice)" >&2
 for s in auto 1; do
   rm -rf "$OUT/metrics-$s"; mkdir -p "$OUT/metrics-$s"
-  CUDA_VISIBLE_DEVICES=0 run a-$s "$OUT/a.csv" "${P[@]}" NCCLBPF_PROFILE_SAMPLE=$s \
-    NCCLBPF_METRICS_FILE="$OUT/metrics-$s/" NCCLBPF_METRICS_INTERVAL=0 -- --procs 1 "${ARGS[@]}"
+  run a-$s "$OUT/a.csv" "${P[@]}" NCCLBPF_PROFILE_SAMPLE=$s NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo \
+    NCCLBPF_METRICS_FILE="$OUT/metrics-$s/" NCCLBPF_METRICS_INTERVAL=0 -- --procs 2 --same-gpu 0 "${ARGS[@]}"
   echo "### NCCLBPF_PROFILE_SAMPLE=$s"
   python3 - "$OUT/metrics-$s" <<'PY'
 import glob, re, sys
@@ -86,6 +91,9 @@ for b in sorted(tot, key=lambda x: (len(x), x)):
 PY
 done
 
+echo quit | nvidia-cuda-mps-control >/dev/null 2>&1; rm -rf "$MPS_DIR"
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+[ "${PART_A_ONLY:-0}" = 1 ] && exit 0
 echo "## Part B: $NGPU GPUs, AllReduce 8 B-64 KiB, $REPS interleaved repetitions"
 rm -f "$OUT/b.csv"
 for r in $(seq 1 "$REPS"); do
