@@ -77,6 +77,8 @@ def main():
     ap.add_argument("--default", default="default")
     ap.add_argument("--tuned")
     ap.add_argument("--check-reps", default="")
+    # the testbed in the table titles; {nodes} is replaced by the node count
+    ap.add_argument("--title", default="{nodes} emulated nodes on one GPU")
     a = ap.parse_args()
     data = load(a.samples)
     nodes = sorted({k[0] for k in data})
@@ -86,7 +88,7 @@ def main():
     for nn in nodes:
         sizes = sorted({k[1] for k in data if k[0] == nn})
         print()
-        print(f"### Testbed: {nn} emulated nodes on one GPU, AllReduce ({len(reps)} interleaved repetitions; median µs over all samples)")
+        print(f"### Testbed: {a.title.replace('{nodes}', str(nn))}, AllReduce ({len(reps)} interleaved repetitions; median µs over all samples)")
         print()
         print("| size | " + " | ".join(configs) + " | best pair | bandit / best pair (p slower) | bandit / default (p slower) |")
         print("|" + "---|" * (len(configs) + 4))

@@ -97,7 +97,8 @@ if has sweep; then
       esac
     done
   done
-  python3 "$ROOT/scripts/emulate_report.py" "$D/samples.csv" --bandit policy-prof-bandit > "$D/report.md" 2>&1
+  python3 "$ROOT/scripts/emulate_report.py" "$D/samples.csv" --bandit policy-prof-bandit \
+    --title "{nodes} emulated nodes x 2 GPUs (4 GPUs of one host)" > "$D/report.md" 2>&1
   cat "$D/report.md"
 fi
 
