@@ -42,6 +42,7 @@
 #include "maps/map.h"
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/tuner.h"
+#include "plugin/tuner/tuner_reload_req.h"
 #include "runtime/control.h"
 #include "runtime/runtime.h"
 
@@ -49,9 +50,7 @@
 #define RELOAD_WINDOW 2048ull /* collectives: 128 epochs of 16 */
 #define RELOAD_SLOTS 256
 #define DETACH_CONTENT 0xde7ac4ull
-#define REQ_SPEC_BYTES 512 /* longest spec a request carries, NUL included */
-#define REQ_HDR_WORDS 4    /* id, content, hook mask, check */
-#define REQ_WORDS (REQ_HDR_WORDS + REQ_SPEC_BYTES / 8)
+#define REQ_WORDS RELOAD_REQ_WORDS
 
 struct reload_slot {
 	_Atomic uint64_t comm_id; /* 0 = free */
@@ -85,41 +84,6 @@ static void withdraw(uint64_t comm_id)
 	agree_contribute(comm_id, "ncclbpf_reload_req", 0, zero, sizeof(zero));
 }
 
-/* A request's identity: id and check, so that a mix of two requests (same max id) and the
- * request that remains when the other withdraws count as different. */
-static uint64_t req_key(const uint64_t *w)
-{
-	return w[0] ^ (w[3] * 0x9e3779b97f4a7c15ull);
-}
-
-static uint64_t req_check(const uint64_t *w)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (int i = 0; i < REQ_WORDS; i++) {
-		if (i == 3)
-			continue;
-		for (int b = 0; b < 8; b++) {
-			h ^= (w[i] >> (8 * b)) & 0xff;
-			h *= 0x100000001b3ull;
-		}
-	}
-	return h ? h : 1;
-}
-
-/* A spec another rank may be made to load: every entry an absolute path, no "..". */
-static bool spec_path_ok(const char *spec)
-{
-	if (strstr(spec, ".."))
-		return false;
-	for (const char *e = spec; e && *e; e = strchr(e, ',') ? strchr(e, ',') + 1 : NULL) {
-		while (*e == ' ' || *e == '\t')
-			e++;
-		if (*e != '/')
-			return false;
-	}
-	return *spec != '\0';
-}
-
 /* Control thread, inside ops_begin: tell the other ranks of every managed communicator. */
 static void announce(const uint64_t *ids, int n, uint64_t content)
 {
@@ -127,24 +91,18 @@ static void announce(const uint64_t *ids, int n, uint64_t content)
 	const char *spec = runtime_reload_in_progress(&mask);
 	if (!spec)
 		return;
-	size_t len = strlen(spec);
-	if (len >= REQ_SPEC_BYTES || !spec_path_ok(spec)) {
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload of %s: not propagated to the other "
-			    "ranks (only absolute paths without \"..\", under %d bytes, are); it "
-			    "activates only if every rank is asked (ctl --all on each node)", spec,
-			    REQ_SPEC_BYTES);
-		return;
-	}
-	uint64_t w[REQ_WORDS] = {0};
+	uint64_t w[REQ_WORDS];
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	uint64_t id = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
 		      ((uint64_t)getpid() << 40) ^ (content * 0x9e3779b97f4a7c15ull);
-	w[0] = id ? id : 1;
-	w[1] = content;
-	w[2] = mask;
-	memcpy(&w[REQ_HDR_WORDS], spec, len);
-	w[3] = req_check(w);
+	if (reload_req_encode(w, id ? id : 1, content, mask, spec) != 0) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload of %s: not propagated to the other "
+			    "ranks (only absolute paths without \"..\", under %d bytes, are); it "
+			    "activates only if every rank is asked (ctl --all on each node)", spec,
+			    RELOAD_REQ_SPEC_BYTES);
+		return;
+	}
 	req_own = w[0];
 	for (int i = 0; i < n; i++)
 		agree_contribute(ids[i], "ncclbpf_reload_req", 0, w, sizeof(w));
@@ -268,27 +226,23 @@ static void control_tick(void)
 	pthread_mutex_lock(&req_lock);
 	memcpy(w, req_in, sizeof(w));
 	pthread_mutex_unlock(&req_lock);
-	if (!w[0] || req_key(w) == req_handled)
+	if (!w[0] || reload_req_key(w) == req_handled)
 		return;
-	req_handled = req_key(w);
+	req_handled = reload_req_key(w);
 	if (w[0] == req_own)
 		return; /* ours, published back */
-	char spec[REQ_SPEC_BYTES];
-	memcpy(spec, &w[REQ_HDR_WORDS], sizeof(spec));
-	if (w[3] != req_check(w) || memchr(spec, '\0', sizeof(spec)) == NULL) {
+	char spec[RELOAD_REQ_SPEC_BYTES];
+	uint64_t content = 0;
+	unsigned hook = NB_HOOK_COUNT;
+	int rc = reload_req_decode(w, NB_HOOK_COUNT, spec, &content, &hook);
+	if (rc == -EBADMSG) {
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload request from another rank ignored: "
 			    "several ranks requested different reloads at once");
 		return;
 	}
-	unsigned mask = (unsigned)w[2];
-	enum nb_hook_type hook = NB_HOOK_COUNT;
-	if (mask && !(mask & (mask - 1)))
-		hook = (enum nb_hook_type)__builtin_ctz(mask);
-	else if (mask != (1u << NB_HOOK_COUNT) - 1)
-		hook = NB_HOOK_CONFORMANCE; /* refused below */
-	if (!spec_path_ok(spec) || hook == NB_HOOK_CONFORMANCE) {
+	if (rc < 0 || hook == NB_HOOK_CONFORMANCE) {
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload request from another rank refused: "
-			    "'%s' is not an absolute path without \"..\"", spec);
+			    "'%s' is not absolute paths without \"..\" for a tuner hook", spec);
 		return;
 	}
 	uint64_t busy = runtime_activation_pending();
@@ -299,8 +253,8 @@ static void control_tick(void)
 	}
 	char *msg = malloc(65536);
 	adopting = true;
-	adopting_content = w[1];
-	int rc = runtime_reload(spec, hook, 0, msg, msg ? 65536 : 0);
+	adopting_content = content;
+	rc = runtime_reload(spec, (enum nb_hook_type)hook, 0, msg, msg ? 65536 : 0);
 	adopting = false;
 	runtime_log(rc > 0 ? NB_LOG_INFO : NB_LOG_WARN, NB_LOG_INIT,
 		    "reload of %s requested by another rank: %s%s", spec,
@@ -318,12 +272,13 @@ void tuner_reload_watch(struct tuner_comm *tc, uint64_t seq)
 		return;
 	uint32_t k = 0;
 	const uint64_t *v = map_lookup(m_req, &k);
-	if (!v || !v[0] || req_key(v) == atomic_load_explicit(&req_seen, memory_order_relaxed))
+	if (!v || !v[0] ||
+	    reload_req_key(v) == atomic_load_explicit(&req_seen, memory_order_relaxed))
 		return;
 	if (pthread_mutex_trylock(&req_lock) != 0)
 		return; /* the control thread is copying: again at the next epoch */
 	memcpy(req_in, v, sizeof(req_in));
-	atomic_store_explicit(&req_seen, req_key(v), memory_order_relaxed);
+	atomic_store_explicit(&req_seen, reload_req_key(v), memory_order_relaxed);
 	pthread_mutex_unlock(&req_lock);
 	runtime_control_kick();
 }
