@@ -242,7 +242,8 @@ static void control_tick(void)
 	}
 	if (rc < 0 || hook == NB_HOOK_CONFORMANCE) {
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload request from another rank refused: "
-			    "'%s' is not absolute paths without \"..\" for a tuner hook", spec);
+			    "'%s': %s", spec, rc == -EPERM ? "only absolute paths without \"..\" "
+			    "are accepted" : "no such hook");
 		return;
 	}
 	uint64_t busy = runtime_activation_pending();
