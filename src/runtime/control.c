@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,10 @@ static int users;
 static bool running;
 static pthread_t thread;
 static int listen_fd = -1, wake_rd = -1, wake_wr = -1;
+/* runtime_control_kick: a non-blocking pipe (created once, kept for the process) that wakes
+ * the service thread for runtime_control_set_tick's function */
+static _Atomic int kick_rd = -1, kick_wr = -1;
+static void (*_Atomic control_tick)(void);
 static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pid_t owner_pid;
 static bool disabled_logged;
@@ -403,11 +408,26 @@ static void watch_poll(void)
 	free(spec);
 }
 
+void runtime_control_set_tick(void (*fn)(void))
+{
+	atomic_store(&control_tick, fn);
+}
+
+void runtime_control_kick(void)
+{
+	char c = 2;
+	int fd = atomic_load_explicit(&kick_wr, memory_order_relaxed);
+	if (fd >= 0 && write(fd, &c, 1) < 0) {
+		/* full pipe (EAGAIN): a wake is already pending; nothing else to do */
+	}
+}
+
 static void *control_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		struct pollfd p[2] = {{listen_fd, POLLIN, 0}, {wake_rd, POLLIN, 0}};
+		struct pollfd p[3] = {{listen_fd, POLLIN, 0}, {wake_rd, POLLIN, 0},
+				      {atomic_load(&kick_rd), POLLIN, 0}};
 		int timeout = -1;
 		struct runtime_registry_stats rs;
 		runtime_registry_stats(&rs);
@@ -415,11 +435,16 @@ static void *control_main(void *arg)
 			timeout = 20;
 		if (watch.on && (timeout < 0 || timeout > 500))
 			timeout = 500;
-		int rc = poll(p, 2, timeout);
+		int rc = poll(p, p[2].fd >= 0 ? 3 : 2, timeout);
 		if (rc < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			break; /* stop requested */
+		if (rc > 0 && p[2].fd >= 0 && (p[2].revents & POLLIN)) {
+			char drain[64];
+			while (read(p[2].fd, drain, sizeof(drain)) > 0) {
+			}
+		}
 		if (rc > 0 && (p[0].revents & POLLIN)) {
 			int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0) {
@@ -427,6 +452,9 @@ static void *control_main(void *arg)
 				close(fd);
 			}
 		}
+		void (*tick)(void) = atomic_load(&control_tick);
+		if (tick)
+			tick(); /* e.g. a reload requested on another rank (tuner_reload.c) */
 		runtime_activation_poll(); /* a reload activating across ranks */
 		runtime_reclaim();         /* cheap when nothing is retired */
 		if (watch.on)
@@ -537,6 +565,11 @@ static int start_locked(void)
 		control_watch_set_spec(getenv("NCCLBPF_POLICY"));
 	if (watch.on)
 		watch_refresh(); /* the files as loaded: changes from now on count */
+	int kp[2]; /* created once, kept for the process (runtime_control_kick may race a stop) */
+	if (atomic_load(&kick_rd) < 0 && pipe2(kp, O_CLOEXEC | O_NONBLOCK) == 0) {
+		atomic_store(&kick_rd, kp[0]);
+		atomic_store(&kick_wr, kp[1]);
+	}
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -20,6 +20,10 @@
  * stops it and removes the socket. Never fails NCCL: problems are logged once. */
 void runtime_control_acquire(void);
 void runtime_control_release(void);
+/* A function the service thread runs at each wake (requests, timeouts, kicks); kick wakes
+ * it from any thread without blocking (one non-blocking write; for NCCL's threads too). */
+void runtime_control_set_tick(void (*fn)(void));
+void runtime_control_kick(void);
 /* The socket path of this process, or "" when none is served. */
 const char *runtime_control_path(void);
 

@@ -481,6 +481,24 @@ static bool split_risk(unsigned mask, bool gated, unsigned flags, struct report 
 	return true;
 }
 
+/* The reload being staged (registry lock held) and the last one adopted from another
+ * rank's request: runtime.h runtime_reload_in_progress / runtime_activation_note_adopted. */
+static const char *staging_spec;
+static unsigned staging_mask;
+static uint64_t adopted_version, adopted_content;
+
+const char *runtime_reload_in_progress(unsigned *hook_mask)
+{
+	*hook_mask = staging_mask;
+	return staging_spec;
+}
+
+void runtime_activation_note_adopted(uint64_t version, uint64_t content)
+{
+	adopted_version = version;
+	adopted_content = content;
+}
+
 int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, char *msg,
 		   size_t msglen)
 {
@@ -502,7 +520,16 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, cha
 	}
 	pthread_mutex_lock(&registry_lock);
 	if (registry_activation_busy(&busy)) {
+		/* `ctl --all` on each node racing the propagation of the first rank's request:
+		 * the same policy is already staged here, which is what the caller wants */
+		bool same = busy == adopted_version &&
+			    spec_content_hash(spec, L.hook_mask) == adopted_content;
 		pthread_mutex_unlock(&registry_lock);
+		if (same) {
+			say(&r, "staged (activating across ranks at an agreed seq; already staged "
+				"from another rank's request) version %llu\n", (unsigned long long)busy);
+			return 1;
+		}
 		say(&r, "error: reload version %llu is still activating across ranks\n",
 		    (unsigned long long)busy);
 		return -EBUSY;
@@ -532,7 +559,10 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, cha
 		if ((L.hook_mask & (1u << h)) &&
 		    (chains[h] || atomic_load_explicit(&runtime_hook_slots[h], memory_order_relaxed)))
 			changing |= 1u << h;
+	staging_spec = spec;
+	staging_mask = L.hook_mask;
 	bool gated = registry_activation_begin(L.version, spec_content_hash(spec, L.hook_mask));
+	staging_spec = NULL;
 	if (split_risk(changing, gated, flags, &r)) {
 		discard_all(chains);
 		registry_count_reload(false);

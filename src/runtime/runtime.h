@@ -173,6 +173,12 @@ struct runtime_activation_ops {
 void runtime_activation_poll(void);
 void runtime_set_activation_ops(const struct runtime_activation_ops *ops); /* NULL = none */
 int runtime_activation_done(uint64_t version, bool committed);
+/* Inside ops->begin of a reload (control thread, registry lock held): the spec being staged
+ * and its hook mask, so that the layer can tell other ranks; NULL elsewhere (detach). */
+const char *runtime_reload_in_progress(unsigned *hook_mask);
+/* ops->begin of a reload adopted from another rank's request: a later local reload of the
+ * same content while it activates answers "staged" instead of -EBUSY. */
+void runtime_activation_note_adopted(uint64_t version, uint64_t content);
 /* Version being activated across ranks, 0 when none. */
 uint64_t runtime_activation_pending(void);
 

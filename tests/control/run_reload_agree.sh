@@ -5,11 +5,17 @@
 # stages the new policy on every rank. Checked with the decision logs:
 #   1. all:   every rank switches at the same collective (ncclbpf decisions: all agree; the
 #             first collective with multinode_fix's decision is the same on every rank);
-#   2. three: only 3 of 4 ranks get the reload: nobody switches (all keep size_aware), the
-#             staged chain is abandoned on the 3 (status), the logs agree.
+#   2. one:   the reload is requested on ONE process only: the others learn the request
+#             through the agreement layer, load the same path from their own files and
+#             stage it: all 4 switch at the same collective;
+#   3. three: 3 of 4 ranks get the reload, the 4th has no such file (per-process policy
+#             directories: the path is /proc/self/cwd/..., each rank runs in its own
+#             "node" directory): nobody switches, the 3 abandon the staged policy;
+#   4. missing: requested on one process, the file is missing on another: nobody switches;
+#   5. differ:  requested on one process, another's file has other content: nobody switches.
 # usage: run_reload_agree.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
 set -u
-RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
+RANKBIN=$(realpath "$1") LIB=$(realpath "$2") CLI=$(realpath "$3") POLICIES=$(realpath "$4") RUN=$5
 rm -rf "$RUN"; mkdir -p "$RUN"
 fail=0
 # rendezvous ports below Linux's ephemeral range (32768+), skipping ports in use (as
@@ -17,8 +23,9 @@ fail=0
 PORT=$(( 12000 + ($$ % 400) * 20 ))
 die() { echo "FAIL [$SCEN]: $*"; fail=1; }
 
-run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD
+run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD [missing|differ: sabotage one other rank's file]
 	SCEN=$1; shift
+	local sabotage=${2:-}
 	DIR=$RUN/$SCEN; rm -rf "$DIR"; mkdir -p "$DIR/log" "$DIR/ctl"
 	PORT=$((PORT + 1))
 	while (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; do PORT=$((PORT + 1)); done
@@ -30,9 +37,14 @@ run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD
 	export NCCLBPF_AGREE_WAIT_MS=30000
 	echo "== $SCEN"
 	local pids=()
+	# each rank in its own "node" directory with its own copy of the policy files (no
+	# shared file system): the reload path /proc/self/cwd/new.bpf.o is the same absolute
+	# path on every rank and names each rank's own copy
 	for r in 0 1 2 3; do
-		timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 6000 --sleep-us 150 --comm c0ffee01 \
-			>"$DIR/out.$r" 2>"$DIR/err.$r" &
+		mkdir -p "$DIR/node$r"
+		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node$r/new.bpf.o"
+		(cd "$DIR/node$r" && exec timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 6000 \
+			--sleep-us 150 --comm c0ffee01 >"$DIR/out.$r" 2>"$DIR/err.$r") &
 		pids[$r]=$!
 	done
 	# wait until every rank serves its socket and has run a few hundred collectives
@@ -41,11 +53,21 @@ run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD
 		sleep 0.1
 	done
 	sleep 0.3
-	local n=0
-	for sock in $(ls "$DIR/ctl" | grep '\.sock$' | head -n "$1"); do
+	local socks n=0
+	socks=$(ls "$DIR/ctl" | grep '\.sock$')
+	if [ -n "$sabotage" ]; then # the last process (never asked): its file missing/different
+		local victim; victim=$(echo "$socks" | tail -n 1); victim=${victim%.sock}
+		local vdir; vdir=$(readlink "/proc/$victim/cwd")
+		case $sabotage in
+		missing) rm -f "$vdir/new.bpf.o" ;;
+		differ) cp "$POLICIES/size_aware.bpf.o" "$vdir/new.bpf.o" ;;
+		esac
+		echo "   $sabotage: policy file of process $victim ($vdir)"
+	fi
+	for sock in $(echo "$socks" | head -n "$1"); do
 		local pid=${sock%.sock}
 		n=$((n + 1))
-		"$CLI" ctl "$pid" --dir "$DIR/ctl" reload "$POLICIES/multinode_fix.bpf.o" \
+		"$CLI" ctl "$pid" --dir "$DIR/ctl" reload /proc/self/cwd/new.bpf.o \
 			--hook tuner >"$DIR/reload.$pid" 2>&1 || die "reload on $pid: $(cat "$DIR/reload.$pid")"
 		grep -q "staged (activating across ranks" "$DIR/reload.$pid" ||
 			die "process $pid: not staged: $(cat "$DIR/reload.$pid")"
@@ -78,16 +100,38 @@ for s in "${SWITCH[@]}"; do
 	[ "$s" = "${SWITCH[0]}" ] || die "ranks switched at different collectives: ${SWITCH[*]}"
 done
 
-prev=$fail; run three 3
+prev=$fail; run one 1
 for _ in 1 2; do
 	group_failed || break
-	echo "   the agreement layer fell back (overloaded machine); retrying"; fail=$prev; run three 3
+	echo "   the agreement layer fell back (overloaded machine); retrying"; fail=$prev; run one 1
 done
+[ ${#SWITCH[@]} -eq 4 ] || die "expected 4 decision logs, got ${#SWITCH[@]}"
 for s in "${SWITCH[@]}"; do
-	[ -z "$s" ] || die "a rank switched although rank 3 never staged the reload: ${SWITCH[*]}"
+	[ -n "$s" ] || die "a rank never switched"
+	[ "$s" = "${SWITCH[0]}" ] || die "ranks switched at different collectives: ${SWITCH[*]}"
 done
-[ "$(grep -l "abandoned (old policy kept)" "$DIR"/err.* | wc -l)" -eq 3 ] ||
-	die "the 3 processes that staged the reload did not all abandon it"
+[ "$(grep -l "requested by another rank: staged" "$DIR"/err.* | wc -l)" -eq 3 ] ||
+	die "the 3 processes not asked did not stage the request"
+
+# nobody switches; $1 processes staged and abandon
+none_switched() {
+	for s in "${SWITCH[@]}"; do
+		[ -z "$s" ] || die "a rank switched although one never staged the reload: ${SWITCH[*]}"
+	done
+	[ "$(grep -l "abandoned (old policy kept)" "$DIR"/err.* | wc -l)" -eq "$1" ] ||
+		die "the $1 processes that staged the reload did not all abandon it"
+}
+for scen in "three 3 missing 3" "missing 1 missing 3" "differ 1 differ 3"; do
+	set -- $scen
+	prev=$fail; run "$1" "$2" "$3"
+	for _ in 1 2; do
+		group_failed || break
+		echo "   the agreement layer fell back (overloaded machine); retrying"; fail=$prev; run "$1" "$2" "$3"
+	done
+	none_switched "$4"
+done
+grep -q "local files differ from the requester's" "$DIR"/err.* ||
+	die "the process with the different file did not say why it did not stage"
 
 [ $fail = 0 ] && echo "run_reload_agree: all scenarios passed"
 exit $fail

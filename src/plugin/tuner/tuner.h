@@ -124,6 +124,8 @@ struct tuner_comm {
  * after agree_tuner_begin: it reads the agreed view at seq). */
 void tuner_reload_comm_open(struct tuner_comm *tc);
 void tuner_reload_comm_close(struct tuner_comm *tc);
+/* Each collective (with reload agreement on): notices a reload another rank requested. */
+void tuner_reload_watch(struct tuner_comm *tc, uint64_t seq);
 struct nb_hook_chain;
 const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 					      const struct nb_hook_chain *c, uint64_t seq);

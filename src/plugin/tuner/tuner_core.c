@@ -226,6 +226,8 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 	 * says (after agree_tuner_begin, which binds that view) */
 	if (__builtin_expect(atomic_load_explicit(&chain->gated, memory_order_relaxed) != 0, 0))
 		chain = tuner_reload_gate(tc, chain, comm_seq);
+	if (tc->reload_slot >= 0) /* reload agreement on: a reload requested on another rank */
+		tuner_reload_watch(tc, comm_seq);
 	if (!chain || chain->len == 0) {
 		agree_tuner_end();
 		runtime_chain_exit();

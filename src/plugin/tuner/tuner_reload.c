@@ -17,17 +17,32 @@
  * communicator switch at the same collective, or none does. A rank that never staged
  * contributes nothing, so the others abandon after WINDOW collectives. The control thread
  * polls: every communicator switched -> the old chain is retired; every one abandoned ->
- * the staged chain is freed. After either, the rank withdraws its contribution. */
+ * the staged chain is freed. After either, the rank withdraws its contribution.
+ *
+ * Propagation (a reload requested on one process only): a fourth agreed map,
+ *   ncclbpf_reload_req  MAX of {id, content, hook mask, check, spec bytes...}
+ * carries the request of the rank where `ctl reload` ran (id: random, nonzero; check: a hash
+ * of the other words, so that two concurrent requests, whose word-wise MAX is a mix of both,
+ * are recognised and ignored). Every rank's tuner looks at the published request at each
+ * epoch boundary (one lookup per 16 collectives); a new one is handed to the control thread
+ * (a kick, no work on NCCL's thread), which loads the same spec from its own file system
+ * (absolute paths without "..", as deployed for NCCLBPF_POLICY) and stages it only when its
+ * content hash equals the requester's. A rank that cannot (file missing or different) does
+ * not stage, and the same-hash rule above makes every rank keep the old chain. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "agree/agree.h"
 #include "maps/map.h"
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/tuner.h"
+#include "plugin/tuner/tuner_reload_req.h"
 #include "runtime/control.h"
 #include "runtime/runtime.h"
 
@@ -35,6 +50,7 @@
 #define RELOAD_WINDOW 2048ull /* collectives: 128 epochs of 16 */
 #define RELOAD_SLOTS 256
 #define DETACH_CONTENT 0xde7ac4ull
+#define REQ_WORDS RELOAD_REQ_WORDS
 
 struct reload_slot {
 	_Atomic uint64_t comm_id; /* 0 = free */
@@ -47,16 +63,49 @@ enum { RS_IDLE, RS_PENDING, RS_SWITCHED, RS_ABANDONED };
 
 static struct reload_slot slots[RELOAD_SLOTS];
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct nb_map *m_min, *m_max, *m_cnt;
+static struct nb_map *m_min, *m_max, *m_cnt, *m_req;
 static bool enabled;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* requests: seen by the tuners (any NCCL thread), handled by the control thread */
+static _Atomic uint64_t req_seen;        /* last request id handed over */
+static pthread_mutex_t req_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t req_in[REQ_WORDS];       /* under req_lock: the request handed over */
+static uint64_t req_handled, req_own;    /* control thread only */
+static bool adopting;                    /* control thread: staging another rank's request */
+static uint64_t adopting_content;
+
 static void withdraw(uint64_t comm_id)
 {
-	uint64_t zero[2] = {0, 0};
+	static const uint64_t zero[REQ_WORDS];
 	agree_contribute(comm_id, "ncclbpf_reload_min", 0, zero, 16);
 	agree_contribute(comm_id, "ncclbpf_reload_max", 0, zero, 8);
 	agree_contribute(comm_id, "ncclbpf_reload_cnt", 0, zero, 8);
+	agree_contribute(comm_id, "ncclbpf_reload_req", 0, zero, sizeof(zero));
+}
+
+/* Control thread, inside ops_begin: tell the other ranks of every managed communicator. */
+static void announce(const uint64_t *ids, int n, uint64_t content)
+{
+	unsigned mask = 0;
+	const char *spec = runtime_reload_in_progress(&mask);
+	if (!spec)
+		return;
+	uint64_t w[REQ_WORDS];
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t id = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
+		      ((uint64_t)getpid() << 40) ^ (content * 0x9e3779b97f4a7c15ull);
+	if (reload_req_encode(w, id ? id : 1, content, mask, spec) != 0) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload of %s: not propagated to the other "
+			    "ranks (only absolute paths without \"..\", under %d bytes, are); it "
+			    "activates only if every rank is asked (ctl --all on each node)", spec,
+			    RELOAD_REQ_SPEC_BYTES);
+		return;
+	}
+	req_own = w[0];
+	for (int i = 0; i < n; i++)
+		agree_contribute(ids[i], "ncclbpf_reload_req", 0, w, sizeof(w));
 }
 
 /* Control thread, registry lock held: stage `version` on every multi-rank communicator.
@@ -66,8 +115,18 @@ static int ops_begin(uint64_t version, uint64_t content, void *arg)
 {
 	(void)arg;
 	int managed = 0;
+	uint64_t ids[RELOAD_SLOTS];
 	if (!content)
 		content = DETACH_CONTENT;
+	if (adopting && content != adopting_content) {
+		/* refused: nothing is staged here, so no rank switches (runtime_reload then
+		 * discards the chains: without activation a multi-rank tuner swap is refused) */
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload requested by another rank: the local "
+			    "files differ from the requester's (content hash %016llx, theirs %016llx); "
+			    "not staged, every rank keeps the old policy",
+			    (unsigned long long)content, (unsigned long long)adopting_content);
+		return 0;
+	}
 	pthread_mutex_lock(&slot_lock);
 	for (int i = 0; i < RELOAD_SLOTS; i++) {
 		struct reload_slot *s = &slots[i];
@@ -77,9 +136,13 @@ static int ops_begin(uint64_t version, uint64_t content, void *arg)
 		atomic_store(&s->switch_at, UINT64_MAX);
 		atomic_store(&s->state, RS_PENDING);
 		atomic_store(&s->version, version);
-		managed++;
+		ids[managed++] = atomic_load(&s->comm_id);
 	}
 	pthread_mutex_unlock(&slot_lock);
+	if (managed && adopting)
+		runtime_activation_note_adopted(version, content);
+	else if (managed && content != DETACH_CONTENT)
+		announce(ids, managed, content);
 	return managed > 0;
 }
 
@@ -156,23 +219,90 @@ static void agreement_status(struct runtime_status_emit *e)
 	e->u64(e, "decisions_logged", st.decisions_logged);
 }
 
+/* Control thread: a request another rank published (tuner_reload_watch handed it over). */
+static void control_tick(void)
+{
+	uint64_t w[REQ_WORDS];
+	pthread_mutex_lock(&req_lock);
+	memcpy(w, req_in, sizeof(w));
+	pthread_mutex_unlock(&req_lock);
+	if (!w[0] || reload_req_key(w) == req_handled)
+		return;
+	req_handled = reload_req_key(w);
+	if (w[0] == req_own)
+		return; /* ours, published back */
+	char spec[RELOAD_REQ_SPEC_BYTES];
+	uint64_t content = 0;
+	unsigned hook = NB_HOOK_COUNT;
+	int rc = reload_req_decode(w, NB_HOOK_COUNT, spec, &content, &hook);
+	if (rc == -EBADMSG) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload request from another rank ignored: "
+			    "several ranks requested different reloads at once");
+		return;
+	}
+	if (rc < 0 || hook == NB_HOOK_CONFORMANCE) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload request from another rank refused: "
+			    "'%s': %s", spec, rc == -EPERM ? "only absolute paths without \"..\" "
+			    "are accepted" : "no such hook");
+		return;
+	}
+	uint64_t busy = runtime_activation_pending();
+	if (busy) {
+		runtime_log(NB_LOG_INFO, NB_LOG_INIT, "reload of %s requested by another rank: "
+			    "version %llu is already activating here", spec, (unsigned long long)busy);
+		return;
+	}
+	char *msg = malloc(65536);
+	adopting = true;
+	adopting_content = content;
+	rc = runtime_reload(spec, (enum nb_hook_type)hook, 0, msg, msg ? 65536 : 0);
+	adopting = false;
+	runtime_log(rc > 0 ? NB_LOG_INFO : NB_LOG_WARN, NB_LOG_INIT,
+		    "reload of %s requested by another rank: %s%s", spec,
+		    rc > 0 ? "staged" : "not staged (every rank keeps the old policy): ",
+		    rc > 0 || !msg ? "" : msg);
+	free(msg);
+}
+
+/* Tuner (NCCL thread), inside the agreed-map binding of seq: at each epoch boundary (where
+ * the published view changes), hand a new request over to the control thread. */
+void tuner_reload_watch(struct tuner_comm *tc, uint64_t seq)
+{
+	(void)tc;
+	if (seq & ((1u << RELOAD_EPOCH_LOG2) - 1))
+		return;
+	uint32_t k = 0;
+	const uint64_t *v = map_lookup(m_req, &k);
+	if (!v || !v[0] ||
+	    reload_req_key(v) == atomic_load_explicit(&req_seen, memory_order_relaxed))
+		return;
+	if (pthread_mutex_trylock(&req_lock) != 0)
+		return; /* the control thread is copying: again at the next epoch */
+	memcpy(req_in, v, sizeof(req_in));
+	atomic_store_explicit(&req_seen, reload_req_key(v), memory_order_relaxed);
+	pthread_mutex_unlock(&req_lock);
+	runtime_control_kick();
+}
+
 static void create_maps(void)
 {
 	runtime_status_provider("agreement", agreement_status);
 	const char *a = getenv("NCCLBPF_AGREE"), *r = getenv("NCCLBPF_RELOAD_AGREE");
 	if (!r || strcmp(r, "1") || (a && !strcmp(a, "off")))
 		return;
-	struct nb_map_spec specs[3] = {
+	struct nb_map_spec specs[4] = {
 		{"ncclbpf_reload_min", NB_MAP_TYPE_ARRAY, 4, 16, 1,
 		 NCCLBPF_AGREED(NCCLBPF_AGREE_MIN, RELOAD_EPOCH_LOG2)},
 		{"ncclbpf_reload_max", NB_MAP_TYPE_ARRAY, 4, 8, 1,
 		 NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, RELOAD_EPOCH_LOG2)},
 		{"ncclbpf_reload_cnt", NB_MAP_TYPE_ARRAY, 4, 8, 1,
 		 NCCLBPF_AGREED(NCCLBPF_AGREE_SUM, RELOAD_EPOCH_LOG2)},
+		{"ncclbpf_reload_req", NB_MAP_TYPE_ARRAY, 4, REQ_WORDS * 8, 1,
+		 NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, RELOAD_EPOCH_LOG2)},
 	};
-	struct nb_map **out[3] = {&m_min, &m_max, &m_cnt};
+	struct nb_map **out[4] = {&m_min, &m_max, &m_cnt, &m_req};
 	char err[256];
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		*out[i] = runtime_pinned_map(&specs[i], err, sizeof(err));
 		if (!*out[i]) {
 			runtime_log(NB_LOG_WARN, NB_LOG_INIT, "NCCLBPF_RELOAD_AGREE: %s: reloads of "
@@ -183,6 +313,7 @@ static void create_maps(void)
 	static const struct runtime_activation_ops ops = {ops_begin, ops_activation_seq,
 							   ops_poll, NULL};
 	runtime_set_activation_ops(&ops);
+	runtime_control_set_tick(control_tick);
 	enabled = true;
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT, "NCCLBPF_RELOAD_AGREE: reloads of tuner programs "
 		    "activate at an agreed collective on every rank");
