@@ -382,6 +382,8 @@ uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why)
 		AGREE_STAT(fallbacks, 1);
 		/* a communicator being destroyed everywhere is not a failure: INFO */
 		bool orderly = why && strstr(why, "destroyed");
+		/* announced with FALLBACK so that the other ranks log an orderly end at INFO too */
+		atomic_store(&ac->fallback_orderly, orderly);
 		runtime_log(orderly ? NB_LOG_INFO : NB_LOG_WARN, NB_LOG_TUNING,
 			    "agree: comm 0x%" PRIx64 " rank %d: agreement impossible (%s); NCCL's "
 			    "default decisions from collective %" PRIu64 " on, on every rank",

@@ -39,13 +39,21 @@ uint32_t agree_my_rank(const struct agree_comm *ac)
 	return r < 0 ? 0 : (uint32_t)r;
 }
 
+uint32_t agree_fallback_flags(struct agree_comm *ac)
+{
+	return atomic_load(&ac->fallback_orderly) ? AGREE_FALLBACK_ORDERLY : 0;
+}
+
 void agree_send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
 			uint64_t number)
 {
 	struct agree_buf b = {0};
 	size_t f = agree_wire_begin(&b, t, agree_my_rank(ac), ac->comm_id, ac->token);
-	if (t == AGREE_MSG_FALLBACK || t == AGREE_MSG_WELCOME) {
+	if (t == AGREE_MSG_WELCOME) {
 		agree_buf_u64(&b, number);
+	} else if (t == AGREE_MSG_FALLBACK) {
+		agree_buf_u64(&b, number);
+		agree_buf_u32(&b, stream); /* flags */
 	} else if (t == AGREE_MSG_REFUSE) {
 		agree_buf_u32(&b, stream);
 	} else if (t != AGREE_MSG_BYE) {
@@ -280,7 +288,7 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		return;
 	uint64_t f = atomic_load(&ac->fallback_seq);
 	if (f != AGREE_NO_FALLBACK && !ac->fallback_sent) {
-		agree_send_simple(ac, ac->fd, AGREE_MSG_FALLBACK, 0, f);
+		agree_send_simple(ac, ac->fd, AGREE_MSG_FALLBACK, agree_fallback_flags(ac), f);
 		ac->fallback_sent = true;
 	}
 	uint64_t drop = agree_config()->fault_drop_after_epochs;
@@ -330,7 +338,9 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		return false;
 	case AGREE_MSG_FALLBACK:
 		/* keep the link: COMMITs of versions activating before F may still come */
-		agree_comm_fallback(ac, m->seq, "the leader announced it");
+		agree_comm_fallback(ac, m->seq, m->reason & AGREE_FALLBACK_ORDERLY ?
+				    "the leader announced it: a communicator was destroyed" :
+				    "the leader announced it");
 		return true;
 	case AGREE_MSG_DATA: {
 		if (m->stream >= ac->n_streams)
@@ -582,7 +592,9 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 			ac->streams[m->stream].rank_acked[r] = m->number;
 		return true;
 	case AGREE_MSG_FALLBACK:
-		agree_comm_fallback(ac, m->seq, "a rank could not agree in time");
+		agree_comm_fallback(ac, m->seq, m->reason & AGREE_FALLBACK_ORDERLY ?
+				    "a communicator was destroyed below" :
+				    "a rank could not agree in time");
 		return true;
 	case AGREE_MSG_BYE:
 		ac->peer_bye = true; /* on_close: destroyed, not lost */
@@ -746,7 +758,7 @@ static void leader_step(struct agree_comm *ac, uint64_t now)
 	if (f != AGREE_NO_FALLBACK && f != ac->fallback_sent_seq) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r] && !ac->peers[r]->gone)
-				agree_send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, 0, f);
+				agree_send_simple(ac, ac->peers[r]->fd, AGREE_MSG_FALLBACK, agree_fallback_flags(ac), f);
 		ac->fallback_sent_seq = f;
 		ac->group_dead = true;
 	}

@@ -100,6 +100,7 @@ struct agree_comm {
 	bool grouped;                          /* agreement runs (set before streams_ready) */
 	_Atomic uint64_t fallback_seq;         /* AGREE_NO_FALLBACK or F */
 	_Atomic bool fallback_logged;
+	_Atomic bool fallback_orderly;        /* the first fallback: a communicator destroyed */
 	_Atomic bool closing;                  /* tuner closed: the service says BYE */
 	_Atomic uint64_t tuner_seq;            /* last seq the tuner saw (diagnostics) */
 	struct nb_map_binding write_bind;      /* immutable once streams_ready */
@@ -211,6 +212,9 @@ struct agree_peer { /* a direct child as its leader or relay sees it */
 };
 uint32_t agree_my_rank(const struct agree_comm *ac);
 uint64_t agree_thread_cpu_ns(void);
+/* FALLBACK flags this rank announces (AGREE_FALLBACK_ORDERLY when its first fallback was a
+ * communicator being destroyed). */
+uint32_t agree_fallback_flags(struct agree_comm *ac);
 void agree_send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uint32_t stream,
 		       uint64_t number);
 void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,

@@ -114,6 +114,7 @@ void agree_relay_step(struct agree_comm *ac, uint64_t now)
 		struct agree_buf b = {0};
 		size_t o = agree_wire_begin(&b, AGREE_MSG_FALLBACK, agree_my_rank(ac), ac->comm_id, ac->token);
 		agree_buf_u64(&b, f);
+		agree_buf_u32(&b, agree_fallback_flags(ac));
 		agree_wire_end(&b, o);
 		agree_relay_forward(ac, &b);
 		agree_buf_free(&b);
@@ -204,7 +205,9 @@ bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_
 			ac->streams[m->stream].rank_acked[r] = m->number;
 		return true;
 	case AGREE_MSG_FALLBACK: /* goes up with this relay's own (follower_step) */
-		agree_comm_fallback(ac, m->seq, "a rank could not agree in time");
+		agree_comm_fallback(ac, m->seq, m->reason & AGREE_FALLBACK_ORDERLY ?
+				    "a communicator was destroyed below" :
+				    "a rank could not agree in time");
 		return true;
 	case AGREE_MSG_BYE:
 		ac->peer_bye = true;

@@ -111,9 +111,11 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 		break;
 	case AGREE_MSG_WELCOME:
 	case AGREE_MSG_FALLBACK:
-		if (n != 8)
+		/* FALLBACK: seq, then optionally u32 flags (AGREE_FALLBACK_ORDERLY) */
+		if (n != 8 && !(m->h.type == AGREE_MSG_FALLBACK && n == 12))
 			return bad(err, errlen, -EBADMSG, "type %u: %u bytes, expected 8", m->h.type, n);
 		m->seq = rd64(p);
+		m->reason = n == 12 ? rd32(p + 8) : 0;
 		break;
 	case AGREE_MSG_REFUSE:
 		if (n != 4)

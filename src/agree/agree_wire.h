@@ -57,6 +57,9 @@ struct agree_hdr {
 	uint64_t token;
 };
 
+/* FALLBACK flag: the fallback is a communicator being destroyed (orderly end, not a failure). */
+#define AGREE_FALLBACK_ORDERLY 1u
+
 /* One agreed map as announced in HELLO: the leader refuses a follower whose maps differ. */
 struct agree_stream_sig {
 	uint64_t name_hash;
@@ -69,7 +72,7 @@ struct agree_msg {
 	uint32_t n_ranks;                 /* HELLO */
 	uint32_t n_streams;               /* HELLO */
 	struct agree_stream_sig streams[AGREE_MAX_STREAMS];
-	uint32_t reason;                  /* REFUSE */
+	uint32_t reason;                  /* REFUSE; FALLBACK: flags (AGREE_FALLBACK_ORDERLY) */
 	uint64_t seq;                     /* WELCOME (fallback seq or UINT64_MAX), FALLBACK */
 	uint32_t stream;                  /* CONTRIB DATA ACK COMMIT PARTIAL */
 	uint64_t number;                  /* CONTRIB: epoch; DATA/ACK/COMMIT: version */

@@ -87,6 +87,24 @@ static void test_wire_roundtrip(void)
 	agree_wire_end(&b, f);
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
 	agree_buf_free(&b);
+	/* FALLBACK: seq alone (flags 0) or seq + flags; WELCOME takes no flags */
+	for (int with_flags = 0; with_flags < 2; with_flags++) {
+		f = agree_wire_begin(&b, AGREE_MSG_FALLBACK, 2, 1, 1);
+		agree_buf_u64(&b, 4096);
+		if (with_flags)
+			agree_buf_u32(&b, AGREE_FALLBACK_ORDERLY);
+		agree_wire_end(&b, f);
+		CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+		CHECK(m.seq == 4096);
+		CHECK(m.reason == (with_flags ? AGREE_FALLBACK_ORDERLY : 0u));
+		agree_buf_free(&b);
+	}
+	f = agree_wire_begin(&b, AGREE_MSG_WELCOME, 0, 1, 1);
+	agree_buf_u64(&b, 4096);
+	agree_buf_u32(&b, AGREE_FALLBACK_ORDERLY);
+	agree_wire_end(&b, f);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
+	agree_buf_free(&b);
 }
 
 static void to_sparse(struct agree_sparse *v, const uint64_t *dense, uint32_t entries)
