@@ -773,6 +773,24 @@ static void sc_inner_bad(void)
 		CHECK(mock_log_count_level(2, "not loaded") == 1);
 }
 
+/* NCCLBPF_TUNER_INNER naming ncclbpf itself: one WARN saying so, NCCL's choice untouched
+ * (regression: a second WARN claimed the library exports no tuner symbol). */
+static void sc_inner_self(void)
+{
+	struct mock_nccl m;
+	struct mock_comm c;
+	CHECK(load(&m, 231) == 0);
+	CHECK(mock_comm_init(&m, &c, 0x1e00, 8, 1) == 0);
+	float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	int nch;
+	mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
+	CHECK(call_checked(&c, 4, MiB, before, after, &nch) == 0);
+	CHECK(memcmp(before, after, sizeof(before)) == 0 && nch == 0);
+	CHECK(mock_comm_finalize(&c) == 0);
+	CHECK(mock_log_count_level(2, "is ncclbpf itself") == 1);
+	CHECK(mock_log_count_level(2, "exports no") == 0);
+}
+
 int main(int argc, char **argv)
 {
 	/* Optional budget: iterations per thread of the concurrency test; the random test runs
@@ -855,5 +873,7 @@ int main(int argc, char **argv)
 	run_scenario("inner tuner: init fails", NULL, inner_fail, sc_inner_bad);
 	run_scenario("inner tuner: returns errors", NULL, inner_err, sc_inner_bad);
 	run_scenario("inner tuner: missing library", NULL, inner_missing, sc_inner_bad);
+	static const char *const inner_self[] = { "NCCLBPF_TUNER_INNER", LIB, NULL };
+	run_scenario("inner tuner: ncclbpf itself", NULL, inner_self, sc_inner_self);
 	TEST_DONE();
 }

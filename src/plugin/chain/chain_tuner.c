@@ -64,6 +64,7 @@ const struct chain_tuner *chain_tuner_get(void)
 					    "running without it",
 					    path, e ? e : "dlopen failed");
 			} else {
+				bool self = false;
 				for (int v = 6; v >= 3 && st == 2; v--) {
 					char sym[32];
 					snprintf(sym, sizeof(sym), "ncclTunerPlugin_v%d", v);
@@ -75,6 +76,7 @@ const struct chain_tuner *chain_tuner_get(void)
 							    "tuner: NCCLBPF_TUNER_INNER=%s is ncclbpf "
 							    "itself: ignored",
 							    path);
+						self = true;
 						break;
 					}
 					loaded.dl = dl;
@@ -84,7 +86,7 @@ const struct chain_tuner *chain_tuner_get(void)
 					st = 1;
 				}
 				if (st != 1) {
-					if (!loaded.dl)
+					if (!self)
 						runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
 							    "tuner: inner plugin %s exports no "
 							    "ncclTunerPlugin_v3..v6: running without it",
