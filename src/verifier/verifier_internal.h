@@ -265,7 +265,7 @@ static inline uint32_t vtaint_join(uint32_t a, uint32_t b)
 /* A new source at env->pc: returns its taint (0 when tracking is off). */
 uint32_t vtaint_new(struct verifier_env *env, enum vtaint_kind kind, uint32_t arg);
 /* True when loads from map `m` are rank-local (any map a program or the plugin writes). */
-bool vtaint_map_writable(const struct nb_map_def *m);
+bool vtaint_map_writable(const struct verifier_env *env, const struct nb_map_def *m);
 /* True for an agreed map (NCCLBPF_F_AGREED) seen from a tuner hook: read-only there. */
 bool vtaint_map_agreed_readonly(const struct verifier_env *env, const struct nb_map_def *m);
 /* Taint of a lookup result (its NULL-ness) for the map and the key register. */

@@ -439,7 +439,7 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 		break;
 	case VT_PTR_MAP_VALUE:
 		err = map_access(env, &base, insn->off, size, !load, load || atomic, &val, pc);
-		if (vtaint_map_writable(&env->maps[base.map]))
+		if (vtaint_map_writable(env, &env->maps[base.map]))
 			taint = vtaint_new(env, VTK_MAP_VALUE, base.map);
 		taint = vtaint_join(taint, base.taint);
 		break;
@@ -536,7 +536,7 @@ uint32_t verifier_mem_taint(struct verifier_env *env, const struct vreg *r, uint
 	case VT_PTR_STACK:
 		return vtaint_join(r->taint, stack_taint(env->cur.frames[r->frameno], r->off, size));
 	case VT_PTR_MAP_VALUE:
-		if (vtaint_map_writable(&env->maps[r->map]))
+		if (vtaint_map_writable(env, &env->maps[r->map]))
 			return vtaint_new(env, VTK_MAP_VALUE, r->map);
 		return r->taint;
 	default:

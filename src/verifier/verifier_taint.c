@@ -30,12 +30,14 @@ uint32_t vtaint_new(struct verifier_env *env, enum vtaint_kind kind, uint32_t ar
 /* The one place that says which maps hold rank-local data (map-kind rules go here): any
  * map a program or the plugin may write, so all but .rodata, BPF_F_RDONLY_PROG and agreed
  * maps. */
-bool vtaint_map_writable(const struct nb_map_def *m)
+bool vtaint_map_writable(const struct verifier_env *env, const struct nb_map_def *m)
 {
-	/* agreed maps (NCCLBPF_F_AGREED, bit 24): tuners read the published version active
-	 * for the collective, the same bytes on every rank (docs/agreement.md) */
-	return !(m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7)) ||
-		 (m->map_flags & (1u << 24)));
+	/* agreed maps (NCCLBPF_F_AGREED, bit 24): the tuner hook reads the published version
+	 * active for its collective, the same bytes on every rank (docs/agreement.md). Only
+	 * getCollInfo binds that view; elsewhere (tuner/chunk, profiler) the map reads this
+	 * rank's own contributions, which are rank-local. */
+	bool agreed_view = (m->map_flags & (1u << 24)) && env->hook->type == NB_HOOK_TUNER;
+	return !(m->origin == NB_MAP_ORIGIN_RODATA || (m->map_flags & (1u << 7)) || agreed_view);
 }
 
 bool vtaint_map_agreed_readonly(const struct verifier_env *env, const struct nb_map_def *m)

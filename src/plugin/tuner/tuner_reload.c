@@ -362,7 +362,9 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 	if (tc->reload_slot < 0)
 		return c->prev; /* not managed (no commHash, ABI v3/v4): switches at the commit */
 	struct reload_slot *s = &slots[tc->reload_slot];
-	if (atomic_load_explicit(&s->version, memory_order_relaxed) != c->version)
+	/* acquire: version is stored last (ops_begin), so state and switch_at read after it
+	 * belong to this reload, not the previous one (weakly ordered CPUs) */
+	if (atomic_load_explicit(&s->version, memory_order_acquire) != c->version)
 		return c->prev;
 	int st = atomic_load_explicit(&s->state, memory_order_relaxed);
 	uint64_t at = atomic_load_explicit(&s->switch_at, memory_order_relaxed);
