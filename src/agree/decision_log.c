@@ -62,7 +62,9 @@ void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t 
 	d->proto = proto;
 	d->channels = n_channels;
 	atomic_store_explicit(&ac->log_head, head + 1, memory_order_release);
-	if (head - tail > ac->log_cap / 2)
+	/* the service thread drains on every pass (<= 100 ms apart); wake it early once, when
+	 * the ring crosses half full, not on every append after that (one syscall each) */
+	if (head - tail == ac->log_cap / 2)
 		agree_service_wake();
 }
 
