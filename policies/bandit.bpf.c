@@ -104,6 +104,14 @@ const volatile __u32 cfg_drift_windows = 4;      /* ... for this many windows in
  * kept sample follows the same arm, as in exploitation. 0: one collective per turn. */
 const volatile __u32 cfg_explore_block_log2 = 3;
 const volatile __u32 cfg_drop_after_switch = 1;
+/* KernelCh (the GPU timestamps a completion time needs) costs NCCL about 1 us per small
+ * collective, 3-8 % on the GPU testbed: every collective while exploring, then the first
+ * cfg_sample_burst of every cfg_sample_every collectives of the band (one window of periods
+ * for the drift check, plus the collective before it), and bands the bandit leaves to NCCL
+ * as cfg_sample_other (NCCLBPF_SAMPLE_BURST(n, b); 0: the profiler's default). */
+const volatile __u32 cfg_sample_every = 64;
+const volatile __u32 cfg_sample_burst = BANDIT_WINDOW + 1;
+const volatile __u32 cfg_sample_other = NCCLBPF_SAMPLE_BURST(256, 1);
 const volatile __u64 cfg_heartbeat_after = 256;  /* no measurement published after this many
 						  * collectives: keep NCCL's choice */
 
@@ -429,17 +437,65 @@ static __always_inline void restart_band(__u64 comm_id, __u32 band, struct bandi
 	}
 }
 
+/* Per communicator: the completion time of its last GPU-timed collective. */
+struct bandit_last {
+	__u64 seq_plus1; /* its sequence number + 1 (0: none) */
+	__u64 end_ns;    /* its completion, host clock (start_ns + host_ns) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct bandit_last);
+} bandit_last SEC(".maps");
+
+NCCLBPF_SAMPLE_CTL_MAP;
+
 SEC("profiler")
 int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 {
-	int band = band_of(ctx->coll_type, ctx->n_bytes, ctx->n_nodes);
-	if (band < 0)
+	/* Only a collective NCCL instrumented (KernelCh) has a completion time: for the others
+	 * host_ns is the enqueue time, not a latency (KernelCh sampling, NCCLBPF_PROFILE_SAMPLE) */
+	if (!(ctx->flags & NCCLBPF_PROF_F_GPU_TIMED))
 		return 0;
+	/* The reward is the completion-to-completion period: this collective's completion
+	 * minus the previous collective's (of the communicator, whatever its size). Measured on
+	 * the GPU testbed (docs/results.md 9.4), a collective's own span - the kernel's GPU time
+	 * or enqueue-to-completion - misses time that the algorithm costs between kernels: at
+	 * 1 MiB on 4 emulated nodes Tree/Simple's kernels took 520-560 us against Ring/Simple's
+	 * 790-800, while one Tree/Simple collective after another took 875-956 us against
+	 * 805-822 (back to back 822-887 against 768-845). The period is what the job pays per
+	 * collective when collectives follow each other; with compute in between it includes
+	 * that compute, which makes every arm look alike (the gate then keeps NCCL's choice)
+	 * but does not reorder them. */
+	__u64 end = ctx->start_ns + ctx->host_ns;
+	__u64 comm = ctx->comm_id;
+	struct bandit_last fresh = {};
+	bpf_map_update_elem(&bandit_last, &comm, &fresh, BPF_NOEXIST);
+	struct bandit_last *lp = bpf_map_lookup_elem(&bandit_last, &comm);
+	if (!lp)
+		return 0;
+	__u64 prev_seq1 = lp->seq_plus1, prev_end = lp->end_ns;
+	lp->seq_plus1 = ctx->seq + 1;
+	lp->end_ns = end;
+
+	__u32 sband = ctx->size_bucket < 65 ? ctx->size_bucket : 64;
+	int band = band_of(ctx->coll_type, ctx->n_bytes, ctx->n_nodes);
+	if (band < 0) {
+		/* not ours: GPU-time it rarely (it still gets timed right before a sample of ours) */
+		__u32 *sc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
+		if (sc && cfg_sample_other)
+			*sc = cfg_sample_other;
+		return 0;
+	}
 	__u64 arm;
 	if (!arm_find(ctx->algo, ctx->proto, &arm))
 		return 0;
-	__u64 lat = ctx->gpu_ns ? ctx->gpu_ns : ctx->host_ns;
-	if (!lat || lat >= BIG)
+	if (!prev_seq1 || prev_seq1 != ctx->seq || end <= prev_end)
+		return 0; /* no previous collective, or it was not timed: no period */
+	__u64 lat = end - prev_end;
+	if (lat >= BIG)
 		return 0;
 	__u32 key = (__u32)band;
 	struct bandit_arms *cnt = bpf_map_lookup_elem(&bandit_count, &key);
@@ -471,12 +527,24 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 		/* this sample opens the new exploration: it counts as a warm-up one */
 		w->seen = 1;
 		bs->last_arm_plus1 = arm + 1;
+		__u32 *rc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
+		if (rc)
+			*rc = NCCLBPF_SAMPLE_EVERY;
 		return 0;
 	}
 	__u64 same = EQ(bs->last_arm_plus1, arm + 1);
 	__u64 complete = 1 - LT(w->n, m);
 	bs->run = SEL(same, SEL(complete, bs->run + 1, 0), complete);
 	bs->last_arm_plus1 = arm + 1;
+	/* sampling: every collective while the band explores; once one arm has run long past
+	 * its exploration (exploitation), a burst now and then for the drift check - and every
+	 * collective again as soon as a window looks slow, so drift is confirmed or dismissed
+	 * within a few windows rather than a few bursts */
+	__u32 *sc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
+	if (sc)
+		*sc = bs->run >= BANDIT_RESTART_RUN && !w->drift && cfg_sample_every > 1
+			      ? NCCLBPF_SAMPLE_BURST(cfg_sample_every, cfg_sample_burst)
+			      : NCCLBPF_SAMPLE_EVERY;
 
 	w->seen++;
 	if (w->seen <= cfg_warmup)

@@ -8,7 +8,7 @@
 #   scripts/emulate-nodes.sh [--nodes 2,4] [--coll allreduce] [--min-bytes 4K] [--max-bytes 64M]
 #       [--step-factor 4] [--configs default,pairs,policy:multinode_fix,policy+prof:bandit]
 #       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 240]
-#       [--policy-warmup-bytes 640M] [--policy-min-warmup 112]
+#       [--policy-warmup-bytes 640M] [--policy-min-warmup 112] [--policy-warmup-sync 1]
 #       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
 #       [--no-mps] [--dry-run]
 #
@@ -20,6 +20,13 @@
 #   policy+prof:NAME     the same, also as profiler plugin (policies that learn from timings);
 #                        the ranks' agreement layer meets at 127.0.0.1 (NCCLBPF_AGREE, a
 #                        fresh port per run)
+#   ALGO/PROTO@policy+prof:NAME   both: NCCL_ALGO/NCCL_PROTO forced and the policy loaded, so
+#                        the policy can only run that pair (its own cost, measured against
+#                        the forced pair alone)
+#   any config~sK        the timed collectives wait for the GPU after every K-th (a training
+#                        step of K collectives; default: never, all queued back to back)
+#   any config~wK        policy+prof warm-up waits after every K-th collective instead of
+#                        --policy-warmup-sync
 # policy+prof configs get --policy-warmup untimed collectives per size, capped at
 # --policy-warmup-bytes / size but at least --policy-min-warmup (0 bytes: no cap), each waited for
 # (--warmup-sync: the policy learns from completed collectives, as in a training loop that
@@ -29,6 +36,9 @@
 # NCCL 2.28.9 offers on this testbed (no LL128) 46 x 4 + 32 = 216 below 1 MiB (M = 32),
 # 28 x 4 + 32 = 144 from 1 MiB (M = 16), 19 x 4 + 32 = 108 from 16 MiB (M = 8): the defaults
 # give 240 up to 1 MiB, 160 at 4 MiB, 112 at 16 and 64 MiB), the others --warmup.
+#
+# With NCCLBPF_DECISION_LOG=DIR (or NCCLBPF_TRACE=DIR) in the environment, each policy run
+# writes its decision logs (timelines) to DIR/n<nodes>-<label>-r<rep>/.
 #
 # Interleaving: repetition r runs every node count, and within it every config, in an order
 # rotated by r, so slow drift of the shared host hits all configs alike. Each run writes r
@@ -57,6 +67,7 @@ WARMUP=5
 POLICY_WARMUP=240
 POLICY_WARMUP_BYTES=640M
 POLICY_MIN_WARMUP=112
+POLICY_WARMUP_SYNC=1
 REPS=5
 OUTDIR=${OUT:-/tmp/ncclbpf-emu}
 SAMPLES=
@@ -81,6 +92,7 @@ while [ $# -gt 0 ]; do
     --policy-warmup) POLICY_WARMUP=$2; shift 2 ;;
     --policy-warmup-bytes) POLICY_WARMUP_BYTES=$2; shift 2 ;;
     --policy-min-warmup) POLICY_MIN_WARMUP=$2; shift 2 ;;
+    --policy-warmup-sync) POLICY_WARMUP_SYNC=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --out) OUTDIR=$2; shift 2 ;;
     --samples) SAMPLES=$2; shift 2 ;;
@@ -107,8 +119,7 @@ IFS=, read -r -a cfg_in <<< "$CONFIGS"
 for c in "${cfg_in[@]}"; do
   case $c in
     pairs) for a in Tree Ring; do for p in LL LL128 Simple; do expanded+=("$a/$p"); done; done ;;
-    default|*/*|policy:*|policy+prof:*) expanded+=("$c") ;;
-    *) echo "emulate-nodes: unknown config '$c'" >&2; exit 1 ;;
+    *) expanded+=("$c") ;;
   esac
 done
 IFS=, read -r -a node_counts <<< "$NODES"
@@ -118,17 +129,40 @@ for n in "${node_counts[@]}"; do
 done
 
 PLUGIN=$BUILD/libncclbpf.so
+# split_config CFG: sets c_pair (ALGO/PROTO or ""), c_pol (policy:NAME / policy+prof:NAME or ""),
+# c_sync (K of ~sK, "" if none), c_wsync (K of ~wK, "" if none)
+split_config() {
+  local base=${1%%~*} mods=${1#"${1%%~*}"} m
+  c_pair= c_pol= c_sync= c_wsync=
+  case $base in
+    *@policy:*|*@policy+prof:*) c_pair=${base%%@*}; c_pol=${base#*@} ;;
+    policy:*|policy+prof:*) c_pol=$base ;;
+    default) ;;
+    */*) c_pair=$base ;;
+    *) return 1 ;;
+  esac
+  IFS='~' read -r -a ms <<< "${mods#\~}"
+  for m in "${ms[@]}"; do
+    case $m in
+      s[0-9]*) c_sync=${m#s} ;;
+      w[0-9]*) c_wsync=${m#w} ;;
+      "") ;;
+      *) return 1 ;;
+    esac
+  done
+  [[ -z $c_sync || $c_sync =~ ^[0-9]+$ ]] && [[ -z $c_wsync || $c_wsync =~ ^[0-9]+$ ]]
+}
 policy_path() { # NAME or path -> object path
   case $1 in */*|*.o) echo "$1" ;; *) echo "$BUILD/policies/$1.bpf.o" ;; esac
 }
 need_plugin=0
 for c in "${expanded[@]}"; do
-  case $c in
-    policy:*|policy+prof:*)
-      need_plugin=1
-      obj=$(policy_path "${c#*:}")
-      [ $DRY = 1 ] || [ -f "$obj" ] || { echo "emulate-nodes: $obj missing (build the policies with clang first)" >&2; exit 1; } ;;
-  esac
+  split_config "$c" || { echo "emulate-nodes: unknown config '$c'" >&2; exit 1; }
+  if [ -n "$c_pol" ]; then
+    need_plugin=1
+    obj=$(policy_path "${c_pol#*:}")
+    [ $DRY = 1 ] || [ -f "$obj" ] || { echo "emulate-nodes: $obj missing (build the policies with clang first)" >&2; exit 1; }
+  fi
 done
 if [ $need_plugin = 1 ] && [ $DRY = 0 ] && [ ! -f "$PLUGIN" ]; then
   echo "emulate-nodes: $PLUGIN missing (--build DIR)" >&2; exit 1
@@ -184,32 +218,49 @@ unset NCCL_ALGO NCCL_PROTO NCCL_TUNER_PLUGIN NCCL_PROFILER_PLUGIN NCCLBPF_POLICY
 # run_one REP NODES CONFIG: one harness invocation; 0 on success.
 run_one() {
   local rep=$1 nodes=$2 cfg=$3 envs=() policy="" warm=$WARMUP
-  case $cfg in
-    default) ;;
-    policy:*|policy+prof:*)
-      local obj; obj=$(policy_path "${cfg#*:}")
-      policy=$(basename "$obj" .bpf.o)
-      envs+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCLBPF_POLICY="$obj")
-      if [[ $cfg == policy+prof:* ]]; then
-        AGREE_PORT=$((AGREE_PORT + 1))
-        envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
-        warm=$POLICY_WARMUP
-      fi ;;
-    */*) envs+=(NCCL_ALGO="${cfg%/*}" NCCL_PROTO="${cfg#*/}") ;;
-  esac
-  local label=${cfg//[:\/+]/-}
-  [ -n "$policy" ] && label=${cfg%%:*}-$policy # policy-NAME / policy+prof-NAME, NAME without path
-  label=${label//+/-}
+  split_config "$cfg"
+  if [ -n "$c_pair" ]; then
+    envs+=(NCCL_ALGO="${c_pair%/*}" NCCL_PROTO="${c_pair#*/}")
+  fi
+  if [ -n "$c_pol" ]; then
+    local obj; obj=$(policy_path "${c_pol#*:}")
+    policy=$(basename "$obj" .bpf.o)
+    envs+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCLBPF_POLICY="$obj")
+    if [[ $c_pol == policy+prof:* ]]; then
+      AGREE_PORT=$((AGREE_PORT + 1))
+      envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
+      warm=$POLICY_WARMUP
+    fi
+  fi
+  # label: the config with ':', '/', '+', '@', '~' as '-'; a policy by its name without path
+  local shown=$cfg
+  if [ -n "$c_pol" ]; then
+    local pname=${c_pol#*:}
+    shown=${cfg/"$pname"/$policy}
+  fi
+  local label=${shown//[:\/+@~]/-}
   local sync=()
-  if [[ $cfg == policy+prof:* ]]; then
-    sync=(--warmup-sync) # learning needs completions, not a queue
+  if [[ $c_pol == policy+prof:* ]]; then
+    # learning needs completions, not a queue the host filled far ahead of the GPU
+    sync=(--warmup-sync-every "${c_wsync:-$POLICY_WARMUP_SYNC}")
     [ "$POLICY_WARMUP_BYTES" = 0 ] || sync+=(--warmup-bytes "$POLICY_WARMUP_BYTES" --min-warmup "$POLICY_MIN_WARMUP")
   fi
+  [ -n "$c_sync" ] && sync+=(--sync-every "$c_sync")
   local args=("${sync[@]}" --same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
               --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
               --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label" --rep-base "$rep"
               --samples "$SAMPLES" --csv "$OUTDIR/summary.csv" --policy "$policy")
   local runlog=$OUTDIR/logs/n$nodes-$label-r$rep.log
+  # decision logs and timelines (NCCLBPF_DECISION_LOG / NCCLBPF_TRACE = DIR set by the
+  # caller): one subdirectory per run
+  local var dir
+  for var in NCCLBPF_DECISION_LOG NCCLBPF_TRACE; do
+    dir=${!var:-}
+    if [ -n "$dir" ] && [ -n "$c_pol" ] && [ $DRY = 0 ]; then
+      mkdir -p "$dir/n$nodes-$label-r$rep"
+      envs+=("$var=$dir/n$nodes-$label-r$rep")
+    fi
+  done
   if [ $DRY = 1 ]; then echo "env ${envs[*]} $BENCH ${args[*]}"; return 0; fi
   mkdir -p "$OUTDIR/logs"
   local t0; t0=$(date +%s%N)

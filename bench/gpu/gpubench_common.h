@@ -29,8 +29,13 @@ struct gb_options {
 	int same_gpu_dev;
 	int reps;           /* repetitions of the whole size sweep inside the process */
 	int rep_base;       /* added to the rep column (a script's repetition index) */
-	int warmup_sync;    /* wait for every warm-up collective (online policies learn from
-			     * completions: the host must not run ahead of them) */
+	int warmup_sync;    /* wait after every K-th warm-up collective (--warmup-sync: K = 1,
+			     * --warmup-sync-every K; 0: never). Online policies learn from
+			     * completions: the host must not run far ahead of them. */
+	int sync_every;     /* --sync-every K: the timed collectives too wait every K (0: never).
+			     * A training step enqueues a few collectives and then waits; an
+			     * online policy learns in the regime it runs in, so comparisons of
+			     * regimes need the timed phase in either one. */
 	int min_iters;      /* floor of the per-size iteration cap below */
 	size_t iter_bytes;  /* cap: at most iter_bytes / size timed iterations per size (0 = off) */
 	size_t warmup_bytes; /* cap: at most warmup_bytes / size warm-up collectives (0 = off) */

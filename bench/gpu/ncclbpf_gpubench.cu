@@ -282,7 +282,8 @@ static double gb_time_comm(struct gb_proc *p, int coll, size_t count, int iters)
 	p->iter_n = 0;
 	for (int i = 0; i < p->warmup_n; i++) {
 		gb_enqueue(p, coll, count);
-		for (int g = 0; o->warmup_sync && g < p->ngpus; g++) {
+		int wait = o->warmup_sync > 0 && ((i + 1) % o->warmup_sync == 0 || i + 1 == p->warmup_n);
+		for (int g = 0; wait && g < p->ngpus; g++) {
 			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
 			CUDA_CHECK(cudaStreamSynchronize(p->gpu[g].stream));
 		}
@@ -316,6 +317,11 @@ static double gb_time_comm(struct gb_proc *p, int coll, size_t count, int iters)
 		for (int g = 0; g < p->ngpus; g++) {
 			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
 			CUDA_CHECK(cudaEventRecord(p->gpu[g].iter_ev[i + 1], p->gpu[g].stream));
+		}
+		/* a step boundary: the next iteration's time includes the host's launch */
+		for (int g = 0; o->sync_every > 0 && (i + 1) % o->sync_every == 0 && g < p->ngpus; g++) {
+			CUDA_CHECK(cudaSetDevice(p->gpu[g].dev));
+			CUDA_CHECK(cudaStreamSynchronize(p->gpu[g].stream));
 		}
 	}
 	gb_record_all(p, 1);
@@ -563,6 +569,7 @@ static void gb_usage(void)
 		"         [--min-bytes S] [--max-bytes S] [--step-factor F]\n"
 		"         [--warmup W [--warmup-bytes B --min-warmup N]] [--iters I]\n"
 		"         [--iter-bytes B [--min-iters N]] [--reps R] [--rep-base N] [--warmup-sync]\n"
+		"         [--warmup-sync-every K] [--sync-every K]\n"
 		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n"
 		"         [--samples FILE [--policy NAME]]\n");
 	exit(1);
@@ -623,6 +630,8 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else if (!strcmp(a, "--warmup-bytes")) { GB_NEED(); o->warmup_bytes = gb_parse_size(v); }
 		else if (!strcmp(a, "--min-warmup")) { GB_NEED(); o->min_warmup = atoi(v); }
 		else if (!strcmp(a, "--warmup-sync")) o->warmup_sync = 1;
+		else if (!strcmp(a, "--warmup-sync-every")) { GB_NEED(); o->warmup_sync = atoi(v); }
+		else if (!strcmp(a, "--sync-every")) { GB_NEED(); o->sync_every = atoi(v); }
 		else if (!strcmp(a, "--graph")) o->graph = 1;
 		else if (!strcmp(a, "--overlap")) o->overlap = 1;
 		else if (!strcmp(a, "--overlap-n")) { GB_NEED(); o->overlap_n = atoi(v); }
@@ -641,6 +650,7 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 	if (o->procs < 1 || o->gpus_per_proc < 1 || o->gpus_per_proc > GB_MAX_GPUS || o->iters < 1 ||
 	    o->warmup < 0 || o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->step_factor < 1 ||
 	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16 || o->reps < 1 || o->reps > 1000 || o->rep_base < 0 || o->rep_base > 1000000 || o->min_warmup < 0 ||
+	    o->warmup_sync < 0 || o->sync_every < 0 ||
 	    o->min_iters < 1) {
 		fprintf(stderr, "gpubench: inconsistent options (procs must be a multiple of nodes)\n");
 		exit(1);

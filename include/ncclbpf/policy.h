@@ -162,6 +162,16 @@ struct ncclbpf_profiler_ctx {
 #define NCCLBPF_PROF_F_GPU_TIMED 0x1u /* gpu_ns comes from KernelCh timestamps (sampled) */
 #define NCCLBPF_PROF_F_SYMMETRIC 0x2u /* a symmetric kernel ran (algo = NCCLBPF_ALGO_SYMMETRIC) */
 
+/* ---- sampling requests: the pinned array "ncclbpf_sample_ctl" (NCCLBPF_SAMPLE_CTL_MAP),
+ * one __u32 per size band (ncclbpf_size_bucket(n_bytes), 0..64), written by profiler
+ * programs, read by the profiler's KernelCh sampler of every communicator of the process
+ * (docs/observability.md): 0 = the sampler's default; otherwise the first B of every N
+ * collectives of the band carry KernelCh (GPU time), and so does the collective before each
+ * of them, so that a program can time completion to completion. Rank-local: sampling
+ * changes what is measured, never what NCCL runs. */
+#define NCCLBPF_SAMPLE_EVERY 1u                                   /* every collective */
+#define NCCLBPF_SAMPLE_BURST(n, b) ((__u32)(n) | ((__u32)(b) << 16)) /* first b of every n */
+
 /* ---- net hook: SEC("net"), the net plugin (ncclNetPlugin_v10..v12, docs/net.md) ----
  * Runs at connect / accept (op CONNECT / ACCEPT), when NCCL posts a send or receive (ISEND /
  * IRECV), when one completes (SEND_DONE / RECV_DONE, with its duration) and at close (CLOSE:
@@ -346,6 +356,16 @@ static long (*bpf_loop)(__u32 nr_loops, void *callback_fn, void *callback_ctx,
 		__type(value, struct ncclbpf_latency_stats);                   \
 		__uint(pinning, LIBBPF_PIN_BY_NAME);                           \
 	} ncclbpf_latency SEC(".maps")
+
+/* Declares the sampling-request map (NCCLBPF_SAMPLE_EVERY / NCCLBPF_SAMPLE_BURST above). */
+#define NCCLBPF_SAMPLE_CTL_MAP                                                 \
+	struct {                                                               \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                              \
+		__uint(max_entries, 65);                                       \
+		__type(key, __u32);                                            \
+		__type(value, __u32);                                          \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);                           \
+	} ncclbpf_sample_ctl SEC(".maps")
 #endif /* __bpf__ */
 
 #endif

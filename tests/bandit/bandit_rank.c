@@ -5,6 +5,7 @@
  * events. Prints one summary line the test script compares across ranks.
  *
  * usage: bandit_rank LIB.so RANK NRANKS STEPS MODEL [--bytes B] [--sleep-us U]
+ * --sleep-us U: each collective takes U us per modelled 100 us before it completes.
  *   MODEL: wrong  NCCL's choice (AUTO) is 30 % slower than the best arm
  *          best   AUTO is the fastest; every other arm at least 15 % slower
  *          drift  as wrong, then halfway the best arm becomes 2.5x slower and another
@@ -136,11 +137,16 @@ int main(int argc, char **argv)
 		struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo, .proto = proto,
 				    .n_channels = ch,
 				    .gpu_ns = (uint64_t)(mu[pair] * 1000 * common * (1 + 0.03 * uniform()))};
-		ph_coll_run(&pc, &k);
+		/* The collective takes its time before it completes: the policy's reward is the
+		 * completion-to-completion period, which a mock host only has if the modelled time
+		 * passes (--sleep-us U: U us per modelled 100 us; the kernel span above is a
+		 * fraction of it, as Tree's is on the GPU) */
 		if (sleep) {
-			struct timespec ts = {0, (long)sleep * 1000};
+			long ns = (long)(mu[pair] * common * (double)sleep * 10);
+			struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
 			nanosleep(&ts, NULL);
 		}
+		ph_coll_run(&pc, &k);
 	}
 	ph_comm_finalize(&pc);
 	mock_comm_finalize(&mc);

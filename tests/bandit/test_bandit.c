@@ -30,6 +30,7 @@
 
 #include "maps/map.h"
 #include "maps/map_internal.h"
+#include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 #include "test_util.h"
 
@@ -75,6 +76,81 @@ static double gauss(void)
 	return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
 
+/* ---- what the profiler hands the program: a timeline and KernelCh sampling ----
+ * Each rank's collectives complete one after the other: rank r's completion clock advances
+ * by the collective's period (the time the model gives it), so the program's reward, the
+ * completion-to-completion period, is the model's time. The kernel's own span (gpu_ns) is
+ * a fraction of it that depends on the algorithm, as measured on the GPU testbed (Tree's
+ * kernels ~60 % of its period, Ring's ~97 %): a policy rewarding gpu_ns ranks them wrong.
+ * KernelCh sampling as the profiler does it (profiler_sample.c): per band, the policy's
+ * request in "ncclbpf_sample_ctl" (0: every collective, as with profiler programs loaded),
+ * plus the collective before a steered sample. A collective without KernelCh reaches the
+ * program with flags 0 and host_ns = its enqueue time (3 us), not a latency. */
+static double clk[R];        /* per-rank completion clock, us */
+static uint32_t seen_band[PROFILER_BANDS];
+static int timed_next;       /* the next collective carries KernelCh */
+static int untimed_every_other; /* an operator's NCCLBPF_PROFILE_SAMPLE=2-like setting */
+static long n_timed, n_untimed;
+static struct ncclbpf_map *sample_ctl;
+
+static double span_of(int pair)
+{
+	return pair / NCCLBPF_NUM_PROTOS == NCCLBPF_ALGO_TREE ? 0.6 : 0.97;
+}
+
+static uint32_t ctl_value(uint32_t band)
+{
+	uint32_t v = 0;
+	if (sample_ctl && band < PROFILER_BANDS && ncclbpf_map_lookup(sample_ctl, &band, &v) != 0)
+		v = 0;
+	return v;
+}
+
+static void timeline_reset(void)
+{
+	memset(clk, 0, sizeof(clk));
+	memset(seen_band, 0, sizeof(seen_band));
+	timed_next = 1;
+	n_timed = n_untimed = 0;
+	uint32_t zero = 0;
+	for (uint32_t b = 0; sample_ctl && b < PROFILER_BANDS; b++)
+		CHECK(ncclbpf_map_update(sample_ctl, &b, &zero, 0) == 0);
+}
+
+/* Accounts collective s (band b, carrying KernelCh or not) and decides for s + 1 (band b1,
+ * followed by band b2), as profiler_sample_coll does. Returns whether s was timed. */
+static int timeline_step(uint64_t s, uint32_t b, uint32_t b1, uint32_t b2)
+{
+	int timed = timed_next;
+	if (untimed_every_other)
+		timed = (s % 2) == 0;
+	n_timed += timed;
+	n_untimed += !timed;
+	seen_band[b]++;
+	uint32_t v1 = ctl_value(b1), v2 = ctl_value(b2);
+	int due1 = v1 ? profiler_sample_steered_due(v1, seen_band[b1]) : 1;
+	int due2 = v2 && profiler_sample_steered_due(v2, seen_band[b2] + (b2 == b1));
+	timed_next = due1 || due2;
+	return timed;
+}
+
+/* Fills the timing fields of rank r's profiler context for a collective of `period_us`. */
+static void timeline_fill(struct ncclbpf_profiler_ctx *pc, int r, int pair, double period_us, int timed)
+{
+	double start = clk[r];
+	clk[r] += period_us;
+	pc->start_ns = (uint64_t)(start * 1000) + 1000000000ull;
+	if (timed) {
+		pc->host_ns = (uint64_t)((clk[r] - start) * 1000);
+		pc->gpu_ns = (uint64_t)(period_us * span_of(pair) * 1000);
+		pc->flags = NCCLBPF_PROF_F_GPU_TIMED;
+	} else {
+		pc->host_ns = 3000;
+		pc->gpu_ns = 0;
+		pc->flags = 0;
+	}
+}
+
 static void load_ranks(void)
 {
 	char err[2048];
@@ -110,6 +186,10 @@ static void load_ranks(void)
 		k->rd.base[ss] = pub_stat;
 		k->rd.base[cs] = pub_cnt;
 	}
+	/* pinned: one map for the whole process, as in a real process */
+	sample_ctl = ncclbpf_object_find_map(ranks[0].obj, "ncclbpf_sample_ctl");
+	CHECK(sample_ctl != NULL);
+	timeline_reset();
 }
 
 static void unload_ranks(void)
@@ -211,6 +291,7 @@ struct run_result {
 	int bad_exploit;      /* exploited arms slower than AUTO (after convergence) */
 	int unavailable;      /* decisions naming a pair NCCL marked unavailable */
 	int mismatches;       /* collectives where ranks decided differently */
+	int timed_late, late; /* collectives from 1100 on: carrying KernelCh, all */
 };
 
 /* Runs n collectives cycling through nm models (one band each). */
@@ -252,14 +333,18 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 		double t = mean[pair] * exp(0.08 * gauss());
 		if (uniform() < 0.02)
 			t *= 3;
+		int timed = timeline_step(seq - 1, ncclbpf_size_bucket(m->bytes),
+					  ncclbpf_size_bucket(models[(s + 1) % nm].bytes),
+					  ncclbpf_size_bucket(models[(s + 2) % nm].bytes));
+		if (s >= 1100)
+			res->timed_late += timed, res->late++;
 		for (int r = 0; r < nr && !no_profiler; r++) {
 			struct ncclbpf_profiler_ctx pc;
 			memset(&pc, 0, sizeof(pc));
 			pc.comm_id = 0x1234;
 			pc.seq = seq - 1;
 			pc.n_bytes = m->bytes;
-			pc.gpu_ns = (uint64_t)(t * 1000 * (1 + 0.02 * uniform() + 0.01 * r));
-			pc.host_ns = pc.gpu_ns + 3000;
+			timeline_fill(&pc, r, pair, t * (1 + 0.02 * uniform() + 0.01 * r), timed);
 			pc.coll_type = NCCLBPF_COLL_ALLREDUCE;
 			pc.algo = pair / NCCLBPF_NUM_PROTOS;
 			pc.proto = pair % NCCLBPF_NUM_PROTOS;
@@ -279,6 +364,11 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 			res->bad_exploit++;
 		if ((s + 1) % K == 0)
 			publish();
+		if (getenv("BANDIT_DEBUG_HB") && s % 64 == 0) {
+			uint64_t v;
+			memcpy(&v, pub_cnt + (size_t)120 * map_array_stride(ranks[0].cnt), 8);
+			fprintf(stderr, "s=%d hb=%llu timed=%ld untimed=%ld\n", s, (unsigned long long)v, n_timed, n_untimed);
+		}
 	}
 	for (int i = 0; i < nm; i++) {
 		res->converged_at[i] = last_change[i];
@@ -336,6 +426,49 @@ static void test_auto_wrong(void)
 	for (int s = res.converged_at[0]; s < 1500; s++)
 		off += decision[0][s] != (NCCLBPF_ALGO_TREE + 1) * 8 + NCCLBPF_PROTO_SIMPLE + 1;
 	CHECK(off == 0);
+	/* exploited: KernelCh only in the drift check's bursts (9 of every 64) */
+	double frac = res.late ? (double)res.timed_late / res.late : 1;
+	printf("auto wrong: %.1f %% of the collectives after 1100 carried KernelCh\n", 100 * frac);
+	CHECK(frac > 0.08 && frac < 0.25);
+}
+
+/* GPU testbed, 1 MiB on 4 nodes (docs/results.md 9.4): Tree/Simple's kernels are much
+ * shorter than Ring/Simple's, yet one Tree/Simple collective after another takes longer.
+ * Rewarding the kernel span picks Tree/Simple; the completion period keeps NCCL's Ring/Simple. */
+static void test_span_misleads(void)
+{
+	struct model m;
+	memset(&m, 0, sizeof(m));
+	m.bytes = 1 << 20;
+	m.mean_us[pair_of(NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL)] = 2600;
+	m.mean_us[pair_of(NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_SIMPLE)] = 1050;
+	m.mean_us[pair_of(NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL)] = 2170;
+	m.mean_us[pair_of(NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE)] = 970;
+	m.auto_pair = pair_of(NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE);
+	struct run_result res;
+	run(&m, 1, 1500, &res);
+	CHECK(res.mismatches == 0 && res.unavailable == 0 && res.bad_exploit == 0);
+	CHECK(res.final_pair[0] == m.auto_pair);
+	printf("span misleads: keeps NCCL's Ring/Simple (final pair %d, converged at %d)\n", res.final_pair[0],
+	       res.converged_at[0]);
+}
+
+/* Collectives without KernelCh (here every other one, as NCCLBPF_PROFILE_SAMPLE=2 would
+ * give) carry no completion time: the policy must not learn from them. No two consecutive
+ * collectives are timed, so no period is ever measured: after cfg_heartbeat_after
+ * collectives NCCL's choice is kept. */
+static void test_untimed_ignored(void)
+{
+	struct model m = base_model();
+	struct run_result res;
+	untimed_every_other = 1;
+	run(&m, 1, 600, &res);
+	untimed_every_other = 0;
+	CHECK(res.mismatches == 0);
+	int forced_late = 0;
+	for (int s = 256; s < 600; s++)
+		forced_late += decision[0][s] != 0;
+	CHECK(forced_late == 0);
 }
 
 static void test_auto_best(void)
@@ -381,8 +514,9 @@ static void test_drift(void)
 	run(&m, 1, 3000, &res);
 	CHECK(res.mismatches == 0 && res.bad_exploit == 0);
 	CHECK(res.final_pair[0] == pair_of(NCCLBPF_ALGO_RING, NCCLBPF_PROTO_LL128));
-	/* drift detection (4 windows of 8) + lag + a new exploration */
-	int b = 1500 + 4 * 8 + 2 * K + bound(&m, 1);
+	/* drift detection (a sampling burst every 64 collectives finds the first slow window,
+	 * then every collective is timed for the other 3 windows of 8) + lag + a new exploration */
+	int b = 1500 + 2 * 64 + 4 * 8 + 2 * K + bound(&m, 1);
 	CHECK(res.converged_at[0] > 1500 && res.converged_at[0] <= b);
 	/* re-exploration happened: arms other than the new best were played after the drift */
 	int others = 0;
@@ -663,6 +797,9 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 				t[si][i - w] = lat;
 				pairs[i - w] = pair;
 			}
+			uint32_t bb = ncclbpf_size_bucket(bytes);
+			uint32_t bn1 = i + 1 < w + timed ? bb : bb + 2, bn2 = i + 2 < w + timed ? bb : bb + 2;
+			int ktimed = timeline_step(s, bb, bn1, bn2);
 			for (int r = 0; r < nr; r++) {
 				struct ncclbpf_profiler_ctx pc;
 				memset(&pc, 0, sizeof(pc));
@@ -672,8 +809,12 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 				/* what the profiler sees: the slowest rank's time, less on the others;
 				 * timed collectives are queued back to back (timed_scale) */
 				double view = lat * (1 - own) + prev_stagger * (nr - 1 - r) / (nr - 1);
-				pc.gpu_ns = (uint64_t)(view * 1000 * (is_timed ? timed_scale : 1) * (1 - 0.03 * uniform() * r));
-				pc.host_ns = pc.gpu_ns + 3000;
+				/* the period is the measured time; the kernel span (gpu_ns) the stagger
+				 * model's view of it, which the policy must not use */
+				timeline_fill(&pc, r, pair, lat * (is_timed ? timed_scale : 1) * (1 - 0.03 * uniform() * r),
+					      ktimed);
+				if (ktimed)
+					pc.gpu_ns = (uint64_t)(view * 1000 * (is_timed ? timed_scale : 1));
 				pc.coll_type = NCCLBPF_COLL_ALLREDUCE;
 				pc.algo = pair / NCCLBPF_NUM_PROTOS;
 				pc.proto = pair % NCCLBPF_NUM_PROTOS;
@@ -802,6 +943,8 @@ int main(int argc, char **argv)
 	if (getenv("BANDIT_SEED"))
 		rng ^= strtoull(getenv("BANDIT_SEED"), NULL, 0) * 0x9e3779b97f4a7c15ull;
 	test_auto_wrong();
+	test_span_misleads();
+	test_untimed_ignored();
 	test_auto_best();
 	test_drift();
 	test_interleaved();

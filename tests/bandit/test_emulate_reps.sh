@@ -21,5 +21,24 @@ bad=$(grep -- '--same-gpu' <<< "$lines" | grep -vc -- '--rep-base [0-9]')
 # the harness knows the option (parsed, validated, documented in its usage)
 src=$(dirname "$script")/../bench/gpu/ncclbpf_gpubench.cu
 grep -q '"--rep-base"' "$src" && grep -q 'rep_base + p->rep' "$src" || { echo "harness lacks --rep-base"; fail=1; }
-[ $fail -eq 0 ] && echo "emulate-nodes: every run tagged with its repetition"
+# config grammar: forced pair + policy, timed sync (~sK), warm-up sync (~wK)
+mkdir -p "$out/build/policies" && touch "$out/build/policies/bandit.bpf.o" "$out/build/libncclbpf.so"
+l=$("$script" --dry-run --nodes 2 --reps 1 --build "$out/build" --policy-warmup-sync 4 \
+    --configs 'Tree/LL@policy+prof:bandit~s1~w16,policy+prof:bandit,Ring/Simple~s8' --out "$out") ||
+  { echo "dry run with combined configs failed"; exit 1; }
+a=$(grep -- '--label Tree-LL-policy-prof-bandit-s1-w16 ' <<< "$l")
+grep -q 'NCCL_ALGO=Tree NCCL_PROTO=LL ' <<< "$a" && grep -q 'NCCL_PROFILER_PLUGIN=' <<< "$a" &&
+  grep -q -- '--warmup-sync-every 16 ' <<< "$a" && grep -q -- '--sync-every 1 ' <<< "$a" &&
+  grep -q -- '--policy bandit$' <<< "$a" || { echo "combined config wrong: $a"; fail=1; }
+b=$(grep -- '--label policy-prof-bandit ' <<< "$l")
+grep -q -- '--warmup-sync-every 4 ' <<< "$b" && ! grep -q -- '--sync-every' <<< "$b" &&
+  ! grep -q NCCL_ALGO <<< "$b" || { echo "policy config wrong: $b"; fail=1; }
+c=$(grep -- '--label Ring-Simple-s8 ' <<< "$l")
+grep -q -- '--sync-every 8 ' <<< "$c" && ! grep -q -- '--warmup-sync' <<< "$c" || { echo "pair~s8 wrong: $c"; fail=1; }
+for bad in 'Tree/LL~x3' 'nonsense' 'default~s'; do
+  "$script" --dry-run --nodes 2 --reps 1 --configs "$bad" --out "$out" >/dev/null 2>&1 &&
+    { echo "config '$bad' accepted"; fail=1; }
+done
+grep -q '"--sync-every"' "$src" && grep -q '"--warmup-sync-every"' "$src" || { echo "harness lacks the sync options"; fail=1; }
+[ $fail -eq 0 ] && echo "emulate-nodes: every run tagged with its repetition; config grammar ok"
 exit $fail

@@ -195,6 +195,8 @@ struct profiler_sampler {
 	uint8_t next_band[PROFILER_BANDS]; /* learned successor of each band (0xff unknown) */
 	uint32_t since[PROFILER_BANDS];    /* collectives of the band since its last sample */
 	uint64_t last_sample_ns[PROFILER_BANDS];
+	uint32_t seen[PROFILER_BANDS];     /* collectives of the band (steered bursts) */
+	struct nb_map *ctl;                /* "ncclbpf_sample_ctl": per-band requests of policies */
 	_Atomic uint64_t total, instrumented; /* Coll starts; those carrying KernelCh */
 };
 /* Budget: about one instrumented collective per PROFILER_SAMPLE_SPACING_NS per context
@@ -214,6 +216,11 @@ void profiler_api_group_stop(void);
  * for the next API call. */
 void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrumented,
 			  uint64_t now);
+/* A policy's request for band b ("ncclbpf_sample_ctl", policy.h NCCLBPF_SAMPLE_*): 0 = none;
+ * else N = v & 0xffff (>= 1) and a burst B = v >> 16 (0 = 1): the first B of every N
+ * collectives of the band carry KernelCh, and so does the collective before each of them
+ * (a program that times completion to completion needs both ends). Exposed for tests. */
+bool profiler_sample_steered_due(uint32_t v, uint32_t index);
 /* Parses NCCLBPF_PROFILE_SAMPLE ("auto" = 0, or N >= 1); -1 if invalid. */
 int profiler_sample_parse(const char *s);
 /* Process-wide outstanding KernelCh requests (tests). */

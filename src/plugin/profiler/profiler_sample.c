@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "maps/map.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
 
@@ -100,7 +101,9 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	}
 	/* SEC("profiler") programs were written for a GPU time on every collective (the
 	 * bandit's reward, for one): unless the user asked for sampling explicitly, they get
-	 * it. The latency map and the metrics are fine with samples. */
+	 * it. The latency map and the metrics are fine with samples. The policies must be
+	 * loaded to be seen (NCCLBPF_PROFILE=coll skips the mode detection that loads them). */
+	runtime_load_policies_from_env();
 	const struct nb_hook_chain *progs = runtime_chain_enter(NB_HOOK_PROFILER);
 	if (!(env && *env) && progs && progs->len > 0)
 		fixed = 1;
@@ -115,10 +118,30 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	memset(s->next_band, 0xff, sizeof(s->next_band));
 	memset(s->since, 0, sizeof(s->since));
 	memset(s->last_sample_ns, 0, sizeof(s->last_sample_ns));
+	memset(s->seen, 0, sizeof(s->seen));
 	atomic_store(&s->total, 0);
 	atomic_store(&s->instrumented, 0);
-	if (s->on && s->fixed_n == 1)
-		s->on = false; /* every collective: nothing to sample */
+	/* Policies steer sampling per band through this pinned map (a program that needs every
+	 * collective while it explores and a few bursts afterwards). It lives until exit. */
+	s->ctl = NULL;
+	if (s->on) {
+		struct nb_map_spec spec = {
+			.name = "ncclbpf_sample_ctl",
+			.type = NB_MAP_TYPE_ARRAY,
+			.key_size = sizeof(uint32_t),
+			.value_size = sizeof(uint32_t),
+			.max_entries = PROFILER_BANDS,
+			.map_flags = 0,
+		};
+		char err[256] = "";
+		s->ctl = runtime_pinned_map(&spec, err, sizeof(err));
+		if (!s->ctl)
+			runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+				    "profiler: cannot create the ncclbpf_sample_ctl map: %s", err);
+	}
+	/* every collective and no policy that could ask otherwise: nothing to sample */
+	if (s->on && s->fixed_n == 1 && !s->ctl)
+		s->on = false;
 	/* A context that wants KernelCh on every collective (full mode, v3/v4, N = 1) holds a
 	 * request for its whole life, so that a sampling context of the same process never
 	 * clears the bit under it. */
@@ -140,15 +163,47 @@ void profiler_sample_release(struct profiler_ctx *c)
 	s->on = false;
 }
 
+/* Is the next collective of band b due for KernelCh? `since` counts the band's collectives
+ * after its last sample, so the next one is the (since + 1)-th: 1 in N means since + 1 >= N
+ * (N = 1: every collective). */
 static bool band_due(const struct profiler_sampler *s, uint32_t b, uint64_t now, uint32_t mult)
 {
 	if (b >= PROFILER_BANDS)
 		return false;
 	if (s->last_sample_ns[b] == 0)
 		return true; /* never GPU-timed: the first collective of a band is always wanted */
-	if (s->since[b] >= s->n * mult)
+	if (s->since[b] + 1 >= s->n * mult)
 		return true;
 	return s->since[b] > 0 && now - s->last_sample_ns[b] >= s->delay_ns * mult;
+}
+
+bool profiler_sample_steered_due(uint32_t v, uint32_t index)
+{
+	uint32_t n = v & 0xffffu, burst = v >> 16;
+	if (n == 0)
+		n = 1;
+	if (burst == 0)
+		burst = 1;
+	return index % n < burst;
+}
+
+/* The policy's request for band b, 0 if none. Array values are stable storage; a program
+ * may write one concurrently (a torn read cannot happen for an aligned u32). */
+static uint32_t ctl_of(const struct profiler_sampler *s, uint32_t b)
+{
+	if (!s->ctl || b >= PROFILER_BANDS)
+		return 0;
+	uint32_t *v = map_lookup(s->ctl, &b);
+	return v ? __atomic_load_n(v, __ATOMIC_RELAXED) : 0;
+}
+
+/* Steered (policy) or default decision for the next collective of band b. */
+static bool next_due(const struct profiler_sampler *s, uint32_t b, uint64_t now, uint32_t mult)
+{
+	uint32_t v = ctl_of(s, b);
+	if (v && b < PROFILER_BANDS)
+		return profiler_sample_steered_due(v, s->seen[b]);
+	return band_due(s, b, now, mult);
 }
 
 void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrumented,
@@ -178,12 +233,22 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 	} else if (s->since[band] < UINT32_MAX) {
 		s->since[band]++;
 	}
+	s->seen[band]++;
 	if (s->prev_band < PROFILER_BANDS)
 		s->next_band[s->prev_band] = (uint8_t)band;
 	s->prev_band = (uint8_t)band;
 	uint32_t pred = s->next_band[band] != 0xff ? s->next_band[band] : band;
 	/* the predicted next band is due, or this band is long overdue (prediction failing) */
-	bool want = band_due(s, pred, now, 1) || band_due(s, band, now, 4);
+	bool want = next_due(s, pred, now, 1) || (!ctl_of(s, band) && band_due(s, band, now, 4));
+	/* a steered band's sample also needs the collective before it (its completion is where
+	 * the sampled one's period starts): instrument the next call when the one after it
+	 * (the predicted successor of pred) is a steered sample */
+	if (!want) {
+		uint32_t pred2 = pred < PROFILER_BANDS && s->next_band[pred] != 0xff ? s->next_band[pred] : pred;
+		uint32_t v2 = ctl_of(s, pred2);
+		if (v2 && pred2 < PROFILER_BANDS)
+			want = profiler_sample_steered_due(v2, s->seen[pred2] + (pred2 == pred));
+	}
 	if (want != s->requesting) {
 		s->requesting = want;
 		if (want)
