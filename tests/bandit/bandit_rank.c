@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "mock_nccl.h"
+#include "plugin/profiler/nccl_profiler_abi.h"
 #include "profiler_host.h"
 
 #define NPAIR (MOCK_NUM_ALGOS * MOCK_NUM_PROTOS)
@@ -108,7 +109,7 @@ int main(int argc, char **argv)
 	int drift = !strcmp(model, "drift");
 
 	int last = -1;
-	long converged = 0, bad = 0;
+	long converged = 0, bad = 0, kch_late = 0, n_late = 0;
 	for (long s = 0; s < steps; s++) {
 		float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
 		memcpy(table, table0, sizeof(table));
@@ -147,12 +148,17 @@ int main(int argc, char **argv)
 			nanosleep(&ts, NULL);
 		}
 		ph_coll_run(&pc, &k);
+		if (s >= steps * 3 / 8 && s < steps / 2) { /* exploited, before any drift */
+			kch_late += (k.task_mask & NB_PROF_KERNEL_CH) != 0;
+			n_late++;
+		}
 	}
 	ph_comm_finalize(&pc);
 	mock_comm_finalize(&mc);
 	int final_best = drift ? second : strcmp(model, "best") ? best : auto_pair;
-	printf("rank %d: arms %d auto %d best %d final %d converged_at %ld bad_exploit %ld expect %d\n", rank,
-	       navail, auto_pair, best, last, converged, bad, final_best);
+	printf("rank %d: arms %d auto %d best %d final %d converged_at %ld bad_exploit %ld expect %d kch_pct %ld\n",
+	       rank, navail, auto_pair, best, last, converged, bad, final_best,
+	       n_late ? 100 * kch_late / n_late : -1);
 	fflush(stdout);
 	ph_close(&h);
 	mock_nccl_unload(&m);

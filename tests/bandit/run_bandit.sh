@@ -52,6 +52,9 @@ for model in wrong best drift; do
 		[ "$final" = "$expect" ] || { echo "FAIL [$model]: rank $r ended on pair $final, expected $expect"; fail=1; }
 		[ "$conv" -le "$bound" ] || { echo "FAIL [$model]: rank $r converged at $conv > $bound"; fail=1; }
 		[ "$bad" = 0 ] || { echo "FAIL [$model]: rank $r exploited an arm slower than AUTO $bad times"; fail=1; }
+		kch=$(echo "$line" | sed -n "s/.*kch_pct \([0-9-]*\).*/\1/p")
+		# exploited: KernelCh only in the sampling bursts the policy asks for (9 of 64)
+		[ -n "$kch" ] && [ "$kch" -ge 0 ] && [ "$kch" -le 30 ] || { echo "FAIL [$model]: rank $r: $kch % of exploited collectives carried KernelCh"; fail=1; }
 		grep -q "fallback at [0-9]" "$DIR/err.$r" && { echo "FAIL [$model]: rank $r fell back"; fail=1; }
 	done
 done
