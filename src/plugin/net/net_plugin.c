@@ -59,7 +59,10 @@ struct net_comm {
 	struct tcp_conn_opts opts;
 	void *inner;
 	struct net_mr *mrs; /* live registrations on this comm (under mr_lock) */
-	int free_top;
+	struct net_comm *lnext, *lprev; /* open comms (under comm_list_lock), for net_stats_get */
+	/* free request slots; written only by the thread driving the comm (NCCL's proxy), read
+	 * by net_stats_get: relaxed loads and stores, plain moves, no locked instruction */
+	_Atomic int free_top;
 	int free_idx[NET_REQS];
 	struct net_req reqs[NET_REQS];
 };
@@ -77,7 +80,9 @@ static bool backend_probed;
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 static nb_net_logger_t saved_log;
 static _Atomic uint64_t next_conn_id = 1;
-static _Atomic uint64_t stat_comms, stat_mrs, stat_reqs;
+static _Atomic uint64_t stat_mrs;
+static struct net_comm *comm_list;
+static pthread_mutex_t comm_list_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---------------------------------------------------------------- live registrations */
 
@@ -140,11 +145,20 @@ static void mr_remove_locked(struct net_mr *m)
 	atomic_fetch_sub(&stat_mrs, 1);
 }
 
+/* Requests are counted per comm (the data path pays no shared atomic); the totals are
+ * summed here over the open comms. */
 void net_stats_get(struct net_stats *out)
 {
-	out->comms_open = atomic_load(&stat_comms);
+	out->comms_open = 0;
+	out->reqs_live = 0;
+	pthread_mutex_lock(&comm_list_lock);
+	for (struct net_comm *w = comm_list; w; w = w->lnext) {
+		out->comms_open++;
+		out->reqs_live += (uint64_t)(NET_REQS -
+					     atomic_load_explicit(&w->free_top, memory_order_relaxed));
+	}
+	pthread_mutex_unlock(&comm_list_lock);
 	out->mrs_live = atomic_load(&stat_mrs);
-	out->reqs_live = atomic_load(&stat_reqs);
 }
 
 /* ---------------------------------------------------------------- backend */
@@ -300,8 +314,13 @@ static struct net_comm *comm_wrap(bool is_send, int dev, const struct net_ctx *c
 		w->free_idx[i] = NET_REQS - 1 - i;
 		w->reqs[i].comm = w;
 	}
-	w->free_top = NET_REQS;
-	atomic_fetch_add(&stat_comms, 1);
+	atomic_init(&w->free_top, NET_REQS);
+	pthread_mutex_lock(&comm_list_lock);
+	w->lnext = comm_list;
+	if (comm_list)
+		comm_list->lprev = w;
+	comm_list = w;
+	pthread_mutex_unlock(&comm_list_lock);
 	return w;
 }
 
@@ -544,23 +563,25 @@ int netp_get_device_mr(void *comm, void *mh, void **dptr_mh)
 
 static struct net_req *req_get(struct net_comm *w)
 {
-	if (!w->free_top)
+	int top = atomic_load_explicit(&w->free_top, memory_order_relaxed);
+	if (!top)
 		return NULL;
-	struct net_req *r = &w->reqs[w->free_idx[--w->free_top]];
+	struct net_req *r = &w->reqs[w->free_idx[--top]];
+	atomic_store_explicit(&w->free_top, top, memory_order_relaxed);
 	r->magic = REQ_MAGIC;
 	r->used = true;
 	r->inner = NULL;
-	atomic_fetch_add_explicit(&stat_reqs, 1, memory_order_relaxed);
 	return r;
 }
 
 static void req_put(struct net_req *r)
 {
 	struct net_comm *w = r->comm;
+	int top = atomic_load_explicit(&w->free_top, memory_order_relaxed);
 	r->used = false;
 	r->magic = 0;
-	w->free_idx[w->free_top++] = (int)(r - w->reqs);
-	atomic_fetch_sub_explicit(&stat_reqs, 1, memory_order_relaxed);
+	w->free_idx[top] = (int)(r - w->reqs);
+	atomic_store_explicit(&w->free_top, top + 1, memory_order_relaxed);
 }
 
 static void hook_data(struct net_comm *w, uint32_t op, uint64_t bytes, int tag, int n,
@@ -622,12 +643,13 @@ int netp_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, vo
 	int rc;
 	if (backend.is_tcp) {
 		rc = tcp_irecv(w->inner, n, data, sizes, tags, &r->inner);
+	} else if (!mhs) {
+		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, NULL, phandles, &r->inner);
 	} else {
 		void *imhs[TCP_MAX_RECVS];
 		for (int i = 0; i < n; i++)
-			imhs[i] = mhs ? inner_mh(mhs[i]) : NULL;
-		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, mhs ? imhs : NULL, phandles,
-					&r->inner);
+			imhs[i] = inner_mh(mhs[i]);
+		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, imhs, phandles, &r->inner);
 	}
 	if (rc != NB_NET_SUCCESS || !r->inner) {
 		req_put(r);
@@ -672,16 +694,10 @@ int netp_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhs, voi
 	return NB_NET_SUCCESS;
 }
 
-int netp_test(void *request, int *done, int *sizes)
+/* Completion bookkeeping (bytes for the CLOSE hook, the completion hook) and the slot's
+ * return; out of line so that netp_test's polling path stays a check and a call. */
+static void req_complete(struct net_req *r, const int *sz)
 {
-	struct net_req *r = request;
-	if (!r || r->magic != REQ_MAGIC || !r->used || !done)
-		return NB_NET_INVALID_ARGUMENT;
-	int local[TCP_MAX_RECVS];
-	int *sz = sizes ? sizes : local;
-	int rc = backend.is_tcp ? tcp_test(r->inner, done, sz) : backend.ops->test(r->inner, done, sz);
-	if (rc != NB_NET_SUCCESS || !*done)
-		return rc;
 	struct net_comm *w = r->comm;
 	if (r->n > 0) {
 		uint64_t bytes = 0;
@@ -695,7 +711,32 @@ int netp_test(void *request, int *done, int *sizes)
 		}
 	}
 	req_put(r);
-	return NB_NET_SUCCESS;
+}
+
+static __attribute__((noinline)) int test_without_sizes(struct net_req *r, int *done)
+{
+	int local[TCP_MAX_RECVS];
+	int rc = backend.is_tcp ? tcp_test(r->inner, done, local)
+				: backend.ops->test(r->inner, done, local);
+	if (rc == NB_NET_SUCCESS && *done)
+		req_complete(r, local);
+	return rc;
+}
+
+/* NCCL's proxy calls this in a tight loop while a request is pending: validation, one
+ * call into the backend, nothing else until it completes. */
+int netp_test(void *request, int *done, int *sizes)
+{
+	struct net_req *r = request;
+	if (!r || r->magic != REQ_MAGIC || !r->used || !done)
+		return NB_NET_INVALID_ARGUMENT;
+	if (!sizes)
+		return test_without_sizes(r, done);
+	int rc = backend.is_tcp ? tcp_test(r->inner, done, sizes)
+				: backend.ops->test(r->inner, done, sizes);
+	if (rc == NB_NET_SUCCESS && *done)
+		req_complete(r, sizes);
+	return rc;
 }
 
 int netp_irecv_consumed(void *recv_comm, int n, void *request)
@@ -734,12 +775,16 @@ static int close_comm(void *comm, bool is_send)
 	}
 	pthread_mutex_unlock(&mr_lock);
 	int rc = is_send ? backend.ops->close_send(w->inner) : backend.ops->close_recv(w->inner);
-	int live = NET_REQS - w->free_top;
-	if (live)
-		atomic_fetch_sub(&stat_reqs, (uint64_t)live);
+	pthread_mutex_lock(&comm_list_lock);
+	if (w->lprev)
+		w->lprev->lnext = w->lnext;
+	else
+		comm_list = w->lnext;
+	if (w->lnext)
+		w->lnext->lprev = w->lprev;
+	pthread_mutex_unlock(&comm_list_lock);
 	w->magic = 0;
 	free(w);
-	atomic_fetch_sub(&stat_comms, 1);
 	return rc;
 }
 
