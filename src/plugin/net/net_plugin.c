@@ -596,6 +596,40 @@ static void hook_data(struct net_comm *w, uint32_t op, uint64_t bytes, int tag, 
 	net_hooks_run(&a);
 }
 
+/* Requests handed to NCCL. Without programs attached, the backend's own request (bit 0 of
+ * its pointer clear): test() is then a check and a jump into the backend, no wrapper, no
+ * extra call frame on NCCL's polling loop. With programs attached at post time (or a
+ * backend handle with bit 0 set), our wrapper, tagged with bit 0 (struct net_req is
+ * aligned, so the bit is free). Consequence: completion hooks and the CLOSE hook's byte
+ * count cover requests posted while programs were attached. */
+#define REQ_TAG ((uintptr_t)1)
+
+static inline struct net_req *req_untag(void *p)
+{
+	return (uintptr_t)p & REQ_TAG ? (struct net_req *)((uintptr_t)p & ~REQ_TAG) : NULL;
+}
+
+static inline bool req_slot_free(struct net_comm *w)
+{
+	return atomic_load_explicit(&w->free_top, memory_order_relaxed) != 0;
+}
+
+/* The backend accepted inner: what NCCL gets (NULL only when no slot: cannot happen, the
+ * caller checked req_slot_free and one thread drives a comm). */
+static void *req_hand_out(struct net_comm *w, void *inner, bool hooked, struct net_req **out)
+{
+	*out = NULL;
+	if (!hooked && !((uintptr_t)inner & REQ_TAG))
+		return inner;
+	struct net_req *r = req_get(w);
+	if (!r)
+		return NULL;
+	r->inner = inner;
+	r->t0 = 0;
+	*out = r;
+	return (void *)((uintptr_t)r | REQ_TAG);
+}
+
 int netp_isend(void *send_comm, void *data, size_t size, int tag, void *mh, void *phandle,
 	       void **req)
 {
@@ -603,26 +637,27 @@ int netp_isend(void *send_comm, void *data, size_t size, int tag, void *mh, void
 	if (!w || !w->is_send || !req)
 		return NB_NET_INVALID_ARGUMENT;
 	*req = NULL;
-	struct net_req *r = req_get(w);
-	if (!r)
+	if (!req_slot_free(w))
 		return NB_NET_SUCCESS; /* NCCL retries */
-	int rc = backend.is_tcp ? tcp_isend(w->inner, data, size, tag, &r->inner)
+	bool hooked = net_hooks_active();
+	void *inner = NULL;
+	int rc = backend.is_tcp ? tcp_isend(w->inner, data, size, tag, &inner)
 				: backend.ops->isend(w->inner, data, size, tag, inner_mh(mh), phandle,
-						     &r->inner);
-	if (rc != NB_NET_SUCCESS || !r->inner) {
-		req_put(r);
+						     &inner);
+	if (rc != NB_NET_SUCCESS || !inner)
 		return rc;
+	struct net_req *r;
+	*req = req_hand_out(w, inner, hooked, &r);
+	if (r) {
+		r->is_send = true;
+		r->n = 1;
+		r->tag = tag;
+		r->bytes = size;
+		if (hooked) {
+			r->t0 = net_now_ns();
+			hook_data(w, NET_OP_ISEND, size, tag, 1, 0, r->t0);
+		}
 	}
-	r->is_send = true;
-	r->n = 1;
-	r->tag = tag;
-	r->bytes = size;
-	r->t0 = 0;
-	if (net_hooks_active()) {
-		r->t0 = net_now_ns();
-		hook_data(w, NET_OP_ISEND, size, tag, 1, 0, r->t0);
-	}
-	*req = r;
 	return NB_NET_SUCCESS;
 }
 
@@ -634,39 +669,38 @@ int netp_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, vo
 		return NB_NET_INVALID_ARGUMENT;
 	/* NCCL may pass NCCL_NET_OPTIONAL_RECV_COMPLETION in *req as a hint (LL/LL128): the
 	 * inner plugin gets it as NCCL gave it; the tcp transport always completes */
-	void *hint = *req;
+	void *inner = *req;
 	*req = NULL;
-	struct net_req *r = req_get(w);
-	if (!r)
+	if (!req_slot_free(w))
 		return NB_NET_SUCCESS;
-	r->inner = hint;
+	bool hooked = net_hooks_active();
 	int rc;
 	if (backend.is_tcp) {
-		rc = tcp_irecv(w->inner, n, data, sizes, tags, &r->inner);
+		rc = tcp_irecv(w->inner, n, data, sizes, tags, &inner);
 	} else if (!mhs) {
-		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, NULL, phandles, &r->inner);
+		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, NULL, phandles, &inner);
 	} else {
 		void *imhs[TCP_MAX_RECVS];
 		for (int i = 0; i < n; i++)
 			imhs[i] = inner_mh(mhs[i]);
-		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, imhs, phandles, &r->inner);
+		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, imhs, phandles, &inner);
 	}
-	if (rc != NB_NET_SUCCESS || !r->inner) {
-		req_put(r);
+	if (rc != NB_NET_SUCCESS || !inner)
 		return rc;
+	struct net_req *r;
+	*req = req_hand_out(w, inner, hooked, &r);
+	if (r) {
+		r->is_send = false;
+		r->n = n;
+		r->tag = tags[0];
+		if (hooked) {
+			uint64_t cap = 0;
+			for (int i = 0; i < n; i++)
+				cap += sizes[i];
+			r->t0 = net_now_ns();
+			hook_data(w, NET_OP_IRECV, cap, tags[0], n, 0, r->t0);
+		}
 	}
-	r->is_send = false;
-	r->n = n;
-	r->tag = tags[0];
-	r->t0 = 0;
-	if (net_hooks_active()) {
-		uint64_t cap = 0;
-		for (int i = 0; i < n; i++)
-			cap += sizes[i];
-		r->t0 = net_now_ns();
-		hook_data(w, NET_OP_IRECV, cap, tags[0], n, 0, r->t0);
-	}
-	*req = r;
 	return NB_NET_SUCCESS;
 }
 
@@ -678,24 +712,24 @@ int netp_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhs, voi
 	*req = NULL;
 	if (!backend.ops->iflush)
 		return NB_NET_SUCCESS; /* host memory: nothing to flush */
-	struct net_req *r = req_get(w);
-	if (!r)
+	if (!req_slot_free(w))
 		return NB_NET_SUCCESS;
 	void *imhs[TCP_MAX_RECVS];
 	for (int i = 0; i < n; i++)
 		imhs[i] = mhs ? inner_mh(mhs[i]) : NULL;
-	int rc = backend.ops->iflush(w->inner, n, data, sizes, mhs ? imhs : NULL, &r->inner);
-	if (rc != NB_NET_SUCCESS || !r->inner) {
-		req_put(r);
+	void *inner = NULL;
+	int rc = backend.ops->iflush(w->inner, n, data, sizes, mhs ? imhs : NULL, &inner);
+	if (rc != NB_NET_SUCCESS || !inner)
 		return rc;
-	}
-	r->n = -1; /* flush: no hook */
-	*req = r;
+	struct net_req *r;
+	*req = req_hand_out(w, inner, false, &r);
+	if (r)
+		r->n = -1; /* flush: no hook */
 	return NB_NET_SUCCESS;
 }
 
-/* Completion bookkeeping (bytes for the CLOSE hook, the completion hook) and the slot's
- * return; out of line so that netp_test's polling path stays a check and a call. */
+/* Completion bookkeeping of a wrapped request (bytes for the CLOSE hook, the completion
+ * hook) and the slot's return. */
 static void req_complete(struct net_req *r, const int *sz)
 {
 	struct net_comm *w = r->comm;
@@ -713,39 +747,39 @@ static void req_complete(struct net_req *r, const int *sz)
 	req_put(r);
 }
 
-static __attribute__((noinline)) int test_without_sizes(struct net_req *r, int *done)
+static __attribute__((noinline)) int test_wrapped(struct net_req *r, int *done, int *sizes)
 {
+	if (r->magic != REQ_MAGIC || !r->used)
+		return NB_NET_INVALID_ARGUMENT;
 	int local[TCP_MAX_RECVS];
-	int rc = backend.is_tcp ? tcp_test(r->inner, done, local)
-				: backend.ops->test(r->inner, done, local);
+	int *sz = sizes ? sizes : local;
+	int rc = backend.is_tcp ? tcp_test(r->inner, done, sz) : backend.ops->test(r->inner, done, sz);
 	if (rc == NB_NET_SUCCESS && *done)
-		req_complete(r, local);
+		req_complete(r, sz);
 	return rc;
 }
 
-/* NCCL's proxy calls this in a tight loop while a request is pending: validation, one
- * call into the backend, nothing else until it completes. */
+/* NCCL's proxy calls this in a tight loop while a request is pending. A backend request
+ * (no programs attached) goes straight to the backend as a tail call. */
 int netp_test(void *request, int *done, int *sizes)
 {
-	struct net_req *r = request;
-	if (!r || r->magic != REQ_MAGIC || !r->used || !done)
+	if (!request || !done)
 		return NB_NET_INVALID_ARGUMENT;
-	if (!sizes)
-		return test_without_sizes(r, done);
-	int rc = backend.is_tcp ? tcp_test(r->inner, done, sizes)
-				: backend.ops->test(r->inner, done, sizes);
-	if (rc == NB_NET_SUCCESS && *done)
-		req_complete(r, sizes);
-	return rc;
+	struct net_req *r = req_untag(request);
+	if (r)
+		return test_wrapped(r, done, sizes);
+	return backend.is_tcp ? tcp_test(request, done, sizes)
+			      : backend.ops->test(request, done, sizes);
 }
 
 int netp_irecv_consumed(void *recv_comm, int n, void *request)
 {
 	struct net_comm *w = as_comm(recv_comm);
-	struct net_req *r = request;
+	struct net_req *r = req_untag(request);
 	if (!w || !backend.ops->irecv_consumed)
 		return NB_NET_INVALID_ARGUMENT;
-	return backend.ops->irecv_consumed(w->inner, n, r && r->magic == REQ_MAGIC ? r->inner : request);
+	return backend.ops->irecv_consumed(w->inner, n,
+					   r && r->magic == REQ_MAGIC ? r->inner : request);
 }
 
 /* ---------------------------------------------------------------- close */
