@@ -12,7 +12,10 @@ sizes stay together). Verdict against a budget (default 0.99): "within" when the
 lower end is >= the budget, "over" when its upper end is < the budget, else "not separated
 from noise (more repetitions)".
 
-    net_report.py OUT_DIR [--budget 0.99]
+    net_report.py OUT_DIR [OUT_DIR ...] [--budget 0.99]
+
+Several OUT_DIRs (separate invocations of the script, e.g. to add repetitions under the
+device's per-command time limit) are pooled; their repetitions stay distinct.
 """
 import csv
 import glob
@@ -97,20 +100,25 @@ def human(n):
 def main():
     args = sys.argv[1:]
     budget = 0.99
-    if len(args) == 3 and args[1] == "--budget":
-        budget = float(args[2])
-        args = args[:1]
-    if len(args) != 1:
+    if "--budget" in args:
+        i = args.index("--budget")
+        if i + 1 >= len(args):
+            print(__doc__, file=sys.stderr)
+            return 2
+        budget = float(args[i + 1])
+        del args[i:i + 2]
+    if not args or any(a.startswith("-") for a in args):
         print(__doc__, file=sys.stderr)
         return 2
-    out = args[0]
     bw = defaultdict(list)        # (cfg, nodes, bytes) -> busbw samples
     per_rep = {}                  # (cfg, nodes, bytes, rep) -> busbw
     errors = defaultdict(int)
     cfgs = set()
-    for path in glob.glob(os.path.join(out, "*", "r*", "summary.csv")):
+    paths = [(k, p) for k, out in enumerate(args)
+             for p in sorted(glob.glob(os.path.join(out, "*", "r*", "summary.csv")))]
+    for k, path in paths:
         cfg = path.split(os.sep)[-3]
-        rep = path.split(os.sep)[-2]
+        rep = f"{k}:{path.split(os.sep)[-2]}"
         cfgs.add(cfg)
         with open(path) as f:
             for row in csv.DictReader(f):
@@ -119,7 +127,7 @@ def main():
                 per_rep[key + (rep,)] = float(row["busbw_GBs"])
                 errors[cfg] += int(row["errors"])
     if not bw:
-        print(f"no summary.csv under {out}/*/r*/", file=sys.stderr)
+        print(f"no summary.csv under {' '.join(args)} (*/r*/)", file=sys.stderr)
         return 1
     order = [c for c in ("socket", "ncclbpf", "standalone", "wrap") if c in cfgs]
     ratios = [(a, b) for a, b in (("ncclbpf", "socket"), ("wrap", "standalone")) if a in cfgs and b in cfgs]
