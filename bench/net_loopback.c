@@ -5,8 +5,16 @@
  * Each repetition measures, interleaved, the transport without programs ("base") and with
  * the SEC("net") hooks running net_accounting ("hooks"); the medians and their ratio are
  * printed (budget: throughput >= 0.99x, latency <= 1.02x).
- * Usage: bench_net_loopback POLICY.bpf.o [reps] [msg_bytes] [stream_bytes] [pingpongs] */
+ * Usage: bench_net_loopback POLICY.bpf.o [reps] [msg_bytes] [stream_bytes] [pingpongs]
+ *
+ * Wrap mode (the cost of ncclbpf's forwarding layer, src/plugin/net/net_plugin.c):
+ *        bench_net_loopback --wrap INNER.so WRAPPER.so [reps] [pingpongs]
+ * compares INNER's ncclNetPlugin_v12 called directly ("direct") with WRAPPER (libncclbpf.so)
+ * wrapping it through NCCLBPF_NET_INNER ("wrap"), interleaved in one process, as NCCL's
+ * NCCL_NET_PLUGIN=INNER vs NCCL_NET_PLUGIN=WRAPPER NCCLBPF_NET_INNER=INNER. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -19,6 +27,7 @@
 #include "runtime/runtime.h"
 
 extern struct nb_net_v12 ncclNetPlugin_v12;
+/* the plugin under test and its context: set before each measurement, read by both sides */
 static const struct nb_net_v12 *N = &ncclNetPlugin_v12;
 static void *ctx;
 
@@ -172,8 +181,240 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* ================================================================ wrap mode */
+
+struct subject {
+	const char *name;
+	const struct nb_net_v12 *t;
+	void *ctx;
+};
+
+static void use(const struct subject *s)
+{
+	N = s->t;
+	ctx = s->ctx;
+}
+
+static double median_copy(const double *v, int n)
+{
+	double tmp[64];
+	memcpy(tmp, v, sizeof(double) * (size_t)n);
+	return median(tmp, n);
+}
+
+/* Paired ratios b[i]/a[i] (a repetition's two configs ran back to back, so pairing removes
+ * most of the drift of a loaded machine): their median and geometric mean, each with a 95 %
+ * bootstrap interval (4,000 resamples of the pairs). */
+struct paired {
+	double med, med_lo, med_hi, gm, gm_lo, gm_hi;
+};
+
+static void paired_stats(const double *a, const double *b, int n, struct paired *o)
+{
+	static double bmed[4000], bgm[4000];
+	double lr[64], tmp[64], s = 0;
+	for (int i = 0; i < n; i++) {
+		lr[i] = log(b[i] / a[i]);
+		s += lr[i];
+	}
+	o->gm = exp(s / n);
+	o->med = exp(median_copy(lr, n));
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (int k = 0; k < 4000; k++) {
+		double t = 0;
+		for (int i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			tmp[i] = lr[x % (uint64_t)n];
+			t += tmp[i];
+		}
+		bgm[k] = t / n;
+		bmed[k] = median(tmp, n);
+	}
+	qsort(bgm, 4000, sizeof(double), cmp);
+	qsort(bmed, 4000, sizeof(double), cmp);
+	o->gm_lo = exp(bgm[99]);
+	o->gm_hi = exp(bgm[3899]);
+	o->med_lo = exp(bmed[99]);
+	o->med_hi = exp(bmed[3899]);
+}
+
+static void print_pair(const char *what, const double *a, const double *b, int n, int prec)
+{
+	struct paired p;
+	paired_stats(a, b, n, &p);
+	double ma = median_copy(a, n), mb = median_copy(b, n);
+	printf("%-29s %8.*f %8.*f %6.3f   %.3f [%.3f, %.3f]   %.3f [%.3f, %.3f]\n", what, prec, ma,
+	       prec, mb, mb / ma, p.med, p.med_lo, p.med_hi, p.gm, p.gm_lo, p.gm_hi);
+}
+
+/* test() on a request that stays pending: NCCL's proxy polls like this. The null inner
+ * keeps it pending for `polls` calls; the tcp inner until the sender sends (nothing is sent
+ * during the timed loop, so every call also tries the control socket). ns per call. */
+static double ns_pending_test(struct pair *p, size_t polls, void (*set_polls)(int))
+{
+	char rbuf[64], sbuf[8] = { 0 };
+	if (set_polls)
+		set_polls((int)polls);
+	void *r = post_recv(p->rc, rbuf, sizeof(rbuf), 5);
+	if (set_polls)
+		set_polls(0);
+	int done = 0, sz[8];
+	double t0 = now_s();
+	for (size_t i = 0; i < polls; i++)
+		if (N->test(r, &done, sz) || done) {
+			fprintf(stderr, "pending test: the request completed or failed\n");
+			exit(1);
+		}
+	double dt = now_s() - t0;
+	wait_req(post_send(p->sc, sbuf, sizeof(sbuf), 5));
+	wait_req(r);
+	return dt / (double)polls * 1e9;
+}
+
+/* Post + one test that completes, on one side (the null inner completes at once): the
+ * per-message cost of the forwarding layer on the sender (isend) or receiver (irecv). */
+static double ns_post_test(struct pair *p, size_t count, bool send)
+{
+	char buf[64];
+	int done = 0, sz[8];
+	double t0 = now_s();
+	for (size_t i = 0; i < count; i++) {
+		void *r = send ? post_send(p->sc, buf, 8, 3) : post_recv(p->rc, buf, sizeof(buf), 3);
+		if (N->test(r, &done, sz) || !done) {
+			fprintf(stderr, "post+test: the request did not complete at once\n");
+			exit(1);
+		}
+	}
+	return (now_s() - t0) / (double)count * 1e9;
+}
+
+static int wrap_main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s --wrap INNER.so WRAPPER.so [reps] [pingpongs]\n", argv[0]);
+		return 2;
+	}
+	const char *inner = argv[2], *wrapper = argv[3];
+	int reps = argc > 4 ? atoi(argv[4]) : 9;
+	size_t pings = argc > 5 ? strtoull(argv[5], NULL, 0) : 3000;
+	reps = reps < 2 ? 2 : reps > 64 ? 64 : reps;
+	setenv("NCCL_SOCKET_IFNAME", getenv("NCCL_SOCKET_IFNAME") ? getenv("NCCL_SOCKET_IFNAME") : "lo", 1);
+	unsetenv("NCCLBPF_POLICY"); /* the forwarding layer alone: no SEC("net") programs */
+	setenv("NCCLBPF_NET_INNER", inner, 1);
+	void *hi = dlopen(inner, RTLD_NOW | RTLD_LOCAL);
+	void *hw = hi ? dlopen(wrapper, RTLD_NOW | RTLD_LOCAL) : NULL;
+	if (!hi || !hw) {
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return 1;
+	}
+	struct subject sub[2] = { { "direct", dlsym(hi, "ncclNetPlugin_v12"), NULL },
+				  { "wrap", dlsym(hw, "ncclNetPlugin_v12"), NULL } };
+	void (*set_polls)(int) = (void (*)(int))dlsym(hi, "null_net_set_polls");
+	bool null_inner = set_polls != NULL;
+	struct nb_net_comm_config cfg = { -1 };
+	for (int k = 0; k < 2; k++)
+		if (!sub[k].t || sub[k].t->init(&sub[k].ctx, (uint64_t)k + 1, &cfg, NULL, NULL)) {
+			fprintf(stderr, "%s: no ncclNetPlugin_v12 or its init failed\n", sub[k].name);
+			return 1;
+		}
+	printf("wrap mode: %s (\"%s\") direct vs through %s (\"%s\"), no programs attached\n", inner,
+	       sub[0].t->name, wrapper, sub[1].t->name);
+
+	/* ---- per-call cost of the forwarding layer (load-independent: medians of the
+	 * per-trial times and of the paired differences) ---- */
+	enum { TRIALS = 21 };
+	size_t polls = null_inner ? 2000000 : 100000, cycles = 1000000;
+	double pend[2][TRIALS], snd[2][TRIALS], rcv[2][TRIALS];
+	struct pair cp[2];
+	for (int k = 0; k < 2; k++) {
+		use(&sub[k]);
+		pair_open(&cp[k]);
+	}
+	for (int t = 0; t < TRIALS; t++)
+		for (int j = 0; j < 2; j++) {
+			int k = (t & 1) ? 1 - j : j;
+			use(&sub[k]);
+			pend[k][t] = ns_pending_test(&cp[k], polls, set_polls);
+			if (null_inner) {
+				snd[k][t] = ns_post_test(&cp[k], cycles, true);
+				rcv[k][t] = ns_post_test(&cp[k], cycles, false);
+			}
+		}
+	printf("\nper call, ns (median of %d interleaved trials; diff = median of paired wrap - direct)\n",
+	       TRIALS);
+	printf("%-34s %9s %9s %9s\n", "", "direct", "wrap", "diff");
+	double (*rows[3])[TRIALS] = { pend, snd, rcv };
+	const char *names[3] = { "test() on a pending request", "isend + test() that completes",
+				 "irecv + test() that completes" };
+	for (int i = 0; i < (null_inner ? 3 : 1); i++) {
+		double d[TRIALS];
+		for (int t = 0; t < TRIALS; t++)
+			d[t] = rows[i][1][t] - rows[i][0][t];
+		printf("%-34s %9.1f %9.1f %+9.1f\n", names[i], median_copy(rows[i][0], TRIALS),
+		       median_copy(rows[i][1], TRIALS), median_copy(d, TRIALS));
+	}
+	for (int k = 0; k < 2; k++) {
+		use(&sub[k]);
+		pair_close(&cp[k]);
+	}
+
+	if (!null_inner) {
+		/* ---- the transport through both, interleaved repetitions ---- */
+		static const size_t sizes[3] = { 4u << 20, 64u << 10, 4u << 10 };
+		static const size_t totals[3] = { 256u << 20, 128u << 20, 32u << 20 };
+		double tp[3][2][64], lat[2][64];
+		char *sbuf = malloc(sizes[0] * INFLIGHT), *rbuf = malloc(sizes[0] * INFLIGHT);
+		if (!sbuf || !rbuf)
+			return 1;
+		memset(sbuf, 1, sizes[0] * INFLIGHT);
+		memset(rbuf, 0, sizes[0] * INFLIGHT);
+		for (int r = 0; r < reps; r++) {
+			for (int j = 0; j < 2; j++) {
+				int k = (r & 1) ? 1 - j : j;
+				use(&sub[k]);
+				struct pair p, q;
+				pair_open(&p);
+				pair_open(&q);
+				for (int s = 0; s < 3; s++)
+					tp[s][k][r] = throughput(&p, sizes[s], totals[s], sbuf, rbuf);
+				lat[k][r] = latency_us(&p, &q, 8, pings);
+				pair_close(&p);
+				pair_close(&q);
+			}
+			fprintf(stderr, "rep %d: 4M %.2f/%.2f 64K %.3f/%.3f 4K %.3f/%.3f GB/s, %.2f/%.2f us\n", r,
+				tp[0][0][r], tp[0][1][r], tp[1][0][r], tp[1][1][r], tp[2][0][r], tp[2][1][r],
+				lat[0][r], lat[1][r]);
+		}
+		printf("\ntransport, %d interleaved reps (%d in flight; 8 B ping-pong x %zu); ratio = wrap/direct\n",
+		       reps, INFLIGHT, pings);
+		printf("%-29s %8s %8s %6s   %-22s   %s\n", "(medians)", "direct", "wrap", "ratio",
+		       "paired: median [95% CI]", "geomean [95% CI]");
+		print_pair("throughput 4 MiB msgs, GB/s", tp[0][0], tp[0][1], reps, 3);
+		print_pair("throughput 64 KiB msgs, GB/s", tp[1][0], tp[1][1], reps, 3);
+		print_pair("throughput 4 KiB msgs, GB/s", tp[2][0], tp[2][1], reps, 3);
+		print_pair("latency 8 B one way, us", lat[0], lat[1], reps, 2);
+		free(sbuf);
+		free(rbuf);
+	}
+	double load[3] = { -1, -1, -1 };
+	FILE *lf = fopen("/proc/loadavg", "r");
+	if (lf) {
+		if (fscanf(lf, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+			load[0] = -1;
+		fclose(lf);
+	}
+	printf("load average during the run: %.2f\n", load[0]);
+	for (int k = 0; k < 2; k++)
+		sub[k].t->finalize(sub[k].ctx);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--wrap"))
+		return wrap_main(argc, argv);
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s POLICY.bpf.o [reps] [msg_bytes] [stream_bytes] [pingpongs]\n",
 			argv[0]);

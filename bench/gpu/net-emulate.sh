@@ -6,7 +6,7 @@
 #
 #   bench/gpu/net-emulate.sh [--configs socket,ncclbpf] [--nodes 2,4] [--reps 5]
 #       [--min-bytes 4K] [--max-bytes 256M] [--step-factor 4] [--iters 20] [--warmup 5]
-#       [--out DIR] [--build DIR] [--bench BIN] [--dry-run]
+#       [--out DIR] [--build DIR] [--bench BIN] [--only-net] [--dry-run]
 #
 # Configs:
 #   socket       NCCL's internal socket transport (no net plugin)
@@ -15,7 +15,13 @@
 #                alone: no runtime, no hooks, no wrapper)
 #   wrap         NCCL_NET_PLUGIN=BUILD/libnccl-net-ncclbpf.so with
 #                NCCLBPF_NET_INNER=BUILD/libnccl-net-ncclbpf-tcp.so (wrap mode around it)
-# Then bench/gpu/net_report.py OUT prints the busbw tables (medians, ratios).
+# --only-net: NCCL_TUNER_PLUGIN=none NCCL_PROFILER_PLUGIN=none in every config (through
+#   NCCL_CONF_FILE=OUT/only-net.conf, as emulate-nodes.sh unsets both). Without it,
+#   NCCL 2.28+ also takes the tuner and profiler from the net plugin's library when it finds
+#   none of its own, so ncclbpf/wrap run ncclbpf's tuner and profiler too (no policy: they
+#   pass through) while socket/standalone run none; with it, only the net path differs.
+# Then bench/gpu/net_report.py OUT prints the busbw tables (medians, ratios) and the paired
+# ratios per repetition with bootstrap intervals and a verdict against the 0.99 budget.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CONFIGS=socket,ncclbpf
@@ -30,6 +36,7 @@ OUT=/tmp/ncclbpf-net-emu
 BUILD=$ROOT/build
 BENCH=
 DRY=()
+ONLY_NET=0
 while [ $# -gt 0 ]; do
   case $1 in
     --configs) CONFIGS=$2; shift 2 ;;
@@ -43,8 +50,9 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --bench) BENCH=$2; shift 2 ;;
+    --only-net) ONLY_NET=1; shift ;;
     --dry-run) DRY=(--dry-run); shift ;;
-    *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
+    *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
   esac
 done
 IFS=, read -r -a cfgs <<< "$CONFIGS"
@@ -60,6 +68,8 @@ for c in "${cfgs[@]}"; do
   esac
 done
 mkdir -p "$OUT"
+ONLY_NET_CONF=$(cd "$OUT" && pwd)/only-net.conf
+[ $ONLY_NET = 1 ] && printf 'NCCL_TUNER_PLUGIN=none\nNCCL_PROFILER_PLUGIN=none\n' > "$ONLY_NET_CONF"
 # one harness for every invocation (emulate-nodes.sh would build one per output directory)
 if [ -z "$BENCH" ]; then
   BENCH=$OUT/ncclbpf-gpubench
@@ -84,6 +94,9 @@ for rep in $(seq 0 $((REPS - 1))); do
   for k in $(seq 0 $((n - 1))); do
     cfg=${cfgs[$(((k + rep) % n))]}
     envs=(NCCL_DEBUG="${NCCL_DEBUG:-WARN}")
+    # through nccl.conf: emulate-nodes.sh unsets NCCL_TUNER_PLUGIN / NCCL_PROFILER_PLUGIN, and
+    # NCCL copies NCCL_CONF_FILE's lines into the environment where a variable is unset
+    [ $ONLY_NET = 1 ] && envs+=(NCCL_CONF_FILE="$ONLY_NET_CONF")
     case $cfg in
       socket) envs+=(NCCL_NET=Socket) ;;
       ncclbpf) envs+=(NCCL_NET_PLUGIN="$BUILD/libnccl-net-ncclbpf.so" NCCL_NET=ncclbpf) ;;

@@ -192,7 +192,8 @@ struct ncclbpf_profiler_ctx {
 struct ncclbpf_net_ctx {
 	__u64 comm_id;     /*  0: NCCL's commId of the net context (0 with net ABI v10) */
 	__u64 bytes;       /*  8: ISEND: size; IRECV: sum of the buffer sizes; *_DONE: bytes
-			    *     moved; CLOSE: total bytes of the connection */
+			    *     moved; CLOSE: total bytes of the connection (of the
+			    *     requests posted while programs were attached) */
 	__u32 op;          /* 16: NCCLBPF_NET_OP_* */
 	__u32 dev;         /* 20: net device index */
 	__s32 peer;        /* 24: -1 (NCCL's net ABI does not name the peer rank) */

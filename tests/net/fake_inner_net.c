@@ -277,6 +277,22 @@ static int f_dereg(void *comm, void *mh)
 	return 0;
 }
 
+/* FAKE_NET_ODD_HANDLES=1: request handles are the pointer + 1 (opaque handles with bit 0
+ * set, which the wrapper must not hand to NCCL as its own tagged requests). */
+static int odd_handles = -1;
+static void *req_handle(struct req *r)
+{
+	if (odd_handles < 0) {
+		const char *e = getenv("FAKE_NET_ODD_HANDLES");
+		odd_handles = e && *e == '1';
+	}
+	return odd_handles ? (void *)((char *)r + 1) : r;
+}
+static struct req *req_of(void *h)
+{
+	return odd_handles > 0 && h ? (struct req *)((char *)h - 1) : h;
+}
+
 static struct req *req_new(struct comm *c)
 {
 	struct req *r = calloc(1, sizeof(*r));
@@ -317,7 +333,7 @@ static int f_isend(void *sc, void *data, size_t size, int tag, void *mh, void *p
 	r->got[0] = (int)size;
 	r->done = 1;
 	pthread_mutex_unlock(&lock);
-	*req = r;
+	*req = req_handle(r);
 	return 0;
 }
 
@@ -344,7 +360,7 @@ static int f_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void 
 		r->tags[i] = tags[i];
 	}
 	pthread_mutex_unlock(&lock);
-	*req = r;
+	*req = req_handle(r);
 	return 0;
 }
 
@@ -363,14 +379,14 @@ static int f_iflush(void *rc, int n, void **data, int *sizes, void **mhs, void *
 	r->done = 1;
 	r->n = 0;
 	pthread_mutex_unlock(&lock);
-	*req = r;
+	*req = req_handle(r);
 	return 0;
 }
 
 static int f_test(void *request, int *done, int *sizes)
 {
 	FAILPOINT("test");
-	struct req *r = request;
+	struct req *r = req_of(request);
 	pthread_mutex_lock(&lock);
 	if (!obj_has(r, OBJ_REQ))
 		return misuse();

@@ -1,5 +1,5 @@
 /* SEC("net") programs on the net plugin's path. Without attached programs the data path
- * pays one acquire load per call (net_hooks_active) and takes no timestamps. In the
+ * pays one load per call (net_hooks_active, inline) and takes no timestamps. In the
  * standalone TCP build (NCCLBPF_NET_STANDALONE) there is no runtime and no hook. */
 #include <string.h>
 #include <time.h>
@@ -14,11 +14,6 @@ uint64_t net_now_ns(void)
 }
 
 #ifdef NCCLBPF_NET_STANDALONE
-bool net_hooks_active(void)
-{
-	return false;
-}
-
 int net_hooks_run(struct net_hook_args *a)
 {
 	(void)a;
@@ -33,16 +28,15 @@ void net_hooks_init(nb_net_logger_t log)
 #include "ncclbpf/policy.h"
 #include "runtime/runtime.h"
 
-bool net_hooks_active(void)
-{
-	return runtime_hook_chain(NB_HOOK_NET) != NULL;
-}
-
 int net_hooks_run(struct net_hook_args *a)
 {
-	const struct nb_hook_chain *chain = runtime_hook_chain(NB_HOOK_NET);
-	if (!chain)
+	/* inside an epoch section: a concurrent hot reload frees the chain it replaces only
+	 * after every section that could have seen it has been left (runtime.h) */
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_NET);
+	if (!chain) {
+		runtime_chain_exit();
 		return 0;
+	}
 	struct ncclbpf_net_ctx ctx = {
 		.comm_id = a->comm_id,
 		.bytes = a->bytes,
@@ -60,6 +54,7 @@ int net_hooks_run(struct net_hook_args *a)
 		.mode = a->mode,
 	};
 	int faults = runtime_chain_run(chain, &ctx, sizeof(ctx));
+	runtime_chain_exit();
 	a->n_sockets = ctx.n_sockets;
 	a->n_threads = ctx.n_threads;
 	return faults;

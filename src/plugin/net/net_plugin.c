@@ -59,7 +59,10 @@ struct net_comm {
 	struct tcp_conn_opts opts;
 	void *inner;
 	struct net_mr *mrs; /* live registrations on this comm (under mr_lock) */
-	int free_top;
+	struct net_comm *lnext, *lprev; /* open comms (under comm_list_lock), for net_stats_get */
+	/* free request slots; written only by the thread driving the comm (NCCL's proxy), read
+	 * by net_stats_get: relaxed loads and stores, plain moves, no locked instruction */
+	_Atomic int free_top;
 	int free_idx[NET_REQS];
 	struct net_req reqs[NET_REQS];
 };
@@ -77,7 +80,9 @@ static bool backend_probed;
 static pthread_mutex_t backend_lock = PTHREAD_MUTEX_INITIALIZER;
 static nb_net_logger_t saved_log;
 static _Atomic uint64_t next_conn_id = 1;
-static _Atomic uint64_t stat_comms, stat_mrs, stat_reqs;
+static _Atomic uint64_t stat_mrs;
+static struct net_comm *comm_list;
+static pthread_mutex_t comm_list_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---------------------------------------------------------------- live registrations */
 
@@ -140,11 +145,20 @@ static void mr_remove_locked(struct net_mr *m)
 	atomic_fetch_sub(&stat_mrs, 1);
 }
 
+/* Requests are counted per comm (the data path pays no shared atomic); the totals are
+ * summed here over the open comms. */
 void net_stats_get(struct net_stats *out)
 {
-	out->comms_open = atomic_load(&stat_comms);
+	out->comms_open = 0;
+	out->reqs_live = 0;
+	pthread_mutex_lock(&comm_list_lock);
+	for (struct net_comm *w = comm_list; w; w = w->lnext) {
+		out->comms_open++;
+		out->reqs_live += (uint64_t)(NET_REQS -
+					     atomic_load_explicit(&w->free_top, memory_order_relaxed));
+	}
+	pthread_mutex_unlock(&comm_list_lock);
 	out->mrs_live = atomic_load(&stat_mrs);
-	out->reqs_live = atomic_load(&stat_reqs);
 }
 
 /* ---------------------------------------------------------------- backend */
@@ -300,8 +314,13 @@ static struct net_comm *comm_wrap(bool is_send, int dev, const struct net_ctx *c
 		w->free_idx[i] = NET_REQS - 1 - i;
 		w->reqs[i].comm = w;
 	}
-	w->free_top = NET_REQS;
-	atomic_fetch_add(&stat_comms, 1);
+	atomic_init(&w->free_top, NET_REQS);
+	pthread_mutex_lock(&comm_list_lock);
+	w->lnext = comm_list;
+	if (comm_list)
+		comm_list->lprev = w;
+	comm_list = w;
+	pthread_mutex_unlock(&comm_list_lock);
 	return w;
 }
 
@@ -544,23 +563,25 @@ int netp_get_device_mr(void *comm, void *mh, void **dptr_mh)
 
 static struct net_req *req_get(struct net_comm *w)
 {
-	if (!w->free_top)
+	int top = atomic_load_explicit(&w->free_top, memory_order_relaxed);
+	if (!top)
 		return NULL;
-	struct net_req *r = &w->reqs[w->free_idx[--w->free_top]];
+	struct net_req *r = &w->reqs[w->free_idx[--top]];
+	atomic_store_explicit(&w->free_top, top, memory_order_relaxed);
 	r->magic = REQ_MAGIC;
 	r->used = true;
 	r->inner = NULL;
-	atomic_fetch_add_explicit(&stat_reqs, 1, memory_order_relaxed);
 	return r;
 }
 
 static void req_put(struct net_req *r)
 {
 	struct net_comm *w = r->comm;
+	int top = atomic_load_explicit(&w->free_top, memory_order_relaxed);
 	r->used = false;
 	r->magic = 0;
-	w->free_idx[w->free_top++] = (int)(r - w->reqs);
-	atomic_fetch_sub_explicit(&stat_reqs, 1, memory_order_relaxed);
+	w->free_idx[top] = (int)(r - w->reqs);
+	atomic_store_explicit(&w->free_top, top + 1, memory_order_relaxed);
 }
 
 static void hook_data(struct net_comm *w, uint32_t op, uint64_t bytes, int tag, int n,
@@ -575,6 +596,40 @@ static void hook_data(struct net_comm *w, uint32_t op, uint64_t bytes, int tag, 
 	net_hooks_run(&a);
 }
 
+/* Requests handed to NCCL. Without programs attached, the backend's own request (bit 0 of
+ * its pointer clear): test() is then a check and a jump into the backend, no wrapper, no
+ * extra call frame on NCCL's polling loop. With programs attached at post time (or a
+ * backend handle with bit 0 set), our wrapper, tagged with bit 0 (struct net_req is
+ * aligned, so the bit is free). Consequence: completion hooks and the CLOSE hook's byte
+ * count cover requests posted while programs were attached. */
+#define REQ_TAG ((uintptr_t)1)
+
+static inline struct net_req *req_untag(void *p)
+{
+	return (uintptr_t)p & REQ_TAG ? (struct net_req *)((uintptr_t)p & ~REQ_TAG) : NULL;
+}
+
+static inline bool req_slot_free(struct net_comm *w)
+{
+	return atomic_load_explicit(&w->free_top, memory_order_relaxed) != 0;
+}
+
+/* The backend accepted inner: what NCCL gets (NULL only when no slot: cannot happen, the
+ * caller checked req_slot_free and one thread drives a comm). */
+static void *req_hand_out(struct net_comm *w, void *inner, bool hooked, struct net_req **out)
+{
+	*out = NULL;
+	if (!hooked && !((uintptr_t)inner & REQ_TAG))
+		return inner;
+	struct net_req *r = req_get(w);
+	if (!r)
+		return NULL;
+	r->inner = inner;
+	r->t0 = 0;
+	*out = r;
+	return (void *)((uintptr_t)r | REQ_TAG);
+}
+
 int netp_isend(void *send_comm, void *data, size_t size, int tag, void *mh, void *phandle,
 	       void **req)
 {
@@ -582,26 +637,27 @@ int netp_isend(void *send_comm, void *data, size_t size, int tag, void *mh, void
 	if (!w || !w->is_send || !req)
 		return NB_NET_INVALID_ARGUMENT;
 	*req = NULL;
-	struct net_req *r = req_get(w);
-	if (!r)
+	if (!req_slot_free(w))
 		return NB_NET_SUCCESS; /* NCCL retries */
-	int rc = backend.is_tcp ? tcp_isend(w->inner, data, size, tag, &r->inner)
+	bool hooked = net_hooks_active();
+	void *inner = NULL;
+	int rc = backend.is_tcp ? tcp_isend(w->inner, data, size, tag, &inner)
 				: backend.ops->isend(w->inner, data, size, tag, inner_mh(mh), phandle,
-						     &r->inner);
-	if (rc != NB_NET_SUCCESS || !r->inner) {
-		req_put(r);
+						     &inner);
+	if (rc != NB_NET_SUCCESS || !inner)
 		return rc;
+	struct net_req *r;
+	*req = req_hand_out(w, inner, hooked, &r);
+	if (r) {
+		r->is_send = true;
+		r->n = 1;
+		r->tag = tag;
+		r->bytes = size;
+		if (hooked) {
+			r->t0 = net_now_ns();
+			hook_data(w, NET_OP_ISEND, size, tag, 1, 0, r->t0);
+		}
 	}
-	r->is_send = true;
-	r->n = 1;
-	r->tag = tag;
-	r->bytes = size;
-	r->t0 = 0;
-	if (net_hooks_active()) {
-		r->t0 = net_now_ns();
-		hook_data(w, NET_OP_ISEND, size, tag, 1, 0, r->t0);
-	}
-	*req = r;
 	return NB_NET_SUCCESS;
 }
 
@@ -613,38 +669,38 @@ int netp_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags, vo
 		return NB_NET_INVALID_ARGUMENT;
 	/* NCCL may pass NCCL_NET_OPTIONAL_RECV_COMPLETION in *req as a hint (LL/LL128): the
 	 * inner plugin gets it as NCCL gave it; the tcp transport always completes */
-	void *hint = *req;
+	void *inner = *req;
 	*req = NULL;
-	struct net_req *r = req_get(w);
-	if (!r)
+	if (!req_slot_free(w))
 		return NB_NET_SUCCESS;
-	r->inner = hint;
+	bool hooked = net_hooks_active();
 	int rc;
 	if (backend.is_tcp) {
-		rc = tcp_irecv(w->inner, n, data, sizes, tags, &r->inner);
+		rc = tcp_irecv(w->inner, n, data, sizes, tags, &inner);
+	} else if (!mhs) {
+		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, NULL, phandles, &inner);
 	} else {
 		void *imhs[TCP_MAX_RECVS];
 		for (int i = 0; i < n; i++)
-			imhs[i] = mhs ? inner_mh(mhs[i]) : NULL;
-		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, mhs ? imhs : NULL, phandles,
-					&r->inner);
+			imhs[i] = inner_mh(mhs[i]);
+		rc = backend.ops->irecv(w->inner, n, data, sizes, tags, imhs, phandles, &inner);
 	}
-	if (rc != NB_NET_SUCCESS || !r->inner) {
-		req_put(r);
+	if (rc != NB_NET_SUCCESS || !inner)
 		return rc;
+	struct net_req *r;
+	*req = req_hand_out(w, inner, hooked, &r);
+	if (r) {
+		r->is_send = false;
+		r->n = n;
+		r->tag = tags[0];
+		if (hooked) {
+			uint64_t cap = 0;
+			for (int i = 0; i < n; i++)
+				cap += sizes[i];
+			r->t0 = net_now_ns();
+			hook_data(w, NET_OP_IRECV, cap, tags[0], n, 0, r->t0);
+		}
 	}
-	r->is_send = false;
-	r->n = n;
-	r->tag = tags[0];
-	r->t0 = 0;
-	if (net_hooks_active()) {
-		uint64_t cap = 0;
-		for (int i = 0; i < n; i++)
-			cap += sizes[i];
-		r->t0 = net_now_ns();
-		hook_data(w, NET_OP_IRECV, cap, tags[0], n, 0, r->t0);
-	}
-	*req = r;
 	return NB_NET_SUCCESS;
 }
 
@@ -656,32 +712,26 @@ int netp_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhs, voi
 	*req = NULL;
 	if (!backend.ops->iflush)
 		return NB_NET_SUCCESS; /* host memory: nothing to flush */
-	struct net_req *r = req_get(w);
-	if (!r)
+	if (!req_slot_free(w))
 		return NB_NET_SUCCESS;
 	void *imhs[TCP_MAX_RECVS];
 	for (int i = 0; i < n; i++)
 		imhs[i] = mhs ? inner_mh(mhs[i]) : NULL;
-	int rc = backend.ops->iflush(w->inner, n, data, sizes, mhs ? imhs : NULL, &r->inner);
-	if (rc != NB_NET_SUCCESS || !r->inner) {
-		req_put(r);
+	void *inner = NULL;
+	int rc = backend.ops->iflush(w->inner, n, data, sizes, mhs ? imhs : NULL, &inner);
+	if (rc != NB_NET_SUCCESS || !inner)
 		return rc;
-	}
-	r->n = -1; /* flush: no hook */
-	*req = r;
+	struct net_req *r;
+	*req = req_hand_out(w, inner, false, &r);
+	if (r)
+		r->n = -1; /* flush: no hook */
 	return NB_NET_SUCCESS;
 }
 
-int netp_test(void *request, int *done, int *sizes)
+/* Completion bookkeeping of a wrapped request (bytes for the CLOSE hook, the completion
+ * hook) and the slot's return. */
+static void req_complete(struct net_req *r, const int *sz)
 {
-	struct net_req *r = request;
-	if (!r || r->magic != REQ_MAGIC || !r->used || !done)
-		return NB_NET_INVALID_ARGUMENT;
-	int local[TCP_MAX_RECVS];
-	int *sz = sizes ? sizes : local;
-	int rc = backend.is_tcp ? tcp_test(r->inner, done, sz) : backend.ops->test(r->inner, done, sz);
-	if (rc != NB_NET_SUCCESS || !*done)
-		return rc;
 	struct net_comm *w = r->comm;
 	if (r->n > 0) {
 		uint64_t bytes = 0;
@@ -695,16 +745,41 @@ int netp_test(void *request, int *done, int *sizes)
 		}
 	}
 	req_put(r);
-	return NB_NET_SUCCESS;
+}
+
+static __attribute__((noinline)) int test_wrapped(struct net_req *r, int *done, int *sizes)
+{
+	if (r->magic != REQ_MAGIC || !r->used)
+		return NB_NET_INVALID_ARGUMENT;
+	int local[TCP_MAX_RECVS];
+	int *sz = sizes ? sizes : local;
+	int rc = backend.is_tcp ? tcp_test(r->inner, done, sz) : backend.ops->test(r->inner, done, sz);
+	if (rc == NB_NET_SUCCESS && *done)
+		req_complete(r, sz);
+	return rc;
+}
+
+/* NCCL's proxy calls this in a tight loop while a request is pending. A backend request
+ * (no programs attached) goes straight to the backend as a tail call. */
+int netp_test(void *request, int *done, int *sizes)
+{
+	if (!request || !done)
+		return NB_NET_INVALID_ARGUMENT;
+	struct net_req *r = req_untag(request);
+	if (r)
+		return test_wrapped(r, done, sizes);
+	return backend.is_tcp ? tcp_test(request, done, sizes)
+			      : backend.ops->test(request, done, sizes);
 }
 
 int netp_irecv_consumed(void *recv_comm, int n, void *request)
 {
 	struct net_comm *w = as_comm(recv_comm);
-	struct net_req *r = request;
+	struct net_req *r = req_untag(request);
 	if (!w || !backend.ops->irecv_consumed)
 		return NB_NET_INVALID_ARGUMENT;
-	return backend.ops->irecv_consumed(w->inner, n, r && r->magic == REQ_MAGIC ? r->inner : request);
+	return backend.ops->irecv_consumed(w->inner, n,
+					   r && r->magic == REQ_MAGIC ? r->inner : request);
 }
 
 /* ---------------------------------------------------------------- close */
@@ -734,12 +809,16 @@ static int close_comm(void *comm, bool is_send)
 	}
 	pthread_mutex_unlock(&mr_lock);
 	int rc = is_send ? backend.ops->close_send(w->inner) : backend.ops->close_recv(w->inner);
-	int live = NET_REQS - w->free_top;
-	if (live)
-		atomic_fetch_sub(&stat_reqs, (uint64_t)live);
+	pthread_mutex_lock(&comm_list_lock);
+	if (w->lprev)
+		w->lprev->lnext = w->lnext;
+	else
+		comm_list = w->lnext;
+	if (w->lnext)
+		w->lnext->lprev = w->lprev;
+	pthread_mutex_unlock(&comm_list_lock);
 	w->magic = 0;
 	free(w);
-	atomic_fetch_sub(&stat_comms, 1);
 	return rc;
 }
 

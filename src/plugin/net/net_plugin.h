@@ -14,6 +14,11 @@
 
 #include "plugin/net/nccl_net_abi.h"
 #include "plugin/net/net_tcp.h"
+#ifndef NCCLBPF_NET_STANDALONE
+#include <stdatomic.h>
+
+#include "runtime/runtime.h"
+#endif
 
 struct net_backend {
 	const struct nb_net_v12 *ops; /* v12 semantics; optional members may be NULL */
@@ -82,8 +87,19 @@ struct net_hook_args {
 	uint32_t n_sockets, n_threads; /* in/out at NET_OP_CONNECT */
 	uint64_t now_ns;               /* 0: read the clock */
 };
-/* True when SEC("net") programs are attached (then callers take timestamps). */
-bool net_hooks_active(void);
+/* True when SEC("net") programs are attached (then callers take timestamps). Inline: the
+ * data path calls it on every isend/irecv; without programs it is one load. */
+#ifdef NCCLBPF_NET_STANDALONE
+static inline bool net_hooks_active(void)
+{
+	return false;
+}
+#else
+static inline bool net_hooks_active(void)
+{
+	return atomic_load_explicit(&runtime_hook_slots[NB_HOOK_NET], memory_order_relaxed) != NULL;
+}
+#endif
 /* Runs the chain; returns 0, or the number of programs that faulted. */
 int net_hooks_run(struct net_hook_args *a);
 uint64_t net_now_ns(void);
