@@ -8,7 +8,11 @@ Per node count and size: the median of every config over all samples of all repe
 the best forced pair, and the bandit against the best pair and against NCCL's default with
 a one-sided Mann-Whitney U test (H1: the bandit is slower; normal approximation with tie
 correction) -- this testbed's run-to-run spread at small sizes is about +-30 %, so the
-verdict comes from the test over all samples, not from single medians.
+verdict comes from the test over all samples, not from single medians. The last column
+tests the same at the level of repetitions (exact permutation test on per-repetition
+medians): every repetition is a fresh set of processes and communicator whose state (rings,
+trees, channels, host placement) moves all its samples together, so samples of one
+repetition are not independent and the test over all samples overstates significance.
 
 --tuned: decisions of `ncclbpf tune --json` trained on some repetitions; the table checks
 them on the held-out repetitions given by --check-reps (chosen config vs default there).
@@ -16,6 +20,7 @@ Pure Python (no SciPy on the GPU machine).
 """
 import argparse
 import csv
+import itertools
 import json
 import math
 import statistics
@@ -61,6 +66,34 @@ def mwu_greater(x, y):
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+def rep_medians(pairs):
+    """Median per repetition of [(rep, time)]."""
+    by = defaultdict(list)
+    for r, v in pairs:
+        by[r].append(v)
+    return [statistics.median(v) for v in by.values()]
+
+
+def perm_greater(x, y):
+    """Exact one-sided permutation p that the values x are larger than y (difference of
+    means), over every split of the pooled values: for per-repetition medians, where each
+    repetition is one unit (fresh processes and communicator) and the samples within one
+    share its state."""
+    pooled = list(x) + list(y)
+    n, k = len(pooled), len(x)
+    if not x or not y or math.comb(n, k) > 200000:
+        return float("nan")
+    obs = sum(x) / k - sum(y) / (n - k)
+    tot = sum(pooled)
+    hits = cnt = 0
+    for idx in itertools.combinations(range(n), k):
+        sx = sum(pooled[i] for i in idx)
+        d = sx / k - (tot - sx) / (n - k)
+        hits += d >= obs - 1e-12
+        cnt += 1
+    return hits / cnt
+
+
 def load(path):
     data = defaultdict(list)  # (nnodes, bytes, config) -> [(rep, time)]
     with open(path) as f:
@@ -90,8 +123,8 @@ def main():
         print()
         print(f"### Testbed: {a.title.replace('{nodes}', str(nn))}, AllReduce ({len(reps)} interleaved repetitions; median µs over all samples)")
         print()
-        print("| size | " + " | ".join(configs) + " | best pair | bandit / best pair (p slower) | bandit / default (p slower) |")
-        print("|" + "---|" * (len(configs) + 4))
+        print("| size | " + " | ".join(configs) + " | best pair | bandit / best pair (p slower) | bandit / default (p slower) | per-rep p slower: best, default |")
+        print("|" + "---|" * (len(configs) + 5))
         for b in sizes:
             t = {c: [v for _, v in data.get((nn, b, c), [])] for c in configs}
             med = {c: statistics.median(v) for c, v in t.items() if v}
@@ -110,6 +143,12 @@ def main():
                 pd = mwu_greater(t[a.bandit], t[a.default])
                 cells.append(f"{med[a.bandit] / med[a.default]:.3f} (p={pd:.3g}){' **slower**' if pd < 0.01 else ''}")
                 bad += pd < 0.01
+            else:
+                cells.append("–")
+            if a.bandit in med and a.default in med and best:
+                rb = rep_medians(data[(nn, b, a.bandit)])
+                cells.append(f"{perm_greater(rb, rep_medians(data[(nn, b, best)])):.3g}, "
+                             f"{perm_greater(rb, rep_medians(data[(nn, b, a.default)])):.3g}")
             else:
                 cells.append("–")
             print("| " + " | ".join(cells) + " |")
