@@ -62,7 +62,15 @@ int main(int argc, char **argv)
 	unsetenv("NCCLBPF_PROFILE_SAMPLE");
 	CHECK(ph_comm_init(&h, &c, 0x9a9bull, "prog-default", 1, 4, 3) == 0);
 	struct profiler_ctx *pctx = profiler_ctx_find(0x9a9bull);
-	CHECK(pctx && !pctx->sampler.on);
+	/* on only so that a policy can steer bands (ncclbpf_sample_ctl); by default N = 1 */
+	CHECK(pctx && pctx->sampler.fixed_n == 1 && pctx->sampler.requesting);
+	for (int i = 0; i < 20; i++) {
+		struct ph_coll k = {.coll_type = NCCLBPF_COLL_ALLREDUCE, .count = 1000 + 100 * (uint64_t)(i % 3),
+				    .algo = NCCLBPF_ALGO_RING, .proto = NCCLBPF_PROTO_LL, .n_channels = 2,
+				    .gpu_ns = 7000};
+		ph_coll_run(&c, &k);
+		CHECK(k.task_mask & NB_PROF_KERNEL_CH);
+	}
 	CHECK(ph_comm_finalize(&c) == 0);
 	setenv("NCCLBPF_PROFILE_SAMPLE", "auto", 1);
 	CHECK(ph_comm_init(&h, &c, 0x9a9cull, "prog-sampled", 1, 4, 3) == 0);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "maps/map.h"
 #include "prof_test_util.h"
 #include "test_util.h"
 
@@ -85,6 +86,106 @@ static void test_adaptive(int v)
 	profiler_set_observer(NULL, NULL);
 	CHECK(ph_comm_finalize(&c) == 0);
 	CHECK(profiler_sample_requests() == 0);
+}
+
+/* 1 in N means 1 in N: the band's next collective is the (since + 1)-th after its last
+ * sample (regression: it used to be 1 in N + 1, so N = 1 in auto mode at a low collective
+ * rate gave every other collective, and the bandit's reward saw half its samples untimed). */
+static void test_fixed_n(int n)
+{
+	char buf[16];
+	snprintf(buf, sizeof(buf), "%d", n);
+	set_sampling(buf);
+	struct ph_host h;
+	ph_open_table(&h, 6, prof_table(6));
+	struct ph_comm c;
+	uint64_t comm = 0x5c000 + (uint64_t)n;
+	CHECK(ph_comm_init(&h, &c, comm, "fixed", 1, 2, 0) == 0);
+	struct profiler_ctx *pctx = profiler_ctx_find(comm);
+	CHECK(pctx && pctx->sampler.on && pctx->sampler.n == (uint32_t)n);
+	int kch = 0, total = 60 * n;
+	for (int i = 0; i < total + 8; i++) {
+		struct ph_coll k = coll_of(1024);
+		ph_coll_run(&c, &k);
+		if (i >= 8)
+			kch += (k.task_mask & NB_PROF_KERNEL_CH) != 0;
+	}
+	printf("NCCLBPF_PROFILE_SAMPLE=%d: %d of %d collectives carried KernelCh\n", n, kch, total);
+	CHECK(kch == total / n);
+	CHECK(ph_comm_finalize(&c) == 0);
+}
+
+/* A policy's request in "ncclbpf_sample_ctl" (policy.h NCCLBPF_SAMPLE_BURST): the first B of
+ * every N collectives of the band carry KernelCh, and so does the collective before each
+ * burst (a program timing completion to completion needs both ends); 0 gives the band back
+ * to the default sampler. */
+static void test_steered(void)
+{
+	set_sampling("1000"); /* default: almost nothing */
+	struct ph_host h;
+	ph_open_table(&h, 6, prof_table(6));
+	struct ph_comm c;
+	uint64_t comm = 0x5d000;
+	CHECK(ph_comm_init(&h, &c, comm, "steer", 1, 2, 0) == 0);
+	struct profiler_ctx *pctx = profiler_ctx_find(comm);
+	CHECK(pctx && pctx->sampler.on && pctx->sampler.ctl);
+	uint32_t band = ncclbpf_size_bucket(1024 * 4), v = NCCLBPF_SAMPLE_BURST(8, 3);
+	CHECK(map_update(pctx->sampler.ctl, &band, &v, 0) == 0);
+	int bad = 0, kch = 0;
+	for (int i = 0; i < 8 * 20; i++) {
+		struct ph_coll k = coll_of(1024);
+		ph_coll_run(&c, &k);
+		int want = i % 8 < 3 || (i + 1) % 8 < 3; /* the burst and its predecessor */
+		int got = (k.task_mask & NB_PROF_KERNEL_CH) != 0;
+		if (i >= 8) {
+			bad += got != want;
+			kch += got;
+		}
+	}
+	printf("steered burst 3 of 8: %d of %d collectives carried KernelCh, %d off the pattern\n", kch,
+	       8 * 19, bad);
+	CHECK(bad == 0);
+	/* every collective */
+	v = NCCLBPF_SAMPLE_EVERY;
+	CHECK(map_update(pctx->sampler.ctl, &band, &v, 0) == 0);
+	kch = 0;
+	for (int i = 0; i < 50; i++) {
+		struct ph_coll k = coll_of(1024);
+		ph_coll_run(&c, &k);
+		kch += i >= 1 && (k.task_mask & NB_PROF_KERNEL_CH);
+	}
+	CHECK(kch == 49);
+	/* back to the default (1 in 1000): at most the first one after the switch */
+	v = 0;
+	CHECK(map_update(pctx->sampler.ctl, &band, &v, 0) == 0);
+	kch = 0;
+	for (int i = 0; i < 50; i++) {
+		struct ph_coll k = coll_of(1024);
+		ph_coll_run(&c, &k);
+		kch += i >= 1 && (k.task_mask & NB_PROF_KERNEL_CH);
+	}
+	CHECK(kch <= 1);
+	/* the predecessor of a steered band's burst is instrumented even in another band */
+	uint32_t small = ncclbpf_size_bucket(2 * 4);
+	v = NCCLBPF_SAMPLE_BURST(4, 1);
+	CHECK(map_update(pctx->sampler.ctl, &band, &v, 0) == 0);
+	int pred_timed = 0, pred_total = 0;
+	for (int i = 0; i < 80; i++) {
+		struct ph_coll k = coll_of(i % 2 ? 1024 : 2); /* small, big, small, big, ... */
+		ph_coll_run(&c, &k);
+		if (i >= 8 && i % 2 == 0 && i + 1 < 80) {
+			/* the big one after this small one is the (i / 2)-th big collective */
+			int big_due = ((i / 2) % 4) == 0;
+			pred_total += big_due;
+			pred_timed += big_due && (k.task_mask & NB_PROF_KERNEL_CH);
+		}
+	}
+	printf("steered: %d of %d predecessors (another band) carried KernelCh\n", pred_timed, pred_total);
+	CHECK(pred_total > 0 && pred_timed == pred_total);
+	v = 0;
+	CHECK(map_update(pctx->sampler.ctl, &band, &v, 0) == 0);
+	(void)small;
+	CHECK(ph_comm_finalize(&c) == 0);
 }
 
 static void sleep_ms(int ms)
@@ -260,6 +361,9 @@ int main(void)
 	test_adaptive(5);
 	test_adaptive(6);
 	test_bounded_delay();
+	test_fixed_n(2);
+	test_fixed_n(3);
+	test_steered();
 	test_mask_removed(4);
 	test_mask_removed(5);
 	test_mask_removed(6);

@@ -142,6 +142,13 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	/* every collective and no policy that could ask otherwise: nothing to sample */
 	if (s->on && s->fixed_n == 1 && !s->ctl)
 		s->on = false;
+	/* every collective unless a policy steers a band: request from the start, so the first
+	 * call is instrumented as it would be with a whole-life request */
+	if (s->on && s->fixed_n == 1 && nccl_mask) {
+		s->requesting = true;
+		atomic_fetch_add(&kch_requests, 1);
+		set_kch_bit(nccl_mask, true);
+	}
 	/* A context that wants KernelCh on every collective (full mode, v3/v4, N = 1) holds a
 	 * request for its whole life, so that a sampling context of the same process never
 	 * clears the bit under it. */
