@@ -28,7 +28,7 @@ for model in wrong best drift; do
 		NCCLBPF_POLICY=$POLICIES/bandit.bpf.o NCCLBPF_DECISION_LOG=$DIR/log \
 		NCCLBPF_AGREE=127.0.0.1:$PORT NCCLBPF_AGREE_WAIT_MS=3000 \
 		NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING \
-			timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 "$STEPS" $model --sleep-us 500 \
+			timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 "$STEPS" $model --sleep-us 1000 \
 			>"$DIR/out.$r" 2>"$DIR/err.$r" &
 		pids+=($!)
 	done
