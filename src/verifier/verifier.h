@@ -79,6 +79,8 @@ struct nb_verifier_stats {
 	uint64_t states_pruned;
 	uint64_t peak_states;
 	uint64_t time_ns;
+	uint64_t loops_widened; /* loop heads verified by widening (verifier_widen.c) */
+	uint64_t runs;          /* explorations (a failed widening proof verifies again) */
 };
 
 struct nb_verifier_opts {
