@@ -95,6 +95,9 @@ struct nb_verifier_opts {
 	 * executes, 0 for the rest (proven infeasible). The runtime makes those trap, so code
 	 * the verifier never looked at can never run. */
 	uint8_t *visited;
+	/* Walk every loop iteration by iteration (no widening, verifier_widen.c): for A/B
+	 * comparisons in tests and benchmarks. */
+	bool no_widen;
 };
 
 /* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */

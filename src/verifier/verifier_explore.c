@@ -819,6 +819,7 @@ static void reset_run(struct verifier_env *env)
 	env->npending = 0;
 	varena_free(env->arena);
 	env->arena = NULL;
+	memset(env->body_of, 0, n * sizeof(*env->body_of)); /* they lived in the arena */
 	memset(env->records, 0, n * sizeof(*env->records));
 	memset(env->inprogress, 0, n * sizeof(*env->inprogress));
 	memset(env->live, 0, VERIFIER_LIVE_BUCKETS * sizeof(*env->live));
@@ -885,11 +886,12 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	if (env->taint_on)
 		env->taint_src = calloc(n, sizeof(*env->taint_src));
 	env->widen_attempt = calloc(n, 1);
-	if (env->insn_flags && env->records && env->inprogress && env->live &&
+	env->body_of = calloc(n, sizeof(*env->body_of));
+	if (env->body_of && env->insn_flags && env->records && env->inprogress && env->live &&
 	    env->widen_attempt && (env->taint_src || !env->taint_on)) {
 		err = verifier_check_structure(env);
-		if (!err && getenv("NCCLBPF_VERIFIER_NO_WIDEN"))
-			env->widen_off = true; /* A/B comparisons (bench_verify_time) */
+		if (opts && opts->no_widen)
+			env->widen_off = true;
 		uint64_t total = 0;
 		while (!err) {
 			env->stats.runs++;
@@ -917,6 +919,7 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 		vstate_free(&env->pending[i].st);
 	varena_free(env->arena);
 	free(env->widen_attempt);
+	free(env->body_of);
 	free(env->pred_start);
 	free(env->preds);
 	free(env->pending);

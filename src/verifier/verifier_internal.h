@@ -239,6 +239,7 @@ struct verifier_env {
 	/* loop widening (verifier_widen.c) */
 	uint8_t *widen_attempt;  /* per insn: 0 = widen with a guessed bound, 1 = without, 2 = never */
 	uint32_t *pred_start, *preds; /* predecessors (CSR), built on first widening */
+	uint8_t **body_of;       /* per loop head: its natural loop (arena), once computed */
 	uint32_t next_tag;
 	uint64_t charge;     /* run time of widened loops charged against the budget */
 	bool widen_off;      /* this run walks every loop */

@@ -123,6 +123,8 @@ static int build_preds(struct verifier_env *env)
 static uint8_t *loop_body(struct verifier_env *env, uint32_t head)
 {
 	size_t n = env->insn_cnt;
+	if (env->body_of[head])
+		return env->body_of[head];
 	if (!env->pred_start && build_preds(env))
 		return NULL;
 	uint8_t *body = varena_alloc(env, n);
@@ -153,6 +155,7 @@ static uint8_t *loop_body(struct verifier_env *env, uint32_t head)
 		}
 	}
 	free(work);
+	env->body_of[head] = body;
 	return body;
 }
 
@@ -357,10 +360,20 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	if (env->widen_off || env->widen_attempt[pc] >= 2 || env->cur.nframes != 1 ||
 	    env->inprogress[pc] < WIDEN_AFTER || depth >= WIDEN_DEPTH)
 		return 0;
-	const struct vrecord *prev = env->cur.rec;
-	for (unsigned k = 0; prev && prev->pc != pc && k < PREV_SEARCH; k++)
-		prev = prev->parent;
-	if (!prev || prev->pc != pc || prev->st.nframes != 1)
+	/* the previous visits of this entry into the loop: stored states at the head since the
+	 * path last was outside the loop's body (or at a widened head) */
+	const uint8_t *body = loop_body(env, pc);
+	if (!body)
+		return -ENOMEM;
+	const struct vrecord *prev = NULL;
+	unsigned visits = 0, k = 0;
+	for (const struct vrecord *r = env->cur.rec; r && k < PREV_SEARCH; r = r->parent, k++) {
+		if (!body[r->pc] || (r->widen_own && r->pc == pc) || r->st.nframes != 1)
+			break;
+		if (r->pc == pc && visits++ == 0)
+			prev = r;
+	}
+	if (!prev || visits < WIDEN_AFTER)
 		return 0;
 	struct vframe *top = env->cur.frames[0], *pf = prev->st.frames[0];
 	uint16_t live = env->live_regs[pc];
@@ -413,12 +426,11 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	}
 	if (w0.ncand == 0)
 		return 0; /* nothing counts: walk (a repeat is found as an infinite loop) */
-	uint8_t *body = loop_body(env, pc);
 	struct vwiden *w = varena_alloc(env, sizeof(*w));
-	if (!body || !w)
+	if (!w)
 		return -ENOMEM;
 	*w = w0;
-	w->body = body;
+	w->body = (uint8_t *)body;
 	w->parent = env->cur.widen;
 	w->mask = (uint8_t)((1u << w->ncand) - 1);
 	w->tag = env->next_tag + 1;
