@@ -80,7 +80,8 @@ struct nb_verifier_stats {
 	uint64_t peak_states;
 	uint64_t time_ns;
 	uint64_t loops_widened; /* loop heads verified by widening (verifier_widen.c) */
-	uint64_t runs;          /* explorations (a failed widening proof verifies again) */
+	uint64_t widen_rollbacks; /* widenings whose proof failed (that loop was walked) */
+	uint64_t runs;          /* explorations (an error after a widening verifies again) */
 };
 
 struct nb_verifier_opts {

@@ -785,6 +785,8 @@ static int explore(struct verifier_env *env)
 		if ((env->insn_flags[env->pc] & VF_PRUNE) && !first)
 			r = prune_point(env);
 		first = false;
+		if (r == 2)
+			continue; /* a widening was undone: this head again, with the old state */
 		if (r == 0) {
 			env->insn_flags[env->pc] |= VF_VISITED;
 			if (isa_is_lddw(&env->insns[env->pc]))
@@ -796,8 +798,15 @@ static int explore(struct verifier_env *env)
 		if (r == 1) {
 			vrecord_path_done(env, env->cur.rec);
 			vstate_free(&env->cur);
-			if (env->restart)
-				return -EAGAIN; /* a widened loop ran past the budget: verify again */
+			if (env->undo) { /* a widened loop would run past the budget: walk it */
+				struct vwiden *w = env->undo;
+				env->undo = NULL;
+	env->wasted = 0;
+				verifier_widen_rollback(env, w);
+				if (env->restart)
+					return -EAGAIN;
+				continue;
+			}
 			if (env->npending == 0)
 				return 0;
 			struct vpending *p = &env->pending[--env->npending];
@@ -831,6 +840,9 @@ static void reset_run(struct verifier_env *env)
 	env->next_id = 0;
 	env->next_tag = 0;
 	env->charge = 0;
+	env->undo = NULL;
+	env->all_recs = NULL;
+	env->rec_seq = 0;
 	env->widen_used = false;
 	env->restart = false;
 	env->failed = false;
@@ -892,17 +904,17 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 		err = verifier_check_structure(env);
 		if (opts && opts->no_widen)
 			env->widen_off = true;
-		uint64_t total = 0;
 		while (!err) {
 			env->stats.runs++;
 			err = explore(env);
-			/* A failed widening proof, or an error in a run that widened (it may come
-			 * from a widened range), verifies again: errors are reported by walking. */
-			if (!env->restart && !(err && err != -ENOMEM && env->widen_used))
+			/* An error on a path below a widened loop head (it may come from a
+			 * widened range) verifies again: errors are reported by walking. */
+			bool below = false;
+			for (const struct vrecord *r = env->cur.rec; r && err && !below; r = r->parent)
+				below = r->widen_own != NULL;
+			if (!env->restart && !(err && err != -ENOMEM && below))
 				break;
-			total += env->stats.insns_processed;
-			if (!env->restart || env->stats.runs >= 6 || total > env->budget)
-				env->widen_off = true;
+			env->widen_off = true;
 			reset_run(env);
 			err = 0;
 		}

@@ -176,6 +176,8 @@ struct vrecord {
 	struct vorig *parent_org; /* per top-frame position: its origins in the parent */
 	uint32_t npos;            /* positions stored (registers + used slots) */
 	struct vwiden *widen_own; /* this is the widened head state of that loop */
+	struct vrecord *anext;    /* every stored state, newest first (widening rollback) */
+	uint64_t seq;             /* store order */
 	struct vstate st;
 };
 
@@ -244,7 +246,11 @@ struct verifier_env {
 	uint64_t charge;     /* run time of widened loops charged against the budget */
 	bool widen_off;      /* this run walks every loop */
 	bool widen_used;     /* this run widened a loop: an error means "walk and retry" */
-	bool restart;        /* a widening proof failed: retry (env->widen_attempt updated) */
+	bool restart;        /* an error in a run that widened: verify again, walking */
+	struct vwiden *undo; /* a widening whose proof failed at its completion: roll back */
+	uint64_t wasted;     /* instructions processed in widenings rolled back */
+	struct vrecord *all_recs; /* every stored state, newest first */
+	uint64_t rec_seq;
 };
 
 #define VF_PRUNE 0x01     /* prune point: jump target, branch fall-through, after call */
@@ -375,6 +381,11 @@ struct vwiden {
 	uint64_t work_at;       /* insns_processed + charge when W was stored */
 	uint64_t work;          /* processed inside the body while active (+ inner charges) */
 	uint8_t ncand, mask;    /* candidates; those that progressed on every arrival so far */
+	/* to undo the widening when its proof fails: the state before it, and where the
+	 * exploration stood (everything explored since is W's subtree: DFS) */
+	struct vstate saved;    /* arena frames */
+	size_t npending_at;
+	uint64_t charge_at, processed_at;
 	bool guessed;           /* a bound was guessed for some candidate */
 	struct {
 		uint16_t pos;   /* 0..10 register, 11.. stack slot (spill) */
@@ -386,13 +397,17 @@ struct vwiden {
 	} cand[VWIDEN_MAX_CAND];
 };
 /* At a loop head (prune point, not pruned): 1 = path ends (an arrival the widened state
- * covers), 0 = continue (*stored: the state was widened and stored), <0 error or -EAGAIN
- * (env->restart: the proof failed, verify again). */
+ * covers), 2 = the proof failed and the exploration was rolled back to the state before
+ * the widening (env->cur, env->pc: go through the prune point again), 0 = continue
+ * (*stored: the state was widened and stored), <0 error. */
 int verifier_widen_head(struct verifier_env *env, bool *stored);
+/* Undoes widening w (its proof failed): drops everything explored since, restores the
+ * state it widened as env->cur at its head. */
+void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w);
 /* Before each step: leaves widened loops whose body does not contain env->pc, counts work. */
 void verifier_widen_step(struct verifier_env *env);
-/* W fully explored: charges its iterations (may set env->restart). */
-void verifier_widen_done(struct verifier_env *env, struct vwiden *w);
+/* W fully explored: charges its iterations. false = over budget (roll back, walk). */
+bool verifier_widen_done(struct verifier_env *env, struct vwiden *w);
 /* every scalar of the current state mattered (compared in full against a state in progress) */
 void vstate_mark_cur_precise(struct verifier_env *env);
 

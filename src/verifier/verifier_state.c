@@ -559,6 +559,9 @@ int vstate_store(struct verifier_env *env)
 		env->live[b] = rec;
 	}
 	env->inprogress[env->pc]++;
+	rec->seq = env->rec_seq++;
+	rec->anext = env->all_recs;
+	env->all_recs = rec;
 	env->nrecords++;
 	env->stats.states_stored++;
 	return 0;
@@ -572,11 +575,14 @@ void vrecord_path_done(struct verifier_env *env, struct vrecord *rec)
 			rec->branches--;
 		if (rec->branches)
 			return;
+		if (rec->widen_own && !verifier_widen_done(env, rec->widen_own)) {
+			/* its proof failed: the path above continues from the state before it */
+			env->undo = rec->widen_own;
+			return;
+		}
 		env->inprogress[rec->pc]--;
 		rec->next = env->records[rec->pc]; /* leaves env->live lazily (branches == 0) */
 		env->records[rec->pc] = rec;
-		if (rec->widen_own)
-			verifier_widen_done(env, rec->widen_own);
 		rec = rec->parent;
 	}
 }

@@ -305,12 +305,107 @@ static void clamp_spill(struct vscalar *s, unsigned size)
 	*s = r;
 }
 
+#include <stdio.h>
+/* Only numbers may differ between two visits: a pointer that moves (or a slot that changes
+ * kind) would not be contained by a widening of the numbers alone. */
+static bool same_ptr(const struct vreg *a, const struct vreg *b)
+{
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case VT_NOT_INIT:
+	case VT_SCALAR:
+		return true;
+	case VT_PTR_MAP_VALUE:
+		return a->map == b->map && a->off == b->off && sc_equal(&a->s, &b->s);
+	default:
+		return a->map == b->map && a->off == b->off && a->frameno == b->frameno;
+	}
+}
+
+static bool same_shape(const struct vframe *c, const struct vframe *p, uint16_t live)
+{
+	for (unsigned r = 0; r < BPF_NREGS; r++)
+		if (((live >> r) & 1) && !same_ptr(&c->regs[r], &p->regs[r]))
+			return false;
+	static const struct vslot none;
+	unsigned ns = c->nslots > p->nslots ? c->nslots : p->nslots;
+	for (unsigned i = 0; i < ns; i++) {
+		const struct vslot *a = i < c->nslots ? &c->slots[i] : &none,
+				   *b = i < p->nslots ? &p->slots[i] : &none;
+		if (memcmp(a->type, b->type, 8) || a->spill_at != b->spill_at ||
+		    a->spill_size != b->spill_size)
+			return false;
+		if (slot_spilled(a) && !same_ptr(&a->spill, &b->spill))
+			return false;
+	}
+	return true;
+}
+
 static int fail(struct verifier_env *env, struct vwiden *w, bool contain)
 {
 	uint8_t *a = &env->widen_attempt[w->head];
 	*a = contain && w->guessed && *a == 0 ? 1 : 2;
-	env->restart = true;
-	return -EAGAIN;
+	verifier_widen_rollback(env, w);
+	return 2;
+}
+
+static int snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st)
+{
+	*out = *st;
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		const struct vframe *src = st->frames[i];
+		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
+		struct vframe *f = varena_alloc(env, used);
+		if (!f)
+			return -ENOMEM;
+		memcpy(f, src, used);
+		f->cap = f->nslots;
+		out->frames[i] = f;
+	}
+	return 0;
+}
+
+static void unlink_rec(struct vrecord **link, const struct vrecord *r, bool hash)
+{
+	while (*link && *link != r)
+		link = hash ? &(*link)->hnext : &(*link)->next;
+	if (*link)
+		*link = hash ? r->hnext : r->next;
+}
+
+void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w)
+{
+	/* W's subtree: the pending branches pushed and the states stored since W (DFS) */
+	vstate_free(&env->cur);
+	while (env->npending > w->npending_at)
+		vstate_free(&env->pending[--env->npending].st);
+	uint64_t first = w->rec->seq;
+	while (env->all_recs && env->all_recs->seq >= first) {
+		struct vrecord *r = env->all_recs;
+		env->all_recs = r->anext;
+		if (r->branches || r == w->rec) /* W: left in progress by its failed completion */
+			env->inprogress[r->pc]--;
+		else
+			unlink_rec(&env->records[r->pc], r, false);
+		if (r->hashed)
+			unlink_rec(&env->live[vlive_bucket(r->pc, r->hash)], r, true);
+		env->nrecords--;
+	}
+	env->charge = w->charge_at;
+	/* the walk that follows gets the budget it would have had without the attempt; the
+	 * attempts together may waste one budget's worth, then widening stops */
+	env->wasted += env->stats.insns_processed - w->processed_at;
+	env->stats.insns_processed = w->processed_at;
+	if (env->wasted > env->budget)
+		env->widen_off = true;
+	if (vstate_copy(&env->cur, &w->saved)) {
+		env->cur.nframes = 0;
+		env->restart = true; /* out of memory: verify again without widening */
+		env->widen_off = true;
+	}
+	env->pc = w->head;
+	env->stats.widen_rollbacks++;
 }
 
 static int arrival(struct verifier_env *env, struct vwiden *w)
@@ -377,6 +472,8 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		return 0;
 	struct vframe *top = env->cur.frames[0], *pf = prev->st.frames[0];
 	uint16_t live = env->live_regs[pc];
+	if (!same_shape(top, pf, live))
+		return 0; /* e.g. a pointer stepping through an array: walk */
 	struct vwiden w0 = { .head = pc };
 	bool guess = env->widen_attempt[pc] == 0;
 	/* candidates first (their positions and ranges), then apply */
@@ -435,6 +532,9 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	w->mask = (uint8_t)((1u << w->ncand) - 1);
 	w->tag = env->next_tag + 1;
 	env->next_tag += VWIDEN_MAX_CAND;
+	int err = snapshot(env, &w->saved, &env->cur); /* to undo it */
+	if (err)
+		return err;
 	for (unsigned r = 0; r < BPF_REG_FP; r++)
 		if (!((live >> r) & 1))
 			vreg_set_not_init(&top->regs[r]);
@@ -460,7 +560,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		w->cand[j].lo = s->umin;
 		w->cand[j].hi = s->umax;
 	}
-	int err = vstate_store(env); /* W: stored untagged */
+	err = vstate_store(env); /* W: stored untagged */
 	if (err)
 		return err;
 	w->rec = env->cur.rec;
@@ -472,6 +572,9 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		c->lc_off = 0;
 	}
 	w->work_at = env->stats.insns_processed + env->charge;
+	w->npending_at = env->npending;
+	w->charge_at = env->charge;
+	w->processed_at = env->stats.insns_processed;
 	env->cur.widen = w;
 	env->widen_used = true;
 	env->stats.loops_widened++;
@@ -502,7 +605,7 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 	return a * b;
 }
 
-void verifier_widen_done(struct verifier_env *env, struct vwiden *w)
+bool verifier_widen_done(struct verifier_env *env, struct vwiden *w)
 {
 	uint64_t best = UINT64_MAX;
 	for (unsigned j = 0; j < w->ncand; j++) {
@@ -525,10 +628,10 @@ void verifier_widen_done(struct verifier_env *env, struct vwiden *w)
 	uint64_t used = env->stats.insns_processed + env->charge;
 	if (best == UINT64_MAX || extra > env->budget || used + extra > env->budget) {
 		env->widen_attempt[w->head] = 2; /* would run past the budget: walk it */
-		env->restart = true;
-		return;
+		return false;
 	}
 	env->charge += extra;
 	for (struct vwiden *p = w->parent; p; p = p->parent)
 		p->work += extra;
+	return true;
 }
