@@ -305,7 +305,6 @@ static void clamp_spill(struct vscalar *s, unsigned size)
 	*s = r;
 }
 
-#include <stdio.h>
 /* Only numbers may differ between two visits: a pointer that moves (or a slot that changes
  * kind) would not be contained by a widening of the numbers alone. */
 static bool same_ptr(const struct vreg *a, const struct vreg *b)
