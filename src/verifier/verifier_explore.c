@@ -899,7 +899,8 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 		env->taint_src = calloc(n, sizeof(*env->taint_src));
 	env->widen_attempt = calloc(n, 1);
 	env->body_of = calloc(n, sizeof(*env->body_of));
-	if (env->body_of && env->insn_flags && env->records && env->inprogress && env->live &&
+	env->widen_shape_miss = calloc(n, 1);
+	if (env->body_of && env->widen_shape_miss && env->insn_flags && env->records && env->inprogress && env->live &&
 	    env->widen_attempt && (env->taint_src || !env->taint_on)) {
 		err = verifier_check_structure(env);
 		if (opts && opts->no_widen)
@@ -932,6 +933,7 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	varena_free(env->arena);
 	free(env->widen_attempt);
 	free(env->body_of);
+	free(env->widen_shape_miss);
 	free(env->pred_start);
 	free(env->preds);
 	free(env->pending);

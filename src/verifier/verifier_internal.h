@@ -101,18 +101,24 @@ struct vorig {
 struct vreg {
 	uint8_t type;
 	uint8_t frameno; /* PTR_TO_STACK: frame the pointer points into */
-	uint16_t map;    /* map index for map pointers */
-	int32_t off;     /* constant offset of pointers */
+	/* Scalars reuse the pointer fields (a register state stays 96 bytes) for a loop
+	 * counter tag (verifier_widen.c): lc != 0 means this number equals, exactly (no wrap),
+	 * the value the counter candidate lc had at the widened loop head on this iteration
+	 * plus lc_off. Kept by copies, spills, fills and constant adds only. */
+	union {
+		uint16_t map; /* map index for map pointers */
+		uint16_t lc;
+	};
+	union {
+		int32_t off; /* constant offset of pointers */
+		int32_t lc_off;
+	};
 	uint32_t id;     /* OR_NULL: lookup id; scalar: copies share an id */
 	uint32_t taint;  /* rank-local: 0 = no, else 1 + insn of its first source (see below) */
 	struct vorig org;
 	struct vscalar s; /* scalar value, or the variable offset of a map value pointer */
-	/* Loop counter tag (verifier_widen.c): lc != 0 means this scalar equals, exactly (no
-	 * wrap), the value the counter candidate lc had at the widened loop head on this
-	 * iteration plus lc_off. Kept by copies, spills, fills and constant adds only. */
-	uint32_t lc;
-	int32_t lc_off;
 };
+_Static_assert(sizeof(struct vreg) == 96, "register state size (copied with every state)");
 
 /* stack byte types */
 enum { SB_INVALID = 0, SB_MISC, SB_SPILL };
@@ -242,6 +248,7 @@ struct verifier_env {
 	uint8_t *widen_attempt;  /* per insn: 0 = widen with a guessed bound, 1 = without, 2 = never */
 	uint32_t *pred_start, *preds; /* predecessors (CSR), built on first widening */
 	uint8_t **body_of;       /* per loop head: its natural loop (arena), once computed */
+	uint8_t *widen_shape_miss; /* per loop head: visits whose state moved more than numbers */
 	uint32_t next_tag;
 	uint64_t charge;     /* run time of widened loops charged against the budget */
 	bool widen_off;      /* this run walks every loop */

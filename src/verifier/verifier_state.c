@@ -166,7 +166,7 @@ static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bo
 		return false;
 	/* a loop counter tag is a fact the old state's paths may have used to prove that the
 	 * loop ends (verifier_widen.c): the new value must carry the same one */
-	if (!exact && o->lc && (n->lc != o->lc || n->lc_off != o->lc_off))
+	if (!exact && o->type == VT_SCALAR && o->lc && (n->lc != o->lc || n->lc_off != o->lc_off))
 		return false;
 	switch (o->type) {
 	case VT_NOT_INIT:
@@ -213,7 +213,8 @@ static bool slot_cmp(const struct vslot *o, const struct vslot *n, bool precise,
 	}
 	/* a spilled pointer, or a scalar whose value mattered: the same spill is needed;
 	 * otherwise every byte the old state had initialised must be some number */
-	bool as_reg = slot_spilled(o) && (o->spill.type != VT_SCALAR || precise || o->spill.lc);
+	bool as_reg = slot_spilled(o) &&
+		      (o->spill.type != VT_SCALAR || precise || o->spill.lc);
 	if (as_reg) {
 		if (!slot_spilled(n) || n->spill_at != o->spill_at || n->spill_size != o->spill_size)
 			return false;
@@ -352,8 +353,9 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 static uint64_t reg_hash(uint64_t h, const struct vreg *r)
 {
-	h = mix(h, (uint64_t)r->type | (uint64_t)r->frameno << 8 | (uint64_t)r->map << 16 |
-			   (uint64_t)(uint32_t)r->off << 32);
+	bool sc = r->type == VT_SCALAR; /* map/off hold its loop counter tag: not part of it */
+	h = mix(h, (uint64_t)r->type | (uint64_t)r->frameno << 8 |
+			   (uint64_t)(sc ? 0 : r->map) << 16 | (uint64_t)(uint32_t)(sc ? 0 : r->off) << 32);
 	h = mix(h, r->id != 0);
 	h = mix(h, r->taint != 0);
 	if (r->type == VT_SCALAR || r->type == VT_PTR_MAP_VALUE) {

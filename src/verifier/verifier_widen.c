@@ -452,6 +452,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		if (w->head == pc)
 			return arrival(env, w);
 	if (env->widen_off || env->widen_attempt[pc] >= 2 || env->cur.nframes != 1 ||
+	    env->next_tag + VWIDEN_MAX_CAND > UINT16_MAX || env->widen_shape_miss[pc] > 8 ||
 	    env->inprogress[pc] < WIDEN_AFTER || depth >= WIDEN_DEPTH)
 		return 0;
 	/* the previous visits of this entry into the loop: stored states at the head since the
@@ -471,8 +472,10 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		return 0;
 	struct vframe *top = env->cur.frames[0], *pf = prev->st.frames[0];
 	uint16_t live = env->live_regs[pc];
-	if (!same_shape(top, pf, live))
-		return 0; /* e.g. a pointer stepping through an array: walk */
+	if (!same_shape(top, pf, live)) {
+		env->widen_shape_miss[pc]++; /* a pointer stepping through an array: walk */
+		return 0;
+	}
 	struct vwiden w0 = { .head = pc };
 	bool guess = env->widen_attempt[pc] == 0;
 	/* candidates first (their positions and ranges), then apply */
@@ -567,7 +570,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	top = env->cur.frames[0];
 	for (unsigned j = 0; j < w->ncand; j++) {
 		struct vreg *c = pos_reg(top, w->cand[j].pos);
-		c->lc = w->tag + j;
+		c->lc = (uint16_t)(w->tag + j);
 		c->lc_off = 0;
 	}
 	w->work_at = env->stats.insns_processed + env->charge;
