@@ -801,7 +801,6 @@ static int explore(struct verifier_env *env)
 			if (env->undo) { /* a widened loop would run past the budget: walk it */
 				struct vwiden *w = env->undo;
 				env->undo = NULL;
-	env->wasted = 0;
 				verifier_widen_rollback(env, w);
 				if (env->restart)
 					return -EAGAIN;
@@ -841,6 +840,7 @@ static void reset_run(struct verifier_env *env)
 	env->next_tag = 0;
 	env->charge = 0;
 	env->undo = NULL;
+	env->wasted = 0;
 	env->all_recs = NULL;
 	env->rec_seq = 0;
 	env->widen_used = false;
@@ -900,8 +900,9 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	env->widen_attempt = calloc(n, 1);
 	env->body_of = calloc(n, sizeof(*env->body_of));
 	env->widen_shape_miss = calloc(n, 1);
-	if (env->body_of && env->widen_shape_miss && env->insn_flags && env->records && env->inprogress && env->live &&
-	    env->widen_attempt && (env->taint_src || !env->taint_on)) {
+	if (env->insn_flags && env->records && env->inprogress && env->live &&
+	    (env->taint_src || !env->taint_on) && env->widen_attempt && env->body_of &&
+	    env->widen_shape_miss) {
 		err = verifier_check_structure(env);
 		if (opts && opts->no_widen)
 			env->widen_off = true;
@@ -909,9 +910,11 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 			env->stats.runs++;
 			err = explore(env);
 			/* An error on a path below a widened loop head (it may come from a
-			 * widened range) verifies again: errors are reported by walking. */
+			 * widened range) verifies again with widening off: errors are found and
+			 * reported by walking, as before widening. */
 			bool below = false;
-			for (const struct vrecord *r = env->cur.rec; r && err && !below; r = r->parent)
+			for (const struct vrecord *r = env->cur.rec; r && err && !below;
+			     r = r->parent)
 				below = r->widen_own != NULL;
 			if (!env->restart && !(err && err != -ENOMEM && below))
 				break;

@@ -252,8 +252,8 @@ struct verifier_env {
 	uint32_t next_tag;
 	uint64_t charge;     /* run time of widened loops charged against the budget */
 	bool widen_off;      /* this run walks every loop */
-	bool widen_used;     /* this run widened a loop: an error means "walk and retry" */
-	bool restart;        /* an error in a run that widened: verify again, walking */
+	bool widen_used;     /* this run widened a loop */
+	bool restart;        /* a rollback ran out of memory: verify again, walking */
 	struct vwiden *undo; /* a widening whose proof failed at its completion: roll back */
 	uint64_t wasted;     /* instructions processed in widenings rolled back */
 	struct vrecord *all_recs; /* every stored state, newest first */
