@@ -7,7 +7,9 @@
  *  - a 16-instruction loop whose bound is an input: it can only end by exhausting the
  *    processed-instruction budget (1,000,000), which must be reported quickly.
  * Budgets (issue 14): shipped policy <= 1 ms, 1,000-iteration counted loop <= 1 ms,
- * budget exhaustion reported <= 200 ms. Prints the median and max of `reps` runs.
+ * budget exhaustion reported <= 200 ms. Prints the median and max of `reps` runs, and,
+ * interleaved run by run, the baseline: the same verifier walking every loop iteration by
+ * iteration (opts.no_widen: loop widening off, as before src/verifier/verifier_widen.c).
  *
  *   bench_verify_time [reps=21] [POLICY.bpf.o...]
  */
@@ -30,26 +32,39 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Verifies reps times; prints one table row. Returns the verdict of the last run. */
+/* Verifies reps times, interleaved with the baseline: the same verifier walking every loop
+ * (opts.no_widen, what it did before loop widening); prints one table row. Returns the
+ * verdict of the last run. */
 static int row(const char *what, const struct nb_program *p, const struct nb_map_def *m,
 	       size_t map_cnt, const struct nb_hook_desc *h, int reps, double budget_ms)
 {
-	uint64_t *t = calloc((size_t)reps, sizeof(*t));
-	struct nb_verifier_stats st = { 0 };
-	struct nb_verifier_diag diag;
+	uint64_t *t = calloc((size_t)reps, sizeof(*t)), *tw = calloc((size_t)reps, sizeof(*tw));
+	struct nb_verifier_stats st = { 0 }, stw = { 0 };
+	struct nb_verifier_diag diag, wdiag;
 	struct nb_verifier_opts opts = { .allow_rank_local = true };
-	int rc = 0;
+	struct nb_verifier_opts walk = { .allow_rank_local = true, .no_widen = true };
+	int rc = 0, wrc = 0;
 	for (int i = 0; i < reps; i++) {
 		rc = verifier_check(p, m, map_cnt, h, &opts, &diag, &st);
 		t[i] = st.time_ns;
+		wrc = verifier_check(p, m, map_cnt, h, &walk, &wdiag, &stw);
+		tw[i] = stw.time_ns;
 	}
 	qsort(t, (size_t)reps, sizeof(*t), cmp_u64);
+	qsort(tw, (size_t)reps, sizeof(*tw), cmp_u64);
 	double med = (double)t[reps / 2] / 1e6, max = (double)t[reps - 1] / 1e6;
-	printf("| %-44s | %5zu | %9llu | %-16s | %8.3f | %8.3f | %s |\n", what, p->insn_cnt,
-	       (unsigned long long)st.insns_processed,
+	double wmed = (double)tw[reps / 2] / 1e6;
+	char wv[64];
+	snprintf(wv, sizeof(wv), "%s, %llu", wrc == 0 ? "accepted" : verifier_err_code(wdiag.code),
+		 (unsigned long long)stw.insns_processed);
+	printf("| %-44s | %5zu | %9llu | %llu/%llu | %-16s | %8.3f | %8.3f | %s | %-22s | %8.3f | "
+	       "%6.2fx |\n",
+	       what, p->insn_cnt, (unsigned long long)st.insns_processed,
+	       (unsigned long long)st.loops_widened, (unsigned long long)st.runs,
 	       rc == 0 ? "accepted" : verifier_err_code(diag.code), med, max,
-	       med <= budget_ms ? "yes" : "NO");
+	       med <= budget_ms ? "yes" : "NO", wv, wmed, med > 0 ? wmed / med : 0.0);
 	free(t);
+	free(tw);
 	return rc;
 }
 
@@ -125,8 +140,9 @@ int main(int argc, char **argv)
 	}
 	if (reps < 1)
 		reps = 1;
-	printf("| program | insns | processed | verdict | median ms | max ms | within budget |\n");
-	printf("|---|---|---|---|---|---|---|\n");
+	printf("| program | insns | processed | widened/runs | verdict | median ms | max ms | "
+	       "within budget | walking: verdict, processed | walking median ms | walking/widening |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int a = first; a < argc; a++) {
 		struct nb_object *obj = NULL;
 		char err[256];

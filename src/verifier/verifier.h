@@ -79,6 +79,9 @@ struct nb_verifier_stats {
 	uint64_t states_pruned;
 	uint64_t peak_states;
 	uint64_t time_ns;
+	uint64_t loops_widened; /* loop heads verified by widening (verifier_widen.c) */
+	uint64_t widen_rollbacks; /* widenings whose proof failed (that loop was walked) */
+	uint64_t runs;          /* explorations (an error after a widening verifies again) */
 };
 
 struct nb_verifier_opts {
@@ -93,6 +96,9 @@ struct nb_verifier_opts {
 	 * executes, 0 for the rest (proven infeasible). The runtime makes those trap, so code
 	 * the verifier never looked at can never run. */
 	uint8_t *visited;
+	/* Walk every loop iteration by iteration (no widening, verifier_widen.c): for A/B
+	 * comparisons in tests and benchmarks. */
+	bool no_widen;
 };
 
 /* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */

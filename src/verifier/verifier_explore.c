@@ -83,6 +83,36 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 	}
 }
 
+/* Loop counter tag after dst = dst OP src (verifier_widen.c): kept only by adding a
+ * constant that provably does not wrap, so the value stays "head value + lc_off" exactly. */
+static void lc_update(struct vreg *dst, const struct vscalar *before, const struct vreg *src,
+		      uint8_t op, bool alu32)
+{
+	if (!dst->lc)
+		return;
+	int64_t c = 0;
+	bool ok = (op == BPF_ADD || op == BPF_SUB) && src->type == VT_SCALAR &&
+		  sc_is_const(&src->s);
+	if (ok) {
+		uint64_t v = src->s.t.value;
+		c = alu32 ? (int64_t)(int32_t)(uint32_t)v : (int64_t)v;
+		ok = c >= -(1 << 30) && c <= (1 << 30);
+		if (op == BPF_SUB)
+			c = -c;
+	}
+	const uint64_t lim = alu32 ? UINT32_MAX : UINT64_MAX;
+	if (ok)
+		ok = before->umax <= lim && (c >= 0 ? before->umax <= lim - (uint64_t)c
+						    : before->umin >= (uint64_t)-c);
+	int64_t off = (int64_t)dst->lc_off + c;
+	if (ok && off >= -(1 << 30) && off <= (1 << 30)) {
+		dst->lc_off = (int32_t)off;
+		return;
+	}
+	dst->lc = 0;
+	dst->lc_off = 0;
+}
+
 static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 {
 	size_t pc = env->pc;
@@ -130,6 +160,8 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 				    in->dst_reg);
 		sc_end(&dst->s, (unsigned)in->imm, !alu32 || BPF_SRC(in->code) == BPF_TO_BE);
 		dst->id = 0;
+		dst->lc = 0;
+		dst->lc_off = 0;
 		return 0;
 	}
 	if (is_ptr(dst) || is_ptr(&src)) {
@@ -172,10 +204,11 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 			vreg_mark_precise(env, &src);
 		}
 	}
-	struct vscalar r = dst->s;
+	struct vscalar r = dst->s, before = dst->s;
 	sc_alu(&r, &src.s, op, alu32, in->off);
 	dst->s = r;
 	dst->id = 0;
+	lc_update(dst, &before, &src, op, alu32);
 	dst->taint = vtaint_join(dst->taint, src.taint);
 	dst->org.b[0] |= src.org.b[0];
 	dst->org.b[1] |= src.org.b[1];
@@ -689,6 +722,13 @@ static int prune_point(struct verifier_env *env)
 			l = &r->hnext;
 		}
 	}
+	/* widening (verifier_widen.c): the path's return to a widened head, or a widening */
+	if (env->insn_flags[env->pc] & VF_LOOP_HEAD) {
+		bool stored;
+		int w = verifier_widen_head(env, &stored);
+		if (w || stored)
+			return w;
+	}
 	if (n + env->inprogress[env->pc] >= MAX_RECORDS_PER_INSN ||
 	    env->nrecords >= VERIFIER_MAX_RECORDS)
 		return 0;
@@ -722,10 +762,11 @@ static int explore(struct verifier_env *env)
 	f->regs[BPF_REG_FP].type = VT_PTR_STACK;
 	env->pc = 0;
 	env->stats.peak_states = 1;
+	env->cur.widen = NULL;
 	int err = vstate_store(env); /* root: precision marks end here */
 	bool first = true;
 	while (!err) {
-		if (++env->stats.insns_processed > env->budget) {
+		if (++env->stats.insns_processed + env->charge > env->budget) {
 			uint32_t head = env->cur.loop_head;
 			if (head == UINT32_MAX)
 				return verr(env, NB_VERR_BUDGET, env->pc,
@@ -739,10 +780,13 @@ static int explore(struct verifier_env *env)
 		if (env->pc >= env->insn_cnt)
 			return verr(env, NB_VERR_FALL_OFF, env->insn_cnt - 1,
 				    "execution runs past the last instruction");
+		verifier_widen_step(env);
 		int r = 0;
 		if ((env->insn_flags[env->pc] & VF_PRUNE) && !first)
 			r = prune_point(env);
 		first = false;
+		if (r == 2)
+			continue; /* a widening was undone: this head again, with the old state */
 		if (r == 0) {
 			env->insn_flags[env->pc] |= VF_VISITED;
 			if (isa_is_lddw(&env->insns[env->pc]))
@@ -754,6 +798,14 @@ static int explore(struct verifier_env *env)
 		if (r == 1) {
 			vrecord_path_done(env, env->cur.rec);
 			vstate_free(&env->cur);
+			if (env->undo) { /* a widened loop would run past the budget: walk it */
+				struct vwiden *w = env->undo;
+				env->undo = NULL;
+				verifier_widen_rollback(env, w);
+				if (env->restart)
+					return -EAGAIN;
+				continue;
+			}
 			if (env->npending == 0)
 				return 0;
 			struct vpending *p = &env->pending[--env->npending];
@@ -762,6 +814,42 @@ static int explore(struct verifier_env *env)
 		}
 	}
 	return err;
+}
+
+/* Back to the start of an exploration (verifier_check: verify again). */
+static void reset_run(struct verifier_env *env)
+{
+	size_t n = env->insn_cnt ? env->insn_cnt : 1;
+	vstate_free(&env->cur);
+	memset(&env->cur, 0, sizeof(env->cur));
+	for (size_t i = 0; i < env->npending; i++)
+		vstate_free(&env->pending[i].st);
+	env->npending = 0;
+	varena_free(env->arena);
+	env->arena = NULL;
+	memset(env->body_of, 0, n * sizeof(*env->body_of)); /* they lived in the arena */
+	memset(env->records, 0, n * sizeof(*env->records));
+	memset(env->inprogress, 0, n * sizeof(*env->inprogress));
+	memset(env->live, 0, VERIFIER_LIVE_BUCKETS * sizeof(*env->live));
+	for (size_t i = 0; i < n; i++)
+		env->insn_flags[i] &= (uint8_t)~VF_VISITED;
+	if (env->taint_src)
+		memset(env->taint_src, 0, n * sizeof(*env->taint_src));
+	env->nrecords = 0;
+	env->next_id = 0;
+	env->next_tag = 0;
+	env->charge = 0;
+	env->undo = NULL;
+	env->wasted = 0;
+	env->all_recs = NULL;
+	env->rec_seq = 0;
+	env->widen_used = false;
+	env->restart = false;
+	env->failed = false;
+	memset(env->diag, 0, sizeof(*env->diag));
+	uint64_t runs = env->stats.runs;
+	memset(&env->stats, 0, sizeof(env->stats));
+	env->stats.runs = runs;
 }
 
 static uint64_t now_ns(void)
@@ -809,11 +897,31 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	env->live = calloc(VERIFIER_LIVE_BUCKETS, sizeof(*env->live));
 	if (env->taint_on)
 		env->taint_src = calloc(n, sizeof(*env->taint_src));
+	env->widen_attempt = calloc(n, 1);
+	env->body_of = calloc(n, sizeof(*env->body_of));
+	env->widen_shape_miss = calloc(n, 1);
 	if (env->insn_flags && env->records && env->inprogress && env->live &&
-	    (env->taint_src || !env->taint_on)) {
+	    (env->taint_src || !env->taint_on) && env->widen_attempt && env->body_of &&
+	    env->widen_shape_miss) {
 		err = verifier_check_structure(env);
-		if (!err)
+		if (opts && opts->no_widen)
+			env->widen_off = true;
+		while (!err) {
+			env->stats.runs++;
 			err = explore(env);
+			/* An error on a path below a widened loop head (it may come from a
+			 * widened range) verifies again with widening off: errors are found and
+			 * reported by walking, as before widening. */
+			bool below = false;
+			for (const struct vrecord *r = env->cur.rec; r && err && !below;
+			     r = r->parent)
+				below = r->widen_own != NULL;
+			if (!env->restart && !(err && err != -ENOMEM && below))
+				break;
+			env->widen_off = true;
+			reset_run(env);
+			err = 0;
+		}
 	}
 	if (!err && opts && opts->visited)
 		for (size_t i = 0; i < prog->insn_cnt; i++)
@@ -826,6 +934,11 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	for (size_t i = 0; i < env->npending; i++)
 		vstate_free(&env->pending[i].st);
 	varena_free(env->arena);
+	free(env->widen_attempt);
+	free(env->body_of);
+	free(env->widen_shape_miss);
+	free(env->pred_start);
+	free(env->preds);
 	free(env->pending);
 	free(env->records);
 	free(env->inprogress);

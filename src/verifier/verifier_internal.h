@@ -101,13 +101,24 @@ struct vorig {
 struct vreg {
 	uint8_t type;
 	uint8_t frameno; /* PTR_TO_STACK: frame the pointer points into */
-	uint16_t map;    /* map index for map pointers */
-	int32_t off;     /* constant offset of pointers */
+	/* Scalars reuse the pointer fields (a register state stays 96 bytes) for a loop
+	 * counter tag (verifier_widen.c): lc != 0 means this number equals, exactly (no wrap),
+	 * the value the counter candidate lc had at the widened loop head on this iteration
+	 * plus lc_off. Kept by copies, spills, fills and constant adds only. */
+	union {
+		uint16_t map; /* map index for map pointers */
+		uint16_t lc;
+	};
+	union {
+		int32_t off; /* constant offset of pointers */
+		int32_t lc_off;
+	};
 	uint32_t id;     /* OR_NULL: lookup id; scalar: copies share an id */
 	uint32_t taint;  /* rank-local: 0 = no, else 1 + insn of its first source (see below) */
 	struct vorig org;
 	struct vscalar s; /* scalar value, or the variable offset of a map value pointer */
 };
+_Static_assert(sizeof(struct vreg) == 96, "register state size (copied with every state)");
 
 /* stack byte types */
 enum { SB_INVALID = 0, SB_MISC, SB_SPILL };
@@ -132,6 +143,7 @@ static inline bool slot_spilled(const struct vslot *s)
 #define VSLOTS (BPF_STACK_SIZE / 8)
 
 struct vloop;
+struct vwiden;
 
 struct vframe {
 	struct vreg regs[BPF_NREGS];
@@ -152,6 +164,7 @@ struct vstate {
 			      * cleared on the path (control dependence, conservatively) */
 	uint64_t stored_at; /* insns_processed when this path last stored a state */
 	struct vrecord *rec; /* most recent stored state on this path (precision parent) */
+	struct vwiden *widen; /* innermost widened loop this path is inside (verifier_widen.c) */
 	struct vframe *frames[BPF_MAX_CALL_DEPTH];
 };
 
@@ -168,6 +181,9 @@ struct vrecord {
 	uint64_t precise[2];    /* top-frame positions whose values mattered below */
 	struct vorig *parent_org; /* per top-frame position: its origins in the parent */
 	uint32_t npos;            /* positions stored (registers + used slots) */
+	struct vwiden *widen_own; /* this is the widened head state of that loop */
+	struct vrecord *anext;    /* every stored state, newest first (widening rollback) */
+	uint64_t seq;             /* store order */
 	struct vstate st;
 };
 
@@ -228,6 +244,20 @@ struct verifier_env {
 	struct vstate cur;
 	uint32_t pc;
 	bool failed;
+	/* loop widening (verifier_widen.c) */
+	uint8_t *widen_attempt;  /* per insn: 0 = widen with a guessed bound, 1 = without, 2 = never */
+	uint32_t *pred_start, *preds; /* predecessors (CSR), built on first widening */
+	uint8_t **body_of;       /* per loop head: its natural loop (arena), once computed */
+	uint8_t *widen_shape_miss; /* per loop head: visits whose state moved more than numbers */
+	uint32_t next_tag;
+	uint64_t charge;     /* run time of widened loops charged against the budget */
+	bool widen_off;      /* this run walks every loop */
+	bool widen_used;     /* this run widened a loop */
+	bool restart;        /* a rollback ran out of memory: verify again, walking */
+	struct vwiden *undo; /* a widening whose proof failed at its completion: roll back */
+	uint64_t wasted;     /* instructions processed in widenings rolled back */
+	struct vrecord *all_recs; /* every stored state, newest first */
+	uint64_t rec_seq;
 };
 
 #define VF_PRUNE 0x01     /* prune point: jump target, branch fall-through, after call */
@@ -346,6 +376,47 @@ bool vstate_covers(const struct vstate *old, const struct vstate *cur);
 /* out (arena frames) = a state containing both a and b (same frames and registers) */
 int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstate *a,
 		const struct vstate *b);
+
+/* loop widening (verifier_widen.c) */
+#define VWIDEN_MAX_CAND 4
+struct vwiden {
+	struct vwiden *parent;  /* enclosing widened loop on the path */
+	struct vrecord *rec;    /* the widened state W stored at the head */
+	uint8_t *body;          /* per insn: in the natural loop of the head */
+	uint32_t head;
+	uint32_t tag;           /* candidate j carries tag + j */
+	uint64_t work_at;       /* insns_processed + charge when W was stored */
+	uint64_t work;          /* processed inside the body while active (+ inner charges) */
+	uint8_t ncand, mask;    /* candidates; those that progressed on every arrival so far */
+	/* to undo the widening when its proof fails: the state before it, and where the
+	 * exploration stood (everything explored since is W's subtree: DFS) */
+	struct vstate saved;    /* arena frames */
+	size_t npending_at;
+	uint64_t charge_at, processed_at;
+	bool guessed;           /* a bound was guessed for some candidate */
+	struct {
+		uint16_t pos;   /* 0..10 register, 11.. stack slot (spill) */
+		int8_t dir;     /* +1 increasing, -1 decreasing */
+		uint64_t lo, hi;        /* W's range */
+		uint64_t ext;           /* max (dir +1) / min (dir -1) over arrivals */
+		uint64_t dmin;          /* smallest |step| over arrivals */
+		bool seen;
+	} cand[VWIDEN_MAX_CAND];
+};
+/* At a loop head (prune point, not pruned): 1 = path ends (an arrival the widened state
+ * covers), 2 = the proof failed and the exploration was rolled back to the state before
+ * the widening (env->cur, env->pc: go through the prune point again), 0 = continue
+ * (*stored: the state was widened and stored), <0 error. */
+int verifier_widen_head(struct verifier_env *env, bool *stored);
+/* Undoes widening w (its proof failed): drops everything explored since, restores the
+ * state it widened as env->cur at its head. */
+void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w);
+/* Before each step: leaves widened loops whose body does not contain env->pc, counts work. */
+void verifier_widen_step(struct verifier_env *env);
+/* W fully explored: charges its iterations. false = over budget (roll back, walk). */
+bool verifier_widen_done(struct verifier_env *env, struct vwiden *w);
+/* every scalar of the current state mattered (compared in full against a state in progress) */
+void vstate_mark_cur_precise(struct verifier_env *env);
 
 /* helpers (verifier_helpers.c) */
 int verifier_check_helper(struct verifier_env *env, const struct bpf_insn *insn);

@@ -164,6 +164,10 @@ static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bo
 	 * (exactly the same for a repeat) */
 	if (exact ? (o->taint != 0) != (n->taint != 0) : (n->taint && !o->taint))
 		return false;
+	/* a loop counter tag is a fact the old state's paths may have used to prove that the
+	 * loop ends (verifier_widen.c): the new value must carry the same one */
+	if (!exact && o->type == VT_SCALAR && o->lc && (n->lc != o->lc || n->lc_off != o->lc_off))
+		return false;
 	switch (o->type) {
 	case VT_NOT_INIT:
 		return true;
@@ -209,7 +213,8 @@ static bool slot_cmp(const struct vslot *o, const struct vslot *n, bool precise,
 	}
 	/* a spilled pointer, or a scalar whose value mattered: the same spill is needed;
 	 * otherwise every byte the old state had initialised must be some number */
-	bool as_reg = slot_spilled(o) && (o->spill.type != VT_SCALAR || precise);
+	bool as_reg = slot_spilled(o) &&
+		      (o->spill.type != VT_SCALAR || precise || o->spill.lc);
 	if (as_reg) {
 		if (!slot_spilled(n) || n->spill_at != o->spill_at || n->spill_size != o->spill_size)
 			return false;
@@ -348,8 +353,9 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 static uint64_t reg_hash(uint64_t h, const struct vreg *r)
 {
-	h = mix(h, (uint64_t)r->type | (uint64_t)r->frameno << 8 | (uint64_t)r->map << 16 |
-			   (uint64_t)(uint32_t)r->off << 32);
+	bool sc = r->type == VT_SCALAR; /* map/off hold its loop counter tag: not part of it */
+	h = mix(h, (uint64_t)r->type | (uint64_t)r->frameno << 8 |
+			   (uint64_t)(sc ? 0 : r->map) << 16 | (uint64_t)(uint32_t)(sc ? 0 : r->off) << 32);
 	h = mix(h, r->id != 0);
 	h = mix(h, r->taint != 0);
 	if (r->type == VT_SCALAR || r->type == VT_PTR_MAP_VALUE) {
@@ -462,6 +468,14 @@ void vstate_mark_all_precise(struct verifier_env *env)
 	}
 }
 
+void vstate_mark_cur_precise(struct verifier_env *env)
+{
+	struct vframe *top = vcur_frame(env);
+	for (unsigned pos = 0; pos < (unsigned)BPF_NREGS + top->nslots && pos < VPOS_COUNT; pos++)
+		vstate_mark_precise(env->cur.rec, pos_org(top, pos));
+	mark_caller_frames(env, false);
+}
+
 void vstate_prune_precision(struct verifier_env *env, const struct vrecord *old)
 {
 	struct vframe *top = vcur_frame(env);
@@ -547,6 +561,9 @@ int vstate_store(struct verifier_env *env)
 		env->live[b] = rec;
 	}
 	env->inprogress[env->pc]++;
+	rec->seq = env->rec_seq++;
+	rec->anext = env->all_recs;
+	env->all_recs = rec;
 	env->nrecords++;
 	env->stats.states_stored++;
 	return 0;
@@ -560,6 +577,11 @@ void vrecord_path_done(struct verifier_env *env, struct vrecord *rec)
 			rec->branches--;
 		if (rec->branches)
 			return;
+		if (rec->widen_own && !verifier_widen_done(env, rec->widen_own)) {
+			/* its proof failed: the path above continues from the state before it */
+			env->undo = rec->widen_own;
+			return;
+		}
 		env->inprogress[rec->pc]--;
 		rec->next = env->records[rec->pc]; /* leaves env->live lazily (branches == 0) */
 		env->records[rec->pc] = rec;

@@ -306,6 +306,62 @@ static void gen_loop(void)
 	emit(ALU64_IMM(BPF_ADD, 9, -1));
 	emit(JMP_IMM(rn(2) ? BPF_JNE : BPF_JSGT, 9, 0, (int16_t)(head - n - 1)));
 }
+/* Counted loops as compilers emit them, for loop widening (verifier_widen.c): a counter in
+ * r9 or in a 4-byte stack slot stepping up or down, tested at the back edge against a
+ * constant (64- or 32-bit, signed or unsigned), the body indexing global data with it;
+ * sometimes one path through the body resets, skips, scrambles or wraps the counter, or
+ * the step is 0 (infinite: must be rejected, or accepted only if it provably ends). */
+static void gen_counted_loop(void)
+{
+	if (in_loop)
+		return;
+	bool slot = rn(2), down = rn(3) == 0, j32 = rn(3) == 0;
+	/* up to 3,000 iterations: longer than walking allows with a short budget */
+	int32_t bound = 1 + (int32_t)rn(rn(4) ? 40 : rn(2) ? 70 : 3000);
+	emit(MOV64_IMM(9, down ? bound + (int32_t)rn(3) : (int32_t)rn(3)));
+	if (slot)
+		emit(STX(BPF_W, 10, 9, -4));
+	int head = n;
+	if (slot)
+		emit(LDX(BPF_W, 9, 10, -4));
+	in_loop = true;
+	int k = (int)rn(3);
+	for (int i = 0; i < k; i++)
+		gen_simple();
+	switch (rn(6)) {
+	case 0: /* data[i] */
+		emit2(LD_MAP_VALUE(2, M_DATA, 0));
+		emit(ALU64_REG(BPF_ADD, 2, 9));
+		emit(LDX(BPF_B, val_reg(), 2, 0));
+		break;
+	case 1: { /* one path changes the counter */
+		static const uint8_t ops[] = { BPF_JEQ, BPF_JNE, BPF_JGT, BPF_JSLT, BPF_JSET };
+		emit(JMP_IMM(ops[rn(5)], val_reg(), rimm(), 1));
+		switch (rn(6)) {
+		case 0: emit(MOV64_IMM(9, (int32_t)rn(3))); break;
+		case 1: emit(ALU64_IMM(BPF_ADD, 9, (int32_t)rn(3) - 1)); break;
+		case 2: emit(ALU64_IMM(BPF_MUL, 9, 1)); break;
+		case 3: emit(ALU32_IMM(BPF_ADD, 9, -2)); break;
+		case 4: emit(ALU64_REG(BPF_ADD, 9, val_reg())); break;
+		default: emit(ALU64_IMM(BPF_AND, 9, 7)); break;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	in_loop = false;
+	int32_t step = rn(10) == 0 ? 0 : 1 + (int32_t)rn(2);
+	emit(rn(4) == 0 ? ALU32_IMM(BPF_ADD, 9, down ? -step : step)
+			: ALU64_IMM(BPF_ADD, 9, down ? -step : step));
+	if (slot)
+		emit(STX(BPF_W, 10, 9, -4));
+	static const uint8_t up_ops[] = { BPF_JLT, BPF_JLE, BPF_JNE, BPF_JSLT, BPF_JSLE };
+	static const uint8_t down_ops[] = { BPF_JGT, BPF_JGE, BPF_JNE, BPF_JSGT, BPF_JSGE };
+	uint8_t op = down ? down_ops[rn(5)] : up_ops[rn(5)];
+	int32_t imm = down ? (int32_t)rn(3) : bound;
+	emit(INSN((j32 ? BPF_JMP32 : BPF_JMP) | op | BPF_K, 9, 0, (int16_t)(head - n - 1), imm));
+}
 static void gen_spill(void)
 {
 	int16_t off = (int16_t)(-8 * (3 + (int)rn(4)));
@@ -429,7 +485,7 @@ static void generate(void)
 	for (int i = 0; i < k && n < MAXI - 60; i++) {
 		switch (rn(12)) {
 		case 0: gen_branch(); break;
-		case 1: gen_loop(); break;
+		case 1: if (rn(2)) gen_loop(); else gen_counted_loop(); break;
 		case 2: gen_helper(); break;
 		case 3: if (rn(3)) gen_call(); else gen_bpf_loop(); break;
 		default: gen_simple(); break;
@@ -532,6 +588,8 @@ static void random_ctx(uint8_t *ctx, size_t len)
 			memset(ctx + 4 * i + 1, 0, 3), ctx[4 * i] = (uint8_t)rn(70);
 }
 
+static uint64_t last_executed; /* instructions the last exec_checked ran */
+
 /* One run in the checked interpreter, every context field and direct map value a region
  * of its permission. */
 static int exec_checked(const struct vm_program *vp, const struct nb_hook_desc *hook,
@@ -560,6 +618,7 @@ static int exec_checked(const struct vm_program *vp, const struct nb_hook_desc *
 	map_epoch_enter();
 	int rc = vm_interp_run(vp, (uint64_t)(uintptr_t)ctx, 0, &r0, &chk, fault);
 	map_epoch_exit();
+	last_executed = chk.insns_executed;
 	runs++;
 	return rc;
 }
@@ -574,9 +633,23 @@ static void print_program(const struct nb_program *p)
 	}
 }
 
+/* Without bpf_loop (whose run time is bounded by its cap, not counted), an accepted
+ * program executes at most as many instructions as the verifier's budget: walking counts
+ * every iteration, widening (verifier_widen.c) charges its iteration bound. */
+#define VERIFY_BUDGET 20000
+static uint64_t runtime_violations, max_executed;
+static bool calls_bpf_loop(const struct nb_program *p)
+{
+	for (size_t i = 0; i < p->insn_cnt; i++)
+		if (p->insns[i].code == (BPF_JMP | BPF_CALL) && p->insns[i].src_reg == 0 &&
+		    p->insns[i].imm == NB_HELPER_LOOP)
+			return true;
+	return false;
+}
 static void run_program(const struct nb_program *p, const struct nb_hook_desc *hook, int reps)
 {
 	struct vm_program vp = link_program(p);
+	bool bounded = !calls_bpf_loop(p);
 	for (int r = 0; r < reps; r++) {
 		_Alignas(8) uint8_t ctx[256];
 		random_ctx(ctx, sizeof(ctx));
@@ -584,6 +657,17 @@ static void run_program(const struct nb_program *p, const struct nb_hook_desc *h
 			randomize_maps();
 		struct vm_fault fault;
 		int rc = exec_checked(&vp, hook, ctx, &fault);
+		if (bounded && last_executed > max_executed)
+			max_executed = last_executed;
+		if (rc == 0 && bounded && last_executed > VERIFY_BUDGET) {
+			if (++runtime_violations <= 3) {
+				fprintf(stderr, "RUN TIME: accepted program executed %llu instructions, "
+					"more than the verifier budget %d\n",
+					(unsigned long long)last_executed, VERIFY_BUDGET);
+				print_program(p);
+			}
+			return;
+		}
 		if (rc != 0) {
 			violations++;
 			if (violations <= 5) {
@@ -661,6 +745,8 @@ int main(int argc, char **argv)
 
 	uint64_t accepted = 0, codes[NB_VERR_COUNT] = { 0 }, strict_rank_local = 0;
 	uint64_t accepted_loops = 0; /* accepted programs calling bpf_loop */
+	uint64_t widened = 0;        /* accepted programs with a loop verified by widening */
+	uint64_t widened_only = 0;   /* of those, walking runs out of budget */
 	clock_t t0 = clock();
 	for (long i = 0; i < programs; i++) {
 		generate();
@@ -669,10 +755,11 @@ int main(int argc, char **argv)
 		/* random programs write outputs from random data: safety is checked with the
 		 * rank-variance rule off; the strict run must only add E-RANK-LOCAL rejections
 		 * (or run out of budget, as it prunes less) */
-		struct nb_verifier_opts opts = { .budget = 20000, .allow_rank_local = true };
-		struct nb_verifier_opts strict = { .budget = 20000 };
+		struct nb_verifier_opts opts = { .budget = VERIFY_BUDGET, .allow_rank_local = true };
+		struct nb_verifier_opts strict = { .budget = VERIFY_BUDGET };
 		struct nb_verifier_diag diag, sdiag;
-		int rc = verifier_check(&p, defs, M_COUNT, hook, &opts, &diag, NULL);
+		struct nb_verifier_stats vst = { 0 };
+		int rc = verifier_check(&p, defs, M_COUNT, hook, &opts, &diag, &vst);
 		int src = verifier_check(&p, defs, M_COUNT, hook, &strict, &sdiag, NULL);
 		if (src == -13 && sdiag.code == NB_VERR_RANK_LOCAL)
 			strict_rank_local++;
@@ -686,8 +773,28 @@ int main(int argc, char **argv)
 			fprintf(stderr, "relaxed accepted, strict rejected with %s: %s\n",
 				verifier_err_code(sdiag.code), sdiag.msg);
 		}
+		if (vst.loops_widened || vst.runs > 1) {
+			/* widening only adds loops too long to walk: any other verdict is walking's */
+			struct nb_verifier_opts walk = opts;
+			struct nb_verifier_diag wdiag;
+			walk.no_widen = true;
+			int wrc = verifier_check(&p, defs, M_COUNT, hook, &walk, &wdiag, NULL);
+			bool same = wrc == rc && (rc == 0 || (wdiag.code == diag.code &&
+							      wdiag.insn == diag.insn));
+			if (!same && !(rc == 0 && wrc == -13 && wdiag.code == NB_VERR_BUDGET)) {
+				CHECK(same);
+				fprintf(stderr, "widening changed the verdict: %d %s / walking %d %s\n", rc,
+					rc ? verifier_err_code(diag.code) : "", wrc,
+					wrc ? verifier_err_code(wdiag.code) : "");
+				print_program(&p);
+			}
+			if (rc == 0 && wrc != 0)
+				widened_only++;
+		}
 		if (rc == 0) {
 			accepted++;
+			if (vst.loops_widened)
+				widened++;
 			for (size_t i = 0; i < p.insn_cnt; i++)
 				if (p.insns[i].code == (BPF_JMP | BPF_CALL) && p.insns[i].src_reg == 0 &&
 				    p.insns[i].imm == NB_HELPER_LOOP) {
@@ -707,6 +814,13 @@ int main(int argc, char **argv)
 	       "(%.1f s)\n", programs, (unsigned long long)accepted, (unsigned long long)runs,
 	       (unsigned long long)violations, (double)(clock() - t0) / CLOCKS_PER_SEC);
 	printf("bpf_loop: %llu accepted programs call it\n", (unsigned long long)accepted_loops);
+	printf("loop widening: %llu accepted programs verified with a widened loop (%llu that "
+	       "walking rejects with E-BUDGET); run time: max %llu instructions executed without "
+	       "bpf_loop (budget %d), %llu over it\n",
+	       (unsigned long long)widened, (unsigned long long)widened_only,
+	       (unsigned long long)max_executed, VERIFY_BUDGET,
+	       (unsigned long long)runtime_violations);
+	CHECK(runtime_violations == 0);
 	printf("strict rank variance: %llu programs rejected with E-RANK-LOCAL; %llu runs of the "
 	       "others with changed rank-local inputs, %llu decided differently\n",
 	       (unsigned long long)strict_rank_local, (unsigned long long)invariance_runs,
