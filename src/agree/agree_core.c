@@ -310,6 +310,7 @@ bool agree_registry_remove_detached_locked(struct agree_comm *ac)
 /* ---- streams: set up by the tuner at the communicator's first collective ---- */
 
 static bool group_possible(const struct agree_comm *ac);
+static bool group_possible_but_rank(const struct agree_comm *ac);
 
 static void setup_streams(struct agree_comm *ac)
 {
@@ -329,19 +330,42 @@ static void setup_streams(struct agree_comm *ac)
 		n++;
 	}
 	ac->n_streams = n;
-	/* no rank (tuner-only), one rank, or agreement off: no group; version 0 (all zeros)
-	 * forever, identically on every rank */
+	/* one rank or agreement off: no group; version 0 (all zeros) forever, identically on
+	 * every rank */
 	ac->grouped = group_possible(ac);
+	/* A member that would agree but has no rank: NCCL did not load ncclbpf's profiler
+	 * plugin here (it alone learns the rank). It cannot join, so no version ever commits
+	 * (the leader commits only what every rank holds) and the others fall back at the
+	 * first activation, S_1 - by the leader's announcement or by their bounded wait. This
+	 * rank falls back at that same collective (it reads version 0 before it, as they do)
+	 * and announces itself to the leader so that they need not wait. */
+	ac->rankless = !ac->grouped && group_possible_but_rank(ac) &&
+		       atomic_load_explicit(&ac->rank, memory_order_relaxed) < 0;
+	if (ac->rankless) {
+		ac->grouped = true; /* the service announces it; the tuner path checks F */
+		agree_comm_fallback(ac, agree_first_uncommitted_seq(ac),
+				    "ncclbpf's profiler plugin did not report this rank - it is "
+				    "not loaded here (NCCL_PROFILER_PLUGIN) - so it cannot join; the "
+				    "other ranks fall back at the same collective");
+	}
 	if (ac->grouped)
 		agree_service_start();
 	atomic_store_explicit(&ac->streams_ready, true, memory_order_release);
 	agree_service_wake();
 }
 
+/* Everything a group needs except the rank: the same on every rank of a job (policies,
+ * NCCLBPF_AGREE / MASTER_ADDR, the communicator's size). */
+static bool group_possible_but_rank(const struct agree_comm *ac)
+{
+	return ac->n_streams && agree_config()->enabled && agree_config()->have_addr &&
+	       ac->n_ranks > 1;
+}
+
 static bool group_possible(const struct agree_comm *ac)
 {
-	return ac->n_streams && atomic_load_explicit(&ac->rank, memory_order_relaxed) >= 0 &&
-	       agree_config()->enabled && agree_config()->have_addr && ac->n_ranks > 1;
+	return group_possible_but_rank(ac) &&
+	       atomic_load_explicit(&ac->rank, memory_order_relaxed) >= 0;
 }
 
 /* Next seq at which any stream closes an epoch or activates a version. */

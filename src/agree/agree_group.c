@@ -211,10 +211,10 @@ static void lost_parent(struct agree_comm *ac, const char *why)
 
 /* ---------------------------------------------------------------- follower ---- */
 
-static void follower_hello(struct agree_comm *ac)
+static void follower_hello(struct agree_comm *ac, uint32_t rank)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, agree_my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, rank, ac->comm_id, ac->token);
 	agree_buf_u32(&b, ac->n_ranks);
 	agree_buf_u32(&b, ac->n_streams);
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
@@ -281,7 +281,7 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (!agree_conn_register(fd, ac))
 			return; /* retried later */
 		ac->fd = fd;
-		follower_hello(ac);
+		follower_hello(ac, agree_my_rank(ac));
 		return;
 	}
 	if (!ac->joined)
@@ -396,6 +396,39 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 	}
 }
 
+/* ---------------------------------------------------------------- rankless ---- */
+
+/* A member without a rank fell back at S_1 already (setup_streams). It tells the leader
+ * (HELLO with rank AGREE_RANK_NONE), which ends agreement at the same collective, so the
+ * other ranks need not wait out NCCLBPF_AGREE_WAIT_MS there. It tries for that long: after
+ * it they have timed out at S_1 anyway (and so they do where no leader ever registers: rank
+ * 0 itself without the profiler). The leader answers FALLBACK and closes. */
+static void rankless_step(struct agree_comm *ac, uint64_t now)
+{
+	if (ac->group_dead || ac->fd >= 0 || now < ac->next_try_ns)
+		return;
+	if (!ac->announce_until_ns)
+		ac->announce_until_ns = now + agree_config()->wait_ns;
+	if (now >= ac->announce_until_ns) {
+		ac->group_dead = true;
+		return;
+	}
+	ac->next_try_ns = now + 20000000ull;
+	if (!ac->leader_port && agree_hub_lookup(ac) != 0)
+		return;
+	if (!ac->leader_port)
+		return;
+	int fd = agree_conn_connect(ac->leader_addr, (uint16_t)ac->leader_port);
+	if (fd < 0) {
+		ac->leader_port = 0;
+		return;
+	}
+	if (!agree_conn_register(fd, ac))
+		return;
+	ac->fd = fd;
+	follower_hello(ac, AGREE_RANK_NONE);
+}
+
 /* ------------------------------------------------------------------ leader ---- */
 
 bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m)
@@ -484,6 +517,15 @@ static uint64_t relay_fallback_seq(const struct agree_comm *ac, uint32_t q)
 static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m)
 {
 	uint32_t r = m->h.rank;
+	if (m->h.type == AGREE_MSG_HELLO && r == AGREE_RANK_NONE) {
+		/* a member (it knows the job token) that will never join: nothing commits
+		 * without it, so this is S_1, where it fell back itself (rankless_step) */
+		end_group_at(ac, agree_first_uncommitted_seq(ac), "a rank without ncclbpf's "
+			     "profiler plugin is a member: it has no rank and cannot join");
+		agree_send_simple(ac, fd, AGREE_MSG_FALLBACK, agree_fallback_flags(ac),
+				  atomic_load(&ac->fallback_seq));
+		return false;
+	}
 	if (m->h.type == AGREE_MSG_HELLO && ac->fanout && r > 0 && r < ac->n_ranks &&
 	    m->n_ranks == ac->n_ranks && agree_tree_parent(r, ac->fanout) != 0 && !ac->peers[r]) {
 		/* a rank below a relay lost it (or its link to it): agreement ends at the first
@@ -789,6 +831,14 @@ static bool stream_alloc(struct agree_comm *ac)
 
 void agree_group_step(struct agree_comm *ac, uint64_t now)
 {
+	if (ac->role == AGREE_ROLE_NONE && ac->rankless) {
+		ac->role = AGREE_ROLE_RANKLESS; /* parent 0: it looks up the leader */
+		ac->parent = 0;
+	}
+	if (ac->role == AGREE_ROLE_RANKLESS) {
+		rankless_step(ac, now);
+		return;
+	}
 	if (ac->role == AGREE_ROLE_NONE) {
 		ac->role = atomic_load(&ac->rank) == 0 ? AGREE_ROLE_LEADER : AGREE_ROLE_FOLLOWER;
 		/* the same on every rank: n_ranks and NCCLBPF_AGREE_FANOUT (a job-wide setting) */
@@ -818,6 +868,8 @@ void agree_group_step(struct agree_comm *ac, uint64_t now)
 bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m, bool *adopt)
 {
 	(void)adopt;
+	if (ac->role == AGREE_ROLE_RANKLESS)
+		return false; /* the leader's FALLBACK: this rank fell back there already */
 	if (ac->role == AGREE_ROLE_LEADER)
 		return leader_on_msg(ac, fd, m);
 	if (ac->role == AGREE_ROLE_FOLLOWER && fd == ac->fd)
@@ -829,6 +881,13 @@ bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m
 
 void agree_group_on_close(struct agree_comm *ac, int fd)
 {
+	if (ac->role == AGREE_ROLE_RANKLESS) {
+		if (fd == ac->fd) { /* announced (or the leader is gone): nothing more to do */
+			ac->fd = -1;
+			ac->group_dead = true;
+		}
+		return;
+	}
 	if (ac->role == AGREE_ROLE_LEADER) {
 		for (uint32_t r = 1; ac->peers && r < ac->n_ranks; r++) {
 			struct agree_peer *p = ac->peers[r];
@@ -877,6 +936,10 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 
 void agree_group_detach(struct agree_comm *ac)
 {
+	if (ac->role == AGREE_ROLE_RANKLESS && ac->fd >= 0) {
+		agree_conn_close(ac->fd);
+		ac->fd = -1;
+	}
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->fd >= 0) {
 		agree_send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
 		agree_conn_flush_close(ac->fd);

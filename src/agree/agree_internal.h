@@ -80,7 +80,10 @@ struct agree_stream {
 	struct agree_version **produced_ring;  /* produced but uncommitted versions */
 };
 
-enum agree_role { AGREE_ROLE_NONE, AGREE_ROLE_LEADER, AGREE_ROLE_FOLLOWER };
+/* RANKLESS: a member whose rank NCCL never told (ncclbpf's profiler plugin not loaded on
+ * it): it cannot join, falls back at S_1 and only announces itself to the leader so that
+ * the others fall back there too without waiting out the bound (docs/agreement.md). */
+enum agree_role { AGREE_ROLE_NONE, AGREE_ROLE_LEADER, AGREE_ROLE_FOLLOWER, AGREE_ROLE_RANKLESS };
 
 struct agree_comm {
 	uint64_t comm_id;
@@ -98,6 +101,7 @@ struct agree_comm {
 	/* [A] */
 	_Atomic bool streams_ready;            /* streams[] set up (by the tuner at seq 0) */
 	bool grouped;                          /* agreement runs (set before streams_ready) */
+	bool rankless;                         /* a member without a rank (set with grouped) */
 	_Atomic uint64_t fallback_seq;         /* AGREE_NO_FALLBACK or F */
 	_Atomic bool fallback_logged;
 	_Atomic bool fallback_orderly;        /* the first fallback: a communicator destroyed */
@@ -114,6 +118,7 @@ struct agree_comm {
 	struct agree_buf out;                  /* follower: pending output */
 	struct agree_buf in;
 	uint64_t next_try_ns;                  /* follower: lookup/connect retry */
+	uint64_t announce_until_ns;            /* rankless: stop trying to reach the leader */
 	uint32_t leader_addr, leader_port;     /* follower: from the hub */
 	bool registered;                       /* leader: REGISTER acknowledged / local */
 	struct agree_peer **peers;             /* leader: by rank (NULL = not joined) */

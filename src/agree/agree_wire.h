@@ -39,6 +39,10 @@ enum agree_msg_type {
 	AGREE_MSG_TYPE_MAX
 };
 
+/* HELLO's header rank from a member that does not know its rank (ncclbpf's profiler plugin
+ * not loaded there): the leader ends agreement at its first uncommitted activation. */
+#define AGREE_RANK_NONE UINT32_MAX
+
 enum agree_refuse_reason {
 	AGREE_REFUSE_TOKEN = 1,   /* job token mismatch (another job or secret) */
 	AGREE_REFUSE_STREAMS,     /* agreed maps differ from the leader's */

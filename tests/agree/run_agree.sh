@@ -301,6 +301,35 @@ check_decisions
 expect_same_fallback 1 2 3 4 5
 check_waits 1 2 3 4 5
 
+# ---- 15. a rank where NCCL did not load ncclbpf's profiler plugin (tuner only: it never
+#          learns its rank, so it cannot join). It falls back at the first activation, S_1,
+#          and announces itself to the leader, which ends agreement at the same collective:
+#          every rank decides the same, nobody waits out the bound (regression: it read
+#          zeros forever and ran the policy while the others fell back - divergent logs)
+begin no_profiler
+export NCCLBPF_POLICY=$RUN/../progs/agree_prior.bpf.o
+for r in 0 1 3; do start_rank $r $r 1000; done
+start_rank 2 2 1000 --no-profiler 1
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 3
+check_waits 0 1 2 3
+grep -q "WARN.*rank -1: agreement impossible (ncclbpf's profiler plugin" "$DIR/err.2" ||
+	die "the rank without the profiler did not say why it fell back"
+grep -q "agreement impossible (a rank without ncclbpf's profiler plugin" "$DIR/err.0" ||
+	die "the leader did not learn about the rank without the profiler"
+
+# ---- 16. the same on rank 0 (no leader ever registers): the others find none, time out at
+#          S_1 (the bound) and fall back there - where the rank without the profiler does
+begin no_profiler_leader
+export NCCLBPF_POLICY=$RUN/../progs/agree_prior.bpf.o NCCLBPF_AGREE_WAIT_MS=400
+start_rank 0 0 600 --no-profiler 1
+for r in 1 2 3; do start_rank $r $r 600; done
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 3
+WAIT_MS=400 check_waits 0 1 2 3
+
 if [ "$LONG" = 1 ]; then
 	# ---- long: a rank that joins after the bound: every rank falls back, it too ----
 	begin late_join_beyond_bound
