@@ -243,6 +243,25 @@ void agree_comm_profiler_open(uint64_t comm_id, int rank, int n_ranks)
 	pthread_mutex_unlock(&registry_lock);
 }
 
+/* Waits (bounded) until the service thread left the communicator's group: BYE sent and
+ * flushed on its links. NCCL often ends the process right after destroying the last
+ * communicator; without this the sockets closed with the process before the BYE, and the
+ * other ranks took the orderly end of the job for a lost member (a WARN on every rank).
+ * Not a decision path: ncclCommDestroy. The tuner's reference keeps ac alive. */
+static void wait_detached(struct agree_comm *ac)
+{
+	uint64_t until = agree_now_ns() + AGREE_DETACH_WAIT_MS * 1000000ull;
+	for (;;) {
+		pthread_mutex_lock(&registry_lock);
+		bool done = ac->detached;
+		pthread_mutex_unlock(&registry_lock);
+		if (done || agree_now_ns() >= until)
+			return;
+		struct timespec ts = {0, 200000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 void agree_comm_tuner_close(struct agree_comm *ac)
 {
 	if (!ac)
@@ -274,10 +293,13 @@ void agree_comm_tuner_close(struct agree_comm *ac)
 	if (!agree_service_running())
 		ac->detached = true;
 	bool remove = ac->detached && !ac->profiler_open && remove_locked(ac);
+	bool leave = ac->grouped && !ac->detached;
 	pthread_mutex_unlock(&registry_lock);
 	if (remove)
 		agree_comm_release(ac); /* the registry's reference */
 	agree_service_wake();
+	if (leave)
+		wait_detached(ac);
 	agree_comm_release(ac);
 }
 

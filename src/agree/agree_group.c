@@ -907,8 +907,11 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 						f = fs;
 				}
 				char why[80];
+				/* after this rank's own destroy, a peer's close is the job ending too */
 				snprintf(why, sizeof(why), ac->peer_bye ? "rank %u: the communicator "
-					 "was destroyed there" : "rank %u left the group", r);
+					 "was destroyed there" : atomic_load(&ac->closing) ? "rank %u "
+					 "closed its link after the communicator was destroyed here" :
+					 "rank %u left the group", r);
 				ac->peer_bye = false;
 				end_group_at(ac, f, why);
 			}
@@ -927,7 +930,12 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 		return;
 	}
 	ac->fd = -1;
-	if (ac->joined)
+	if (ac->joined && atomic_load(&ac->closing))
+		/* its own communicator was destroyed: the parent's close is the orderly end of
+		 * the job (the BYE of either side may still be in flight), not a lost member */
+		follower_lost_leader(ac, "the parent closed the link after the communicator was "
+				     "destroyed here");
+	else if (ac->joined)
 		lost_parent(ac, ac->parent == 0 ? "lost the connection to the leader" :
 			    "lost the connection to its relay");
 	else

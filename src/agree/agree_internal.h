@@ -20,6 +20,8 @@
 #define AGREE_GATE_FALLBACK (1ull << 63) /* gate bit: this stream fell back */
 #define AGREE_NO_FALLBACK UINT64_MAX
 #define AGREE_MAX_COMMS 256
+/* bound of a communicator destroy's wait for the service thread to say BYE */
+#define AGREE_DETACH_WAIT_MS 300
 
 struct agree_version {
 	uint64_t number;                       /* v >= 1 */

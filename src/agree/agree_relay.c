@@ -22,7 +22,9 @@ void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b)
  * tells the leader, which fixes F from the relay's last ACK (leader_on_msg LOST). */
 void agree_relay_lost_child(struct agree_comm *ac, uint32_t r)
 {
-	if (ac->fd >= 0 && ac->joined) {
+	/* after this relay's own destroy its BYE follows: the leader fixes the same F from
+	 * its ACKs and logs the orderly end instead of a lost member */
+	if (ac->fd >= 0 && ac->joined && !atomic_load(&ac->closing)) {
 		struct agree_buf b = {0};
 		size_t f = agree_wire_begin(&b, AGREE_MSG_LOST, agree_my_rank(ac), ac->comm_id, ac->token);
 		agree_buf_u32(&b, r);
