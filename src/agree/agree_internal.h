@@ -229,6 +229,14 @@ void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint
 void agree_snapshot(const struct agree_stream *s, uint8_t *dst);
 void agree_end_group(struct agree_comm *ac, const char *why);
 bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m);
+/* A child's HELLO (rank_ok: its header rank is one of this node's direct children): the
+ * common checks, REFUSE or the peer entry and WELCOME. false: close the connection. */
+bool agree_admit_child(struct agree_comm *ac, int fd, const struct agree_msg *m, bool rank_ok);
+/* A direct child's (rank r, joined, on its own connection) CONTRIB / ACK / FALLBACK, at
+ * the leader and at a relay alike. false: malformed, close the connection. */
+bool agree_apply_contrib(struct agree_comm *ac, uint32_t r, const struct agree_msg *m);
+bool agree_apply_ack(struct agree_comm *ac, uint32_t r, const struct agree_msg *m);
+void agree_apply_fallback(struct agree_comm *ac, const struct agree_msg *m);
 /* relay (agree_relay.c) */
 void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b);
 void agree_relay_lost_child(struct agree_comm *ac, uint32_t r);
