@@ -196,6 +196,31 @@ static bool remove_locked(struct agree_comm *ac)
 	return false;
 }
 
+/* A multi-rank communicator that found the registry full: the tuner's own state, outside
+ * the registry (the profiler cannot give it a rank, the service never sees it, the
+ * decision log never drains it). It is a member without a rank (setup_streams): it falls
+ * back at S_1, where the others do, since it never joins. Before this it read version 0
+ * forever while the others agreed or fell back. NULL when out of memory. */
+static struct agree_comm *unlisted_comm(uint64_t comm_id, uint32_t n_ranks)
+{
+	struct agree_comm *ac = calloc(1, sizeof(*ac));
+	if (!ac)
+		return NULL;
+	ac->comm_id = comm_id;
+	ac->token = agree_job_token(comm_id);
+	ac->n_ranks = n_ranks;
+	atomic_init(&ac->rank, -1);
+	atomic_init(&ac->refs, 1); /* the tuner's only */
+	atomic_init(&ac->fallback_seq, AGREE_NO_FALLBACK);
+	ac->fd = -1;
+	ac->read_bind.mode = NB_BIND_READ;
+	ac->write_bind.mode = NB_BIND_WRITE;
+	ac->tuner_open = ac->tuner_seen = true;
+	ac->unlisted = true;
+	ac->detached = true; /* no group to leave */
+	return ac;
+}
+
 struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 {
 	if (comm_id == 0)
@@ -211,6 +236,13 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 		atomic_fetch_add(&ac->refs, 1);
 	}
 	pthread_mutex_unlock(&registry_lock);
+	if (!ac && n_ranks > 1 && (ac = unlisted_comm(comm_id, n_ranks)) != NULL) {
+		if (agree_decision_log_enabled()) /* the fallback itself is logged by setup_streams */
+			runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%" PRIx64 ": all %d "
+				    "communicator slots are in use: its decisions are not in the "
+				    "decision log", comm_id, AGREE_MAX_COMMS);
+		return ac;
+	}
 	if (!ac)
 		runtime_log(NB_LOG_WARN, NB_LOG_TUNING,
 			    "agree: no state for comm 0x%" PRIx64 " (out of memory or %d "
@@ -285,6 +317,10 @@ void agree_comm_tuner_close(struct agree_comm *ac)
 			    ac->comm_id, atomic_load(&ac->rank), atomic_load(&ac->tuner_seq),
 			    st.versions_active, st.waits, st.wait_ns_max / 1000, fb, st.bytes_sent,
 			    st.bytes_received, st.msgs_refused);
+	}
+	if (ac->unlisted) { /* never in the registry */
+		agree_comm_release(ac);
+		return;
 	}
 	pthread_mutex_lock(&registry_lock);
 	ac->tuner_open = false;
@@ -364,13 +400,18 @@ static void setup_streams(struct agree_comm *ac)
 	ac->rankless = !ac->grouped && group_possible_but_rank(ac) &&
 		       atomic_load_explicit(&ac->rank, memory_order_relaxed) < 0;
 	if (ac->rankless) {
-		ac->grouped = true; /* the service announces it; the tuner path checks F */
-		agree_comm_fallback(ac, agree_first_uncommitted_seq(ac),
+		/* the service announces it (not an unlisted one: the service never sees it); the
+		 * tuner path checks F */
+		ac->grouped = true;
+		agree_comm_fallback(ac, agree_first_uncommitted_seq(ac), ac->unlisted ?
+				    "all " AGREE_MAX_COMMS_STR " communicator slots of this process "
+				    "are in use, so it cannot join; the other ranks fall back at the "
+				    "same collective" :
 				    "ncclbpf's profiler plugin did not report this rank - it is "
 				    "not loaded here (NCCL_PROFILER_PLUGIN) - so it cannot join; the "
 				    "other ranks fall back at the same collective");
 	}
-	if (ac->grouped)
+	if (ac->grouped && !ac->unlisted)
 		agree_service_start();
 	atomic_store_explicit(&ac->streams_ready, true, memory_order_release);
 	agree_service_wake();

@@ -20,6 +20,7 @@
 #define AGREE_GATE_FALLBACK (1ull << 63) /* gate bit: this stream fell back */
 #define AGREE_NO_FALLBACK UINT64_MAX
 #define AGREE_MAX_COMMS 256
+#define AGREE_MAX_COMMS_STR "256"
 /* bound of a communicator destroy's wait for the service thread to say BYE */
 #define AGREE_DETACH_WAIT_MS 300
 
@@ -104,6 +105,7 @@ struct agree_comm {
 	_Atomic bool streams_ready;            /* streams[] set up (by the tuner at seq 0) */
 	bool grouped;                          /* agreement runs (set before streams_ready) */
 	bool rankless;                         /* a member without a rank (set with grouped) */
+	bool unlisted;                         /* the registry was full: tuner-only state */
 	_Atomic uint64_t fallback_seq;         /* AGREE_NO_FALLBACK or F */
 	_Atomic bool fallback_logged;
 	_Atomic bool fallback_orderly;        /* the first fallback: a communicator destroyed */
