@@ -408,8 +408,9 @@ static void setup_streams(struct agree_comm *ac)
 				    "are in use, so it cannot join; the other ranks fall back at the "
 				    "same collective" :
 				    "ncclbpf's profiler plugin did not report this rank - it is "
-				    "not loaded here (NCCL_PROFILER_PLUGIN) - so it cannot join; the "
-				    "other ranks fall back at the same collective");
+				    "not loaded here (NCCL_PROFILER_PLUGIN) or NCCLBPF_PROFILE=off - "
+				    "so it cannot join; the other ranks fall back at the same "
+				    "collective");
 	}
 	if (ac->grouped && !ac->unlisted)
 		agree_service_start();
