@@ -322,9 +322,12 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 				commit_held(ac, s, i, upto < s->latest_number ? upto : s->latest_number);
 			}
 			uint64_t u = agree_first_uncommitted_seq(ac);
-			end_group_at(ac, u < m->seq ? u : m->seq, ac->orphan ?
-				     "its relay was lost (the leader's fallback point)" :
-				     "joined after the group fell back");
+			/* a relay that said BYE ended orderly (its communicator destroyed) */
+			end_group_at(ac, u < m->seq ? u : m->seq, !ac->orphan ?
+				     "joined after the group fell back" : ac->parent_bye ?
+				     "its relay's communicator was destroyed (the leader's "
+				     "fallback point)" :
+				     "its relay was lost (the leader's fallback point)");
 		}
 		return true;
 	case AGREE_MSG_REFUSE: {
@@ -334,6 +337,7 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		return false;
 	}
 	case AGREE_MSG_BYE: /* the parent's communicator was destroyed */
+		ac->parent_bye = true;
 		lost_parent(ac, "the communicator was destroyed on its parent");
 		return false;
 	case AGREE_MSG_FALLBACK:
@@ -655,8 +659,10 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 	case AGREE_MSG_LOST: {
 		if (!is_relay || m->lost >= ac->n_ranks || agree_tree_parent(m->lost, ac->fanout) != r)
 			return false;
-		char why[96];
-		snprintf(why, sizeof(why), "rank %u (below relay %u) left the group", m->lost, r);
+		char why[112];
+		snprintf(why, sizeof(why), m->reason & AGREE_FALLBACK_ORDERLY ? "rank %u (below "
+			 "relay %u): the communicator was destroyed there" : "rank %u (below relay "
+			 "%u) left the group", m->lost, r);
 		end_group_at(ac, relay_fallback_seq(ac, r), why);
 		return true;
 	}
@@ -953,7 +959,7 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 			if (p && !p->gone && p->fd == fd) {
 				p->gone = true;
 				p->fd = -1;
-				agree_relay_lost_child(ac, p->rank);
+				agree_relay_lost_child(ac, p->rank, ac->peer_bye);
 			}
 		}
 		return;

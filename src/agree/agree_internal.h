@@ -135,6 +135,7 @@ struct agree_comm {
 	uint32_t parent;                       /* rank this one connects to (0 = leader) */
 	bool relay;                            /* has children: acts as their leader */
 	bool orphan;                           /* lost its relay: rescued by the leader */
+	bool parent_bye;                       /* the parent said BYE (an orderly end) */
 	uint32_t *kids;                        /* leader/relay: direct children */
 	uint32_t n_kids;
 	uint64_t down_fallback_sent;           /* relay: F last forwarded to its children */
@@ -241,7 +242,7 @@ bool agree_apply_ack(struct agree_comm *ac, uint32_t r, const struct agree_msg *
 void agree_apply_fallback(struct agree_comm *ac, const struct agree_msg *m);
 /* relay (agree_relay.c) */
 void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b);
-void agree_relay_lost_child(struct agree_comm *ac, uint32_t r);
+void agree_relay_lost_child(struct agree_comm *ac, uint32_t r, bool orderly);
 void agree_relay_step(struct agree_comm *ac, uint64_t now);
 bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_msg *m);
 

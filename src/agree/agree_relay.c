@@ -19,8 +19,9 @@ void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b)
 }
 
 /* A child left: the relay stops acking (its ACK means "my whole subtree holds v") and
- * tells the leader, which fixes F from the relay's last ACK (leader_on_msg LOST). */
-void agree_relay_lost_child(struct agree_comm *ac, uint32_t r)
+ * tells the leader, which fixes F from the relay's last ACK (leader_on_msg LOST). orderly:
+ * the child said BYE (its communicator was destroyed), so the leader logs it at INFO. */
+void agree_relay_lost_child(struct agree_comm *ac, uint32_t r, bool orderly)
 {
 	/* after this relay's own destroy its BYE follows: the leader fixes the same F from
 	 * its ACKs and logs the orderly end instead of a lost member */
@@ -28,6 +29,7 @@ void agree_relay_lost_child(struct agree_comm *ac, uint32_t r)
 		struct agree_buf b = {0};
 		size_t f = agree_wire_begin(&b, AGREE_MSG_LOST, agree_my_rank(ac), ac->comm_id, ac->token);
 		agree_buf_u32(&b, r);
+		agree_buf_u32(&b, orderly ? AGREE_FALLBACK_ORDERLY : 0);
 		agree_wire_end(&b, f);
 		agree_conn_send(ac->fd, &b);
 		agree_buf_free(&b);

@@ -76,7 +76,7 @@ struct agree_msg {
 	uint32_t n_ranks;                 /* HELLO */
 	uint32_t n_streams;               /* HELLO */
 	struct agree_stream_sig streams[AGREE_MAX_STREAMS];
-	uint32_t reason;                  /* REFUSE; FALLBACK: flags (AGREE_FALLBACK_ORDERLY) */
+	uint32_t reason;                  /* REFUSE; FALLBACK, LOST: flags (AGREE_FALLBACK_ORDERLY) */
 	uint64_t seq;                     /* WELCOME (fallback seq or UINT64_MAX), FALLBACK */
 	uint32_t stream;                  /* CONTRIB DATA ACK COMMIT PARTIAL */
 	uint64_t number;                  /* CONTRIB: epoch; DATA/ACK/COMMIT: version */
