@@ -125,5 +125,6 @@ int main(void)
 
 	for (int c = 0; c < SLOTS; c++)
 		tuner_comm_close(ctx[c]);
+	rmdir(dir); /* empty once the control socket is gone (at exit: best effort) */
 	TEST_DONE();
 }
