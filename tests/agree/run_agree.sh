@@ -10,6 +10,7 @@
 # AGREE_LONG=1: the steady scenario for >= 1000 epochs, and three more scenarios (~1 min).
 set -u
 RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
+PROGS=$(cd "$(dirname "$RANKBIN")" && pwd)/progs # tests/agree/progs, built beside agree_rank
 LONG=${AGREE_LONG:-0}
 STEPS=6600          # >= 100 epochs of K = 64 (adaptive_channels)
 [ "$LONG" = 1 ] && STEPS=66000
@@ -305,7 +306,8 @@ check_waits 1 2 3 4 5
 #          every rank decides the same, nobody waits out the bound (regression: it read
 #          zeros forever and ran the policy while the others fell back - divergent logs)
 begin no_profiler
-export NCCLBPF_POLICY=$RUN/../progs/agree_prior.bpf.o
+export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o
+[ -f "$NCCLBPF_POLICY" ] || die "$NCCLBPF_POLICY not built"
 for r in 0 1 3; do start_rank $r $r 1000; done
 start_rank 2 2 1000 --no-profiler 1
 wait_all
@@ -320,13 +322,27 @@ grep -q "agreement impossible (a rank without ncclbpf's profiler plugin" "$DIR/e
 # ---- 16. the same on rank 0 (no leader ever registers): the others find none, time out at
 #          S_1 (the bound) and fall back there - where the rank without the profiler does
 begin no_profiler_leader
-export NCCLBPF_POLICY=$RUN/../progs/agree_prior.bpf.o NCCLBPF_AGREE_WAIT_MS=400
+export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o NCCLBPF_AGREE_WAIT_MS=400
 start_rank 0 0 600 --no-profiler 1
 for r in 1 2 3; do start_rank $r $r 600; done
 wait_all
 check_decisions
 expect_same_fallback 0 1 2 3
 WAIT_MS=400 check_waits 0 1 2 3
+
+# ---- 16b. the same below a relay (6 ranks, fan-out 3: rank 4 is a child of relay 3): the
+#           relay never acks (a child is missing), the leader learns of the member without
+#           a rank directly; every rank falls back at S_1
+begin no_profiler_tree
+export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+for r in 0 1 2 3 5; do start_rank $r $r 600; done
+start_rank 4 4 600 --no-profiler 1
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 3 4 5
+check_waits 0 1 2 3 4 5
+grep -q "agreement impossible (a rank without ncclbpf's profiler plugin" "$DIR/err.0" ||
+	die "the leader did not learn about the rank without the profiler"
 
 # ---- 17. the orderly end of a job with slow service threads (30 ms a pass) on the leader
 #          and on a follower: a process that destroys its communicator and exits at once
