@@ -269,9 +269,10 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (ac->group_dead || now < ac->next_try_ns)
 			return;
 		ac->next_try_ns = now + 20000000ull;
-		if (!ac->leader_port && agree_hub_lookup(ac) != 0)
-			return;
-		if (!ac->leader_port)
+		int rc = ac->leader_port ? 0 : agree_hub_lookup(ac);
+		if (rc == -ENXIO)
+			agree_group_on_norank(ac);
+		if (rc != 0 || !ac->leader_port)
 			return;
 		int fd = agree_conn_connect(ac->leader_addr, (uint16_t)ac->leader_port);
 		if (fd < 0) {
@@ -409,6 +410,10 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
  * 0 itself without the profiler). The leader answers FALLBACK and closes. */
 static void rankless_step(struct agree_comm *ac, uint64_t now)
 {
+	/* the hub tells everyone who looks a parent up (agree_group_on_norank): where no
+	 * leader ever registers (rank 0 itself has no rank), the others learn it there */
+	if (!ac->registered && !ac->group_dead && agree_hub_register(ac) == 0)
+		ac->registered = true;
 	if (ac->group_dead || ac->fd >= 0 || now < ac->next_try_ns)
 		return;
 	if (!ac->announce_until_ns)
@@ -431,6 +436,14 @@ static void rankless_step(struct agree_comm *ac, uint64_t now)
 		return;
 	ac->fd = fd;
 	follower_hello(ac, AGREE_RANK_NONE);
+}
+
+void agree_group_on_norank(struct agree_comm *ac)
+{
+	/* nothing ever commits without that member, so this is S_1 on every rank */
+	if (ac->role == AGREE_ROLE_FOLLOWER || ac->role == AGREE_ROLE_LEADER)
+		agree_end_group(ac, "a rank without ncclbpf's profiler plugin is a member (the "
+				"rendezvous hub says so): it has no rank and cannot join");
 }
 
 /* ------------------------------------------------------------------ leader ---- */
@@ -983,6 +996,8 @@ void agree_group_detach(struct agree_comm *ac)
 		agree_conn_close(ac->fd);
 		ac->fd = -1;
 	}
+	if (ac->role == AGREE_ROLE_RANKLESS && ac->registered)
+		agree_hub_unregister_local(ac->comm_id); /* its notice, when this is the hub */
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->fd >= 0) {
 		agree_send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
 		agree_conn_flush_close(ac->fd);

@@ -194,6 +194,8 @@ void agree_group_step(struct agree_comm *ac, uint64_t now);
 /* A message for communicator ac arrived on a connection; returns false to close it. */
 bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m, bool *adopt);
 void agree_group_on_close(struct agree_comm *ac, int fd);
+/* The hub says a member of ac's communicator has no rank (AGREE_REFUSE_NORANK). */
+void agree_group_on_norank(struct agree_comm *ac);
 void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, free [S] */
 int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
@@ -204,7 +206,8 @@ void agree_conn_close(int fd);
 void agree_conn_flush_close(int fd);
 bool agree_is_hub(void);
 int agree_hub_register(struct agree_comm *ac);           /* leader */
-int agree_hub_lookup(struct agree_comm *ac);             /* follower: sends LOOKUP */
+/* follower: sends LOOKUP; -ENXIO (local hub): a member without a rank announced itself */
+int agree_hub_lookup(struct agree_comm *ac);
 uint16_t agree_listen_port(void);
 /* The hub forgets a communicator this process led (entries of other processes go when
  * their connection closes). */

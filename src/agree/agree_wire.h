@@ -49,6 +49,7 @@ enum agree_refuse_reason {
 	AGREE_REFUSE_RANK,        /* rank out of range or already joined */
 	AGREE_REFUSE_NOT_LEADER,  /* this process does not lead that communicator */
 	AGREE_REFUSE_MALFORMED,
+	AGREE_REFUSE_NORANK,      /* hub -> asker: a member of that communicator has no rank */
 };
 
 struct agree_hdr {

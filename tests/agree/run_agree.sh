@@ -319,16 +319,21 @@ grep -q "WARN.*rank -1: agreement impossible (ncclbpf's profiler plugin" "$DIR/e
 grep -q "agreement impossible (a rank without ncclbpf's profiler plugin" "$DIR/err.0" ||
 	die "the leader did not learn about the rank without the profiler"
 
-# ---- 16. the same on rank 0 (no leader ever registers): the others find none, time out at
-#          S_1 (the bound) and fall back there - where the rank without the profiler does
+# ---- 16. the same on rank 0: no leader ever registers. The rank without a rank leaves a
+#          notice at the rendezvous hub, which answers the others' lookups with it: they
+#          fall back at S_1 at once, where it does (without the notice: by their timeout)
 begin no_profiler_leader
-export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o NCCLBPF_AGREE_WAIT_MS=400
+export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o
 start_rank 0 0 600 --no-profiler 1
 for r in 1 2 3; do start_rank $r $r 600; done
 wait_all
 check_decisions
 expect_same_fallback 0 1 2 3
-WAIT_MS=400 check_waits 0 1 2 3
+check_waits 0 1 2 3
+for r in 1 2 3; do
+	grep -q "agreement impossible (a rank without ncclbpf's profiler plugin is a member (the rendezvous hub says so)" "$DIR/err.$r" ||
+		die "rank $r did not learn from the hub: $(grep -m1 'agreement impossible' "$DIR/err.$r")"
+done
 
 # ---- 16b. the same below a relay (6 ranks, fan-out 3: rank 4 is a child of relay 3): the
 #           relay never acks (a child is missing), the leader learns of the member without
