@@ -136,8 +136,11 @@ static int ops_begin(uint64_t version, uint64_t content, void *arg)
 			    (unsigned long long)content, (unsigned long long)adopting_content);
 		return 0;
 	}
+	/* checked under the lock that stages: no communicator opens in between */
+	pthread_mutex_lock(&slot_lock);
 	uint32_t unmanaged = atomic_load(&unmanaged_live);
 	if (unmanaged) {
+		pthread_mutex_unlock(&slot_lock);
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING, "reload version %llu: not "
 			    "staged across ranks: %u multi-rank communicator(s) of this process "
 			    "have no reload slot (all %d in use) and cannot switch at an agreed "
@@ -146,7 +149,6 @@ static int ops_begin(uint64_t version, uint64_t content, void *arg)
 			    (unsigned long long)version, unmanaged, RELOAD_SLOTS);
 		return 0;
 	}
-	pthread_mutex_lock(&slot_lock);
 	for (int i = 0; i < RELOAD_SLOTS; i++) {
 		struct reload_slot *s = &slots[i];
 		if (!atomic_load(&s->comm_id) || atomic_load(&s->n_ranks) < 2)
@@ -357,12 +359,14 @@ void tuner_reload_comm_open(struct tuner_comm *tc)
 			break;
 		}
 	}
+	if (tc->reload_slot < 0) {
+		atomic_fetch_add(&slots_exhausted, 1);
+		if (tc->n_ranks >= 2)
+			atomic_fetch_add(&unmanaged_live, 1);
+	}
 	pthread_mutex_unlock(&slot_lock);
 	if (tc->reload_slot >= 0)
 		return;
-	atomic_fetch_add(&slots_exhausted, 1);
-	if (tc->n_ranks >= 2)
-		atomic_fetch_add(&unmanaged_live, 1);
 	if (!atomic_exchange(&exhausted_logged, true))
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
 			    "NCCLBPF_RELOAD_AGREE: all %d reload slots are in use: communicator "
