@@ -240,6 +240,10 @@ bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m)
 bool agree_admit_child(struct agree_comm *ac, int fd, const struct agree_msg *m, bool rank_ok);
 /* A direct child's (rank r, joined, on its own connection) CONTRIB / ACK / FALLBACK, at
  * the leader and at a relay alike. false: malformed, close the connection. */
+/* The entries of a CONTRIB or PARTIAL (checked by the caller) into a child's sparse view;
+ * -ENOMEM ends the group. */
+int agree_apply_entries(struct agree_comm *ac, struct agree_sparse *view,
+			const struct agree_msg *m);
 bool agree_apply_contrib(struct agree_comm *ac, uint32_t r, const struct agree_msg *m);
 bool agree_apply_ack(struct agree_comm *ac, uint32_t r, const struct agree_msg *m);
 void agree_apply_fallback(struct agree_comm *ac, const struct agree_msg *m);
