@@ -196,6 +196,31 @@ static bool remove_locked(struct agree_comm *ac)
 	return false;
 }
 
+/* A multi-rank communicator that found the registry full: the tuner's own state, outside
+ * the registry (the profiler cannot give it a rank, the service never sees it, the
+ * decision log never drains it). It is a member without a rank (setup_streams): it falls
+ * back at S_1, where the others do, since it never joins. Before this it read version 0
+ * forever while the others agreed or fell back. NULL when out of memory. */
+static struct agree_comm *unlisted_comm(uint64_t comm_id, uint32_t n_ranks)
+{
+	struct agree_comm *ac = calloc(1, sizeof(*ac));
+	if (!ac)
+		return NULL;
+	ac->comm_id = comm_id;
+	ac->token = agree_job_token(comm_id);
+	ac->n_ranks = n_ranks;
+	atomic_init(&ac->rank, -1);
+	atomic_init(&ac->refs, 1); /* the tuner's only */
+	atomic_init(&ac->fallback_seq, AGREE_NO_FALLBACK);
+	ac->fd = -1;
+	ac->read_bind.mode = NB_BIND_READ;
+	ac->write_bind.mode = NB_BIND_WRITE;
+	ac->tuner_open = ac->tuner_seen = true;
+	ac->unlisted = true;
+	ac->detached = true; /* no group to leave */
+	return ac;
+}
+
 struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 {
 	if (comm_id == 0)
@@ -211,6 +236,13 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 		atomic_fetch_add(&ac->refs, 1);
 	}
 	pthread_mutex_unlock(&registry_lock);
+	if (!ac && n_ranks > 1 && (ac = unlisted_comm(comm_id, n_ranks)) != NULL) {
+		if (agree_decision_log_enabled()) /* the fallback itself is logged by setup_streams */
+			runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%" PRIx64 ": all %d "
+				    "communicator slots are in use: its decisions are not in the "
+				    "decision log", comm_id, AGREE_MAX_COMMS);
+		return ac;
+	}
 	if (!ac)
 		runtime_log(NB_LOG_WARN, NB_LOG_TUNING,
 			    "agree: no state for comm 0x%" PRIx64 " (out of memory or %d "
@@ -243,6 +275,25 @@ void agree_comm_profiler_open(uint64_t comm_id, int rank, int n_ranks)
 	pthread_mutex_unlock(&registry_lock);
 }
 
+/* Waits (bounded) until the service thread left the communicator's group: BYE sent and
+ * flushed on its links. NCCL often ends the process right after destroying the last
+ * communicator; without this the sockets closed with the process before the BYE, and the
+ * other ranks took the orderly end of the job for a lost member (a WARN on every rank).
+ * Not a decision path: ncclCommDestroy. The tuner's reference keeps ac alive. */
+static void wait_detached(struct agree_comm *ac)
+{
+	uint64_t until = agree_now_ns() + AGREE_DETACH_WAIT_MS * 1000000ull;
+	for (;;) {
+		pthread_mutex_lock(&registry_lock);
+		bool done = ac->detached;
+		pthread_mutex_unlock(&registry_lock);
+		if (done || agree_now_ns() >= until)
+			return;
+		struct timespec ts = {0, 200000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 void agree_comm_tuner_close(struct agree_comm *ac)
 {
 	if (!ac)
@@ -267,6 +318,10 @@ void agree_comm_tuner_close(struct agree_comm *ac)
 			    st.versions_active, st.waits, st.wait_ns_max / 1000, fb, st.bytes_sent,
 			    st.bytes_received, st.msgs_refused);
 	}
+	if (ac->unlisted) { /* never in the registry */
+		agree_comm_release(ac);
+		return;
+	}
 	pthread_mutex_lock(&registry_lock);
 	ac->tuner_open = false;
 	atomic_store(&ac->closing, true);
@@ -274,10 +329,13 @@ void agree_comm_tuner_close(struct agree_comm *ac)
 	if (!agree_service_running())
 		ac->detached = true;
 	bool remove = ac->detached && !ac->profiler_open && remove_locked(ac);
+	bool leave = ac->grouped && !ac->detached;
 	pthread_mutex_unlock(&registry_lock);
 	if (remove)
 		agree_comm_release(ac); /* the registry's reference */
 	agree_service_wake();
+	if (leave)
+		wait_detached(ac);
 	agree_comm_release(ac);
 }
 
@@ -310,6 +368,7 @@ bool agree_registry_remove_detached_locked(struct agree_comm *ac)
 /* ---- streams: set up by the tuner at the communicator's first collective ---- */
 
 static bool group_possible(const struct agree_comm *ac);
+static bool group_possible_but_rank(const struct agree_comm *ac);
 
 static void setup_streams(struct agree_comm *ac)
 {
@@ -329,19 +388,48 @@ static void setup_streams(struct agree_comm *ac)
 		n++;
 	}
 	ac->n_streams = n;
-	/* no rank (tuner-only), one rank, or agreement off: no group; version 0 (all zeros)
-	 * forever, identically on every rank */
+	/* one rank or agreement off: no group; version 0 (all zeros) forever, identically on
+	 * every rank */
 	ac->grouped = group_possible(ac);
-	if (ac->grouped)
+	/* A member that would agree but has no rank: NCCL did not load ncclbpf's profiler
+	 * plugin here (it alone learns the rank). It cannot join, so no version ever commits
+	 * (the leader commits only what every rank holds) and the others fall back at the
+	 * first activation, S_1 - by the leader's announcement or by their bounded wait. This
+	 * rank falls back at that same collective (it reads version 0 before it, as they do)
+	 * and announces itself to the leader so that they need not wait. */
+	ac->rankless = !ac->grouped && group_possible_but_rank(ac) &&
+		       atomic_load_explicit(&ac->rank, memory_order_relaxed) < 0;
+	if (ac->rankless) {
+		/* the service announces it (not an unlisted one: the service never sees it); the
+		 * tuner path checks F */
+		ac->grouped = true;
+		agree_comm_fallback(ac, agree_first_uncommitted_seq(ac), ac->unlisted ?
+				    "all " AGREE_MAX_COMMS_STR " communicator slots of this process "
+				    "are in use, so it cannot join; the other ranks fall back at the "
+				    "same collective" :
+				    "ncclbpf's profiler plugin did not report this rank - it is "
+				    "not loaded here (NCCL_PROFILER_PLUGIN) or NCCLBPF_PROFILE=off - "
+				    "so it cannot join; the other ranks fall back at the same "
+				    "collective");
+	}
+	if (ac->grouped && !ac->unlisted)
 		agree_service_start();
 	atomic_store_explicit(&ac->streams_ready, true, memory_order_release);
 	agree_service_wake();
 }
 
+/* Everything a group needs except the rank: the same on every rank of a job (policies,
+ * NCCLBPF_AGREE / MASTER_ADDR, the communicator's size). */
+static bool group_possible_but_rank(const struct agree_comm *ac)
+{
+	return ac->n_streams && agree_config()->enabled && agree_config()->have_addr &&
+	       ac->n_ranks > 1;
+}
+
 static bool group_possible(const struct agree_comm *ac)
 {
-	return ac->n_streams && atomic_load_explicit(&ac->rank, memory_order_relaxed) >= 0 &&
-	       agree_config()->enabled && agree_config()->have_addr && ac->n_ranks > 1;
+	return group_possible_but_rank(ac) &&
+	       atomic_load_explicit(&ac->rank, memory_order_relaxed) >= 0;
 }
 
 /* Next seq at which any stream closes an epoch or activates a version. */

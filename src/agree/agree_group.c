@@ -211,10 +211,10 @@ static void lost_parent(struct agree_comm *ac, const char *why)
 
 /* ---------------------------------------------------------------- follower ---- */
 
-static void follower_hello(struct agree_comm *ac)
+static void follower_hello(struct agree_comm *ac, uint32_t rank)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, agree_my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, rank, ac->comm_id, ac->token);
 	agree_buf_u32(&b, ac->n_ranks);
 	agree_buf_u32(&b, ac->n_streams);
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
@@ -269,9 +269,10 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (ac->group_dead || now < ac->next_try_ns)
 			return;
 		ac->next_try_ns = now + 20000000ull;
-		if (!ac->leader_port && agree_hub_lookup(ac) != 0)
-			return;
-		if (!ac->leader_port)
+		int rc = ac->leader_port ? 0 : agree_hub_lookup(ac);
+		if (rc == -ENXIO)
+			agree_group_on_norank(ac);
+		if (rc != 0 || !ac->leader_port)
 			return;
 		int fd = agree_conn_connect(ac->leader_addr, (uint16_t)ac->leader_port);
 		if (fd < 0) {
@@ -281,7 +282,7 @@ static void follower_step(struct agree_comm *ac, uint64_t now)
 		if (!agree_conn_register(fd, ac))
 			return; /* retried later */
 		ac->fd = fd;
-		follower_hello(ac);
+		follower_hello(ac, agree_my_rank(ac));
 		return;
 	}
 	if (!ac->joined)
@@ -322,9 +323,12 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 				commit_held(ac, s, i, upto < s->latest_number ? upto : s->latest_number);
 			}
 			uint64_t u = agree_first_uncommitted_seq(ac);
-			end_group_at(ac, u < m->seq ? u : m->seq, ac->orphan ?
-				     "its relay was lost (the leader's fallback point)" :
-				     "joined after the group fell back");
+			/* a relay that said BYE ended orderly (its communicator destroyed) */
+			end_group_at(ac, u < m->seq ? u : m->seq, !ac->orphan ?
+				     "joined after the group fell back" : ac->parent_bye ?
+				     "its relay's communicator was destroyed (the leader's "
+				     "fallback point)" :
+				     "its relay was lost (the leader's fallback point)");
 		}
 		return true;
 	case AGREE_MSG_REFUSE: {
@@ -334,6 +338,7 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 		return false;
 	}
 	case AGREE_MSG_BYE: /* the parent's communicator was destroyed */
+		ac->parent_bye = true;
 		lost_parent(ac, "the communicator was destroyed on its parent");
 		return false;
 	case AGREE_MSG_FALLBACK:
@@ -394,6 +399,51 @@ static bool follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 	default:
 		return false;
 	}
+}
+
+/* ---------------------------------------------------------------- rankless ---- */
+
+/* A member without a rank fell back at S_1 already (setup_streams). It tells the leader
+ * (HELLO with rank AGREE_RANK_NONE), which ends agreement at the same collective, so the
+ * other ranks need not wait out NCCLBPF_AGREE_WAIT_MS there. It tries for that long: after
+ * it they have timed out at S_1 anyway (and so they do where no leader ever registers: rank
+ * 0 itself without the profiler). The leader answers FALLBACK and closes. */
+static void rankless_step(struct agree_comm *ac, uint64_t now)
+{
+	/* the hub tells everyone who looks a parent up (agree_group_on_norank): where no
+	 * leader ever registers (rank 0 itself has no rank), the others learn it there */
+	if (!ac->registered && !ac->group_dead && agree_hub_register(ac) == 0)
+		ac->registered = true;
+	if (ac->group_dead || ac->fd >= 0 || now < ac->next_try_ns)
+		return;
+	if (!ac->announce_until_ns)
+		ac->announce_until_ns = now + agree_config()->wait_ns;
+	if (now >= ac->announce_until_ns) {
+		ac->group_dead = true;
+		return;
+	}
+	ac->next_try_ns = now + 20000000ull;
+	if (!ac->leader_port && agree_hub_lookup(ac) != 0)
+		return;
+	if (!ac->leader_port)
+		return;
+	int fd = agree_conn_connect(ac->leader_addr, (uint16_t)ac->leader_port);
+	if (fd < 0) {
+		ac->leader_port = 0;
+		return;
+	}
+	if (!agree_conn_register(fd, ac))
+		return;
+	ac->fd = fd;
+	follower_hello(ac, AGREE_RANK_NONE);
+}
+
+void agree_group_on_norank(struct agree_comm *ac)
+{
+	/* nothing ever commits without that member, so this is S_1 on every rank */
+	if (ac->role == AGREE_ROLE_FOLLOWER || ac->role == AGREE_ROLE_LEADER)
+		agree_end_group(ac, "a rank without ncclbpf's profiler plugin is a member (the "
+				"rendezvous hub says so): it has no rank and cannot join");
 }
 
 /* ------------------------------------------------------------------ leader ---- */
@@ -484,6 +534,15 @@ static uint64_t relay_fallback_seq(const struct agree_comm *ac, uint32_t q)
 static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m)
 {
 	uint32_t r = m->h.rank;
+	if (m->h.type == AGREE_MSG_HELLO && r == AGREE_RANK_NONE) {
+		/* a member (it knows the job token) that will never join: nothing commits
+		 * without it, so this is S_1, where it fell back itself (rankless_step) */
+		end_group_at(ac, agree_first_uncommitted_seq(ac), "a rank without ncclbpf's "
+			     "profiler plugin is a member: it has no rank and cannot join");
+		agree_send_simple(ac, fd, AGREE_MSG_FALLBACK, agree_fallback_flags(ac),
+				  atomic_load(&ac->fallback_seq));
+		return false;
+	}
 	if (m->h.type == AGREE_MSG_HELLO && ac->fanout && r > 0 && r < ac->n_ranks &&
 	    m->n_ranks == ac->n_ranks && agree_tree_parent(r, ac->fanout) != 0 && !ac->peers[r]) {
 		/* a rank below a relay lost it (or its link to it): agreement ends at the first
@@ -503,27 +562,11 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		return true;
 	}
 	if (m->h.type == AGREE_MSG_HELLO) {
-		uint32_t reason = 0;
-		if (r == 0 || r >= ac->n_ranks || m->n_ranks != ac->n_ranks || ac->peers[r] ||
-		    (ac->fanout && agree_tree_parent(r, ac->fanout) != 0))
-			reason = AGREE_REFUSE_RANK; /* also a rank that left: no rejoining */
-		else if (!agree_streams_match(ac, m))
-			reason = AGREE_REFUSE_STREAMS;
-		if (reason) {
-			AGREE_STAT(msgs_refused, 1);
-			agree_send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
-			if (reason == AGREE_REFUSE_STREAMS) /* a real member that cannot agree */
-				agree_end_group(ac, "a rank loaded different agreed maps");
+		/* also a rank that left: no rejoining */
+		bool ok = r > 0 && r < ac->n_ranks &&
+			  (!ac->fanout || agree_tree_parent(r, ac->fanout) == 0);
+		if (!agree_admit_child(ac, fd, m, ok))
 			return false;
-		}
-		struct agree_peer *p = calloc(1, sizeof(*p));
-		if (!p)
-			return false;
-		p->fd = fd;
-		p->rank = r;
-		ac->peers[r] = p;
-		ac->joined_count++;
-		agree_send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
 		if (atomic_load(&ac->fallback_seq) == AGREE_NO_FALLBACK)
 			catch_up(ac, fd);
 		return true;
@@ -542,15 +585,8 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size + 8) != 0 ||
 		    m->done > agree_tree_subtree(r, ac->fanout, ac->n_ranks))
 			return false;
-		for (uint32_t k = 0; k < m->n_entries; k++) {
-			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
-			uint32_t idx;
-			memcpy(&idx, e, 4);
-			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
-				agree_end_group(ac, "out of memory");
-				return true;
-			}
-		}
+		if (agree_apply_entries(ac, &s->rank_views[r], m) != 0)
+			return true;
 		if (m->number >= s->rank_epochs[r]) {
 			s->rank_done[r] = m->number > s->rank_epochs[r] || m->done > s->rank_done[r] ?
 					  m->done : s->rank_done[r];
@@ -561,40 +597,19 @@ static bool leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg 
 	case AGREE_MSG_LOST: {
 		if (!is_relay || m->lost >= ac->n_ranks || agree_tree_parent(m->lost, ac->fanout) != r)
 			return false;
-		char why[96];
-		snprintf(why, sizeof(why), "rank %u (below relay %u) left the group", m->lost, r);
+		char why[112];
+		snprintf(why, sizeof(why), m->reason & AGREE_FALLBACK_ORDERLY ? "rank %u (below "
+			 "relay %u): the communicator was destroyed there" : "rank %u (below relay "
+			 "%u) left the group", m->lost, r);
 		end_group_at(ac, relay_fallback_seq(ac, r), why);
 		return true;
 	}
-	case AGREE_MSG_CONTRIB: {
-		if (is_relay || m->stream >= ac->n_streams)
-			return false;
-		struct agree_stream *s = &ac->streams[m->stream];
-		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0)
-			return false;
-		for (uint32_t k = 0; k < m->n_entries; k++) {
-			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
-			uint32_t idx;
-			memcpy(&idx, e, 4);
-			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
-				agree_end_group(ac, "out of memory");
-				return true;
-			}
-		}
-		if (m->number + 1 > s->rank_epochs[r])
-			s->rank_epochs[r] = m->number + 1;
-		return true;
-	}
+	case AGREE_MSG_CONTRIB: /* a relay's contribution comes in its PARTIAL */
+		return !is_relay && agree_apply_contrib(ac, r, m);
 	case AGREE_MSG_ACK:
-		if (m->stream >= ac->n_streams)
-			return false;
-		if (m->number > ac->streams[m->stream].rank_acked[r])
-			ac->streams[m->stream].rank_acked[r] = m->number;
-		return true;
+		return agree_apply_ack(ac, r, m);
 	case AGREE_MSG_FALLBACK:
-		agree_comm_fallback(ac, m->seq, m->reason & AGREE_FALLBACK_ORDERLY ?
-				    "a communicator was destroyed below" :
-				    "a rank could not agree in time");
+		agree_apply_fallback(ac, m);
 		return true;
 	case AGREE_MSG_BYE:
 		ac->peer_bye = true; /* on_close: destroyed, not lost */
@@ -789,6 +804,14 @@ static bool stream_alloc(struct agree_comm *ac)
 
 void agree_group_step(struct agree_comm *ac, uint64_t now)
 {
+	if (ac->role == AGREE_ROLE_NONE && ac->rankless) {
+		ac->role = AGREE_ROLE_RANKLESS; /* parent 0: it looks up the leader */
+		ac->parent = 0;
+	}
+	if (ac->role == AGREE_ROLE_RANKLESS) {
+		rankless_step(ac, now);
+		return;
+	}
 	if (ac->role == AGREE_ROLE_NONE) {
 		ac->role = atomic_load(&ac->rank) == 0 ? AGREE_ROLE_LEADER : AGREE_ROLE_FOLLOWER;
 		/* the same on every rank: n_ranks and NCCLBPF_AGREE_FANOUT (a job-wide setting) */
@@ -818,6 +841,8 @@ void agree_group_step(struct agree_comm *ac, uint64_t now)
 bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m, bool *adopt)
 {
 	(void)adopt;
+	if (ac->role == AGREE_ROLE_RANKLESS)
+		return false; /* the leader's FALLBACK: this rank fell back there already */
 	if (ac->role == AGREE_ROLE_LEADER)
 		return leader_on_msg(ac, fd, m);
 	if (ac->role == AGREE_ROLE_FOLLOWER && fd == ac->fd)
@@ -829,6 +854,13 @@ bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m
 
 void agree_group_on_close(struct agree_comm *ac, int fd)
 {
+	if (ac->role == AGREE_ROLE_RANKLESS) {
+		if (fd == ac->fd) { /* announced (or the leader is gone): nothing more to do */
+			ac->fd = -1;
+			ac->group_dead = true;
+		}
+		return;
+	}
 	if (ac->role == AGREE_ROLE_LEADER) {
 		for (uint32_t r = 1; ac->peers && r < ac->n_ranks; r++) {
 			struct agree_peer *p = ac->peers[r];
@@ -848,8 +880,11 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 						f = fs;
 				}
 				char why[80];
+				/* after this rank's own destroy, a peer's close is the job ending too */
 				snprintf(why, sizeof(why), ac->peer_bye ? "rank %u: the communicator "
-					 "was destroyed there" : "rank %u left the group", r);
+					 "was destroyed there" : atomic_load(&ac->closing) ? "rank %u "
+					 "closed its link after the communicator was destroyed here" :
+					 "rank %u left the group", r);
 				ac->peer_bye = false;
 				end_group_at(ac, f, why);
 			}
@@ -862,13 +897,18 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 			if (p && !p->gone && p->fd == fd) {
 				p->gone = true;
 				p->fd = -1;
-				agree_relay_lost_child(ac, p->rank);
+				agree_relay_lost_child(ac, p->rank, ac->peer_bye);
 			}
 		}
 		return;
 	}
 	ac->fd = -1;
-	if (ac->joined)
+	if (ac->joined && atomic_load(&ac->closing))
+		/* its own communicator was destroyed: the parent's close is the orderly end of
+		 * the job (the BYE of either side may still be in flight), not a lost member */
+		follower_lost_leader(ac, "the parent closed the link after the communicator was "
+				     "destroyed here");
+	else if (ac->joined)
 		lost_parent(ac, ac->parent == 0 ? "lost the connection to the leader" :
 			    "lost the connection to its relay");
 	else
@@ -877,6 +917,12 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 
 void agree_group_detach(struct agree_comm *ac)
 {
+	if (ac->role == AGREE_ROLE_RANKLESS && ac->fd >= 0) {
+		agree_conn_close(ac->fd);
+		ac->fd = -1;
+	}
+	if (ac->role == AGREE_ROLE_RANKLESS && ac->registered)
+		agree_hub_unregister_local(ac->comm_id); /* its notice, when this is the hub */
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->fd >= 0) {
 		agree_send_simple(ac, ac->fd, AGREE_MSG_BYE, 0, 0);
 		agree_conn_flush_close(ac->fd);

@@ -20,6 +20,9 @@
 #define AGREE_GATE_FALLBACK (1ull << 63) /* gate bit: this stream fell back */
 #define AGREE_NO_FALLBACK UINT64_MAX
 #define AGREE_MAX_COMMS 256
+#define AGREE_MAX_COMMS_STR "256"
+/* bound of a communicator destroy's wait for the service thread to say BYE */
+#define AGREE_DETACH_WAIT_MS 300
 
 struct agree_version {
 	uint64_t number;                       /* v >= 1 */
@@ -80,7 +83,10 @@ struct agree_stream {
 	struct agree_version **produced_ring;  /* produced but uncommitted versions */
 };
 
-enum agree_role { AGREE_ROLE_NONE, AGREE_ROLE_LEADER, AGREE_ROLE_FOLLOWER };
+/* RANKLESS: a member whose rank NCCL never told (ncclbpf's profiler plugin not loaded on
+ * it): it cannot join, falls back at S_1 and only announces itself to the leader so that
+ * the others fall back there too without waiting out the bound (docs/agreement.md). */
+enum agree_role { AGREE_ROLE_NONE, AGREE_ROLE_LEADER, AGREE_ROLE_FOLLOWER, AGREE_ROLE_RANKLESS };
 
 struct agree_comm {
 	uint64_t comm_id;
@@ -98,6 +104,8 @@ struct agree_comm {
 	/* [A] */
 	_Atomic bool streams_ready;            /* streams[] set up (by the tuner at seq 0) */
 	bool grouped;                          /* agreement runs (set before streams_ready) */
+	bool rankless;                         /* a member without a rank (set with grouped) */
+	bool unlisted;                         /* the registry was full: tuner-only state */
 	_Atomic uint64_t fallback_seq;         /* AGREE_NO_FALLBACK or F */
 	_Atomic bool fallback_logged;
 	_Atomic bool fallback_orderly;        /* the first fallback: a communicator destroyed */
@@ -114,6 +122,7 @@ struct agree_comm {
 	struct agree_buf out;                  /* follower: pending output */
 	struct agree_buf in;
 	uint64_t next_try_ns;                  /* follower: lookup/connect retry */
+	uint64_t announce_until_ns;            /* rankless: stop trying to reach the leader */
 	uint32_t leader_addr, leader_port;     /* follower: from the hub */
 	bool registered;                       /* leader: REGISTER acknowledged / local */
 	struct agree_peer **peers;             /* leader: by rank (NULL = not joined) */
@@ -126,6 +135,7 @@ struct agree_comm {
 	uint32_t parent;                       /* rank this one connects to (0 = leader) */
 	bool relay;                            /* has children: acts as their leader */
 	bool orphan;                           /* lost its relay: rescued by the leader */
+	bool parent_bye;                       /* the parent said BYE (an orderly end) */
 	uint32_t *kids;                        /* leader/relay: direct children */
 	uint32_t n_kids;
 	uint64_t down_fallback_sent;           /* relay: F last forwarded to its children */
@@ -184,6 +194,8 @@ void agree_group_step(struct agree_comm *ac, uint64_t now);
 /* A message for communicator ac arrived on a connection; returns false to close it. */
 bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m, bool *adopt);
 void agree_group_on_close(struct agree_comm *ac, int fd);
+/* The hub says a member of ac's communicator has no rank (AGREE_REFUSE_NORANK). */
+void agree_group_on_norank(struct agree_comm *ac);
 void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, free [S] */
 int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
@@ -194,7 +206,8 @@ void agree_conn_close(int fd);
 void agree_conn_flush_close(int fd);
 bool agree_is_hub(void);
 int agree_hub_register(struct agree_comm *ac);           /* leader */
-int agree_hub_lookup(struct agree_comm *ac);             /* follower: sends LOOKUP */
+/* follower: sends LOOKUP; -ENXIO (local hub): a member without a rank announced itself */
+int agree_hub_lookup(struct agree_comm *ac);
 uint16_t agree_listen_port(void);
 /* The hub forgets a communicator this process led (entries of other processes go when
  * their connection closes). */
@@ -222,9 +235,21 @@ void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint
 void agree_snapshot(const struct agree_stream *s, uint8_t *dst);
 void agree_end_group(struct agree_comm *ac, const char *why);
 bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m);
+/* A child's HELLO (rank_ok: its header rank is one of this node's direct children): the
+ * common checks, REFUSE or the peer entry and WELCOME. false: close the connection. */
+bool agree_admit_child(struct agree_comm *ac, int fd, const struct agree_msg *m, bool rank_ok);
+/* A direct child's (rank r, joined, on its own connection) CONTRIB / ACK / FALLBACK, at
+ * the leader and at a relay alike. false: malformed, close the connection. */
+/* The entries of a CONTRIB or PARTIAL (checked by the caller) into a child's sparse view;
+ * -ENOMEM ends the group. */
+int agree_apply_entries(struct agree_comm *ac, struct agree_sparse *view,
+			const struct agree_msg *m);
+bool agree_apply_contrib(struct agree_comm *ac, uint32_t r, const struct agree_msg *m);
+bool agree_apply_ack(struct agree_comm *ac, uint32_t r, const struct agree_msg *m);
+void agree_apply_fallback(struct agree_comm *ac, const struct agree_msg *m);
 /* relay (agree_relay.c) */
 void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b);
-void agree_relay_lost_child(struct agree_comm *ac, uint32_t r);
+void agree_relay_lost_child(struct agree_comm *ac, uint32_t r, bool orderly);
 void agree_relay_step(struct agree_comm *ac, uint64_t now);
 bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_msg *m);
 

@@ -19,13 +19,17 @@ void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b)
 }
 
 /* A child left: the relay stops acking (its ACK means "my whole subtree holds v") and
- * tells the leader, which fixes F from the relay's last ACK (leader_on_msg LOST). */
-void agree_relay_lost_child(struct agree_comm *ac, uint32_t r)
+ * tells the leader, which fixes F from the relay's last ACK (leader_on_msg LOST). orderly:
+ * the child said BYE (its communicator was destroyed), so the leader logs it at INFO. */
+void agree_relay_lost_child(struct agree_comm *ac, uint32_t r, bool orderly)
 {
-	if (ac->fd >= 0 && ac->joined) {
+	/* after this relay's own destroy its BYE follows: the leader fixes the same F from
+	 * its ACKs and logs the orderly end instead of a lost member */
+	if (ac->fd >= 0 && ac->joined && !atomic_load(&ac->closing)) {
 		struct agree_buf b = {0};
 		size_t f = agree_wire_begin(&b, AGREE_MSG_LOST, agree_my_rank(ac), ac->comm_id, ac->token);
 		agree_buf_u32(&b, r);
+		agree_buf_u32(&b, orderly ? AGREE_FALLBACK_ORDERLY : 0);
 		agree_wire_end(&b, f);
 		agree_conn_send(ac->fd, &b);
 		agree_buf_free(&b);
@@ -151,27 +155,9 @@ bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_
 {
 	uint32_t r = m->h.rank;
 	if (m->h.type == AGREE_MSG_HELLO) {
-		uint32_t reason = 0;
-		if (r >= ac->n_ranks || agree_tree_parent(r, ac->fanout) != agree_my_rank(ac) ||
-		    m->n_ranks != ac->n_ranks || ac->peers[r])
-			reason = AGREE_REFUSE_RANK;
-		else if (!agree_streams_match(ac, m))
-			reason = AGREE_REFUSE_STREAMS;
-		if (reason) {
-			AGREE_STAT(msgs_refused, 1);
-			agree_send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
-			if (reason == AGREE_REFUSE_STREAMS)
-				agree_end_group(ac, "a rank loaded different agreed maps");
+		bool ok = r < ac->n_ranks && agree_tree_parent(r, ac->fanout) == agree_my_rank(ac);
+		if (!agree_admit_child(ac, fd, m, ok))
 			return false;
-		}
-		struct agree_peer *p = calloc(1, sizeof(*p));
-		if (!p)
-			return false;
-		p->fd = fd;
-		p->rank = r;
-		ac->peers[r] = p;
-		ac->joined_count++;
-		agree_send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
 		if (atomic_load(&ac->fallback_seq) == AGREE_NO_FALLBACK)
 			relay_catch_up(ac, fd);
 		return true;
@@ -179,35 +165,12 @@ bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_
 	if (r >= ac->n_ranks || !ac->peers[r] || ac->peers[r]->gone || ac->peers[r]->fd != fd)
 		return false;
 	switch (m->h.type) {
-	case AGREE_MSG_CONTRIB: {
-		if (m->stream >= ac->n_streams)
-			return false;
-		struct agree_stream *s = &ac->streams[m->stream];
-		if (agree_wire_check_entries(m, s->desc.max_entries, s->desc.value_size) != 0)
-			return false;
-		for (uint32_t k = 0; k < m->n_entries; k++) {
-			const uint8_t *e = m->entries + (size_t)k * (4u + m->value_size);
-			uint32_t idx;
-			memcpy(&idx, e, 4);
-			if (agree_sparse_set(&s->rank_views[r], m->value_size, idx, e + 4) != 0) {
-				agree_end_group(ac, "out of memory");
-				return true;
-			}
-		}
-		if (m->number + 1 > s->rank_epochs[r])
-			s->rank_epochs[r] = m->number + 1;
-		return true;
-	}
+	case AGREE_MSG_CONTRIB:
+		return agree_apply_contrib(ac, r, m);
 	case AGREE_MSG_ACK:
-		if (m->stream >= ac->n_streams)
-			return false;
-		if (m->number > ac->streams[m->stream].rank_acked[r])
-			ac->streams[m->stream].rank_acked[r] = m->number;
-		return true;
+		return agree_apply_ack(ac, r, m);
 	case AGREE_MSG_FALLBACK: /* goes up with this relay's own (follower_step) */
-		agree_comm_fallback(ac, m->seq, m->reason & AGREE_FALLBACK_ORDERLY ?
-				    "a communicator was destroyed below" :
-				    "a rank could not agree in time");
+		agree_apply_fallback(ac, m);
 		return true;
 	case AGREE_MSG_BYE:
 		ac->peer_bye = true;

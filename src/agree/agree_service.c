@@ -265,13 +265,24 @@ static struct hub_entry *hub_find(uint64_t comm_id, uint32_t rank)
 	return NULL;
 }
 
+/* The notice of a member without a rank (AGREE_RANK_NONE, which hub_find reads as "any"). */
+static struct hub_entry *hub_find_norank(uint64_t comm_id, uint64_t token)
+{
+	for (size_t i = 0; i < hub_dir_cnt; i++)
+		if (hub_dir[i].comm_id == comm_id && hub_dir[i].rank == AGREE_RANK_NONE &&
+		    hub_dir[i].token == token)
+			return &hub_dir[i];
+	return NULL;
+}
+
 static int hub_add(uint64_t comm_id, uint32_t rank, uint64_t token, uint32_t addr,
 		   uint32_t port, int fd)
 {
 	struct hub_entry *e = hub_find(comm_id, UINT32_MAX);
 	if (e && e->token != token)
 		return -EEXIST; /* a second job with this comm: refused */
-	if (hub_find(comm_id, rank))
+	if (rank == AGREE_RANK_NONE ? hub_find_norank(comm_id, token) != NULL
+				    : hub_find(comm_id, rank) != NULL)
 		return 0;
 	if (hub_dir_cnt == HUB_DIR_MAX)
 		return -ENOSPC;
@@ -291,6 +302,8 @@ void agree_hub_unregister_local(uint64_t comm_id)
 bool agree_hub_local_lookup(uint64_t comm_id, uint32_t rank, uint64_t token, uint32_t *addr,
 			    uint32_t *port)
 {
+	if (rank == AGREE_RANK_NONE)
+		return false;
 	struct hub_entry *e = hub_find(comm_id, rank);
 	if (!e || e->token != token)
 		return false;
@@ -320,6 +333,10 @@ int agree_hub_lookup(struct agree_comm *ac)
 {
 	if (is_hub) {
 		uint32_t a, p;
+		/* a member without a rank announced itself here (it looks the leader up itself,
+		 * to tell it) */
+		if (ac->role != AGREE_ROLE_RANKLESS && hub_find_norank(ac->comm_id, ac->token))
+			return -ENXIO;
 		if (!agree_hub_local_lookup(ac->comm_id, ac->parent, ac->token, &a, &p))
 			return -EAGAIN;
 		ac->leader_addr = a;
@@ -351,7 +368,10 @@ static void hub_on_msg(struct conn *c, const struct agree_msg *m)
 		}
 		return;
 	}
-	/* LOOKUP */
+	/* LOOKUP. A member will never join: the asker ends agreement (agree_group_on_norank;
+	 * the member without a rank ignores it and uses the answer below to tell the leader) */
+	if (hub_find_norank(m->h.comm_id, m->h.token))
+		send_refuse(c->fd, &m->h, AGREE_REFUSE_NORANK);
 	struct hub_entry *e = hub_find(m->h.comm_id, m->h.rank);
 	struct hub_entry *any = hub_find(m->h.comm_id, UINT32_MAX);
 	struct agree_buf b = {0};
@@ -414,7 +434,11 @@ static bool dispatch(struct conn *c, const struct agree_msg *m)
 		return true;
 	}
 	if (c->kind == CONN_HUB) {
-		if (t == AGREE_MSG_REFUSE) {
+		if (t == AGREE_MSG_REFUSE && m->reason == AGREE_REFUSE_NORANK) {
+			struct agree_comm *ac = comm_by_id(m->h.comm_id);
+			if (ac && ac->token == m->h.token)
+				agree_group_on_norank(ac);
+		} else if (t == AGREE_MSG_REFUSE) {
 			struct agree_comm *ac = comm_by_id(m->h.comm_id);
 			if (ac && ac->role == AGREE_ROLE_LEADER)
 				agree_comm_fallback(ac, agree_first_uncommitted_seq(ac),

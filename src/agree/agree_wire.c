@@ -161,9 +161,11 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 			return bad(err, errlen, -EBADMSG, "type %u: unexpected payload", m->h.type);
 		break;
 	case AGREE_MSG_LOST:
-		if (n != 4)
+		/* rank, then optionally u32 flags (AGREE_FALLBACK_ORDERLY: it said BYE) */
+		if (n != 4 && n != 8)
 			return bad(err, errlen, -EBADMSG, "LOST: %u bytes", n);
 		m->lost = rd32(p);
+		m->reason = n == 8 ? rd32(p + 4) : 0;
 		break;
 	case AGREE_MSG_REGISTER:
 		if (n != 4)

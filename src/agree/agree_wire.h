@@ -39,12 +39,17 @@ enum agree_msg_type {
 	AGREE_MSG_TYPE_MAX
 };
 
+/* HELLO's header rank from a member that does not know its rank (ncclbpf's profiler plugin
+ * not loaded there): the leader ends agreement at its first uncommitted activation. */
+#define AGREE_RANK_NONE UINT32_MAX
+
 enum agree_refuse_reason {
 	AGREE_REFUSE_TOKEN = 1,   /* job token mismatch (another job or secret) */
 	AGREE_REFUSE_STREAMS,     /* agreed maps differ from the leader's */
 	AGREE_REFUSE_RANK,        /* rank out of range or already joined */
 	AGREE_REFUSE_NOT_LEADER,  /* this process does not lead that communicator */
 	AGREE_REFUSE_MALFORMED,
+	AGREE_REFUSE_NORANK,      /* hub -> asker: a member of that communicator has no rank */
 };
 
 struct agree_hdr {
@@ -72,7 +77,7 @@ struct agree_msg {
 	uint32_t n_ranks;                 /* HELLO */
 	uint32_t n_streams;               /* HELLO */
 	struct agree_stream_sig streams[AGREE_MAX_STREAMS];
-	uint32_t reason;                  /* REFUSE; FALLBACK: flags (AGREE_FALLBACK_ORDERLY) */
+	uint32_t reason;                  /* REFUSE; FALLBACK, LOST: flags (AGREE_FALLBACK_ORDERLY) */
 	uint64_t seq;                     /* WELCOME (fallback seq or UINT64_MAX), FALLBACK */
 	uint32_t stream;                  /* CONTRIB DATA ACK COMMIT PARTIAL */
 	uint64_t number;                  /* CONTRIB: epoch; DATA/ACK/COMMIT: version */

@@ -7,9 +7,12 @@
  * `ncclbpf decisions`.
  *
  * usage: agree_rank LIB.so RANK NRANKS STEPS [--sleep-us U] [--late-ms L] [--comm HEX]
- *                   [--bytes B] [--seed X]
+ *                   [--bytes B] [--seed X] [--no-profiler 1]
+ * --no-profiler 1: NCCL did not load ncclbpf's profiler plugin on this rank (tuner only,
+ * so the plugin never learns the rank: docs/agreement.md "A rank without the profiler").
  * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,7 @@ int main(int argc, char **argv)
 	int rank = atoi(argv[2]), n_ranks = atoi(argv[3]);
 	long steps = atol(argv[4]);
 	unsigned long sleep = 0, late_ms = 0;
+	bool no_profiler = false;
 	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1;
 	for (int i = 5; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--sleep-us"))
@@ -60,6 +64,8 @@ int main(int argc, char **argv)
 			bytes = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--seed"))
 			seed = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--no-profiler"))
+			no_profiler = atoi(argv[i + 1]) != 0;
 	}
 	if (rank < 0 || rank >= n_ranks || steps <= 0)
 		return 2;
@@ -73,14 +79,16 @@ int main(int argc, char **argv)
 	}
 	struct ph_host h;
 	char err[256];
-	if (ph_open(&h, lib, 6, err, sizeof(err)) != 0) {
-		fprintf(stderr, "rank %d: load profiler: %s\n", rank, err);
-		return 1;
-	}
 	int n_nodes = n_ranks;
 	struct ph_comm pc;
-	if (ph_comm_init(&h, &pc, comm, "agree", n_nodes, n_ranks, rank) != 0)
-		return 1;
+	if (!no_profiler) {
+		if (ph_open(&h, lib, 6, err, sizeof(err)) != 0) {
+			fprintf(stderr, "rank %d: load profiler: %s\n", rank, err);
+			return 1;
+		}
+		if (ph_comm_init(&h, &pc, comm, "agree", n_nodes, n_ranks, rank) != 0)
+			return 1;
+	}
 	struct mock_comm mc;
 	if (mock_comm_init(&m, &mc, comm, n_ranks, n_nodes) != 0)
 		return 1;
@@ -96,15 +104,18 @@ int main(int argc, char **argv)
 		struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo, .proto = proto,
 				    .n_channels = ch,
 				    .gpu_ns = synth_latency(rank, ch, (uint64_t)s, seed)};
-		ph_coll_run(&pc, &k);
+		if (!no_profiler)
+			ph_coll_run(&pc, &k);
 		if (sleep)
 			sleep_us(sleep);
 	}
-	ph_comm_finalize(&pc);
+	if (!no_profiler)
+		ph_comm_finalize(&pc);
 	mock_comm_finalize(&mc);
 	printf("rank %d done: %ld collectives\n", rank, steps);
 	fflush(stdout);
-	ph_close(&h);
+	if (!no_profiler)
+		ph_close(&h);
 	mock_nccl_unload(&m);
 	return 0;
 }

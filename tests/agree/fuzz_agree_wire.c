@@ -43,7 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (agree_wire_check_entries(&m, VIEW_ENTRIES, VIEW_VALUE + 8) == 0)
 				agree_wire_apply(part, VIEW_VALUE + 8, &m);
 		}
-		if (m.h.type == AGREE_MSG_LOST && m.h.length != 4)
+		/* LOST: rank, optionally u32 flags (only then a non-zero reason) */
+		if (m.h.type == AGREE_MSG_LOST && ((m.h.length != 4 && m.h.length != 8) ||
+						   (m.h.length == 4 && m.reason != 0)))
 			abort();
 		if (m.h.type == AGREE_MSG_HELLO) {
 			struct agree_buf b = {0};

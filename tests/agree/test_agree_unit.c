@@ -378,9 +378,14 @@ static void test_wire_tree_messages(void)
 	agree_buf_u32(&b, 5);
 	agree_wire_end(&b, f);
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
-	CHECK(m.h.type == AGREE_MSG_LOST && m.lost == 5);
-	agree_buf_u32(&b, 0); /* 8 bytes of payload */
+	CHECK(m.h.type == AGREE_MSG_LOST && m.lost == 5 && m.reason == 0);
+	/* optional flags: the lost child said BYE (an orderly end, logged at INFO) */
+	agree_buf_u32(&b, AGREE_FALLBACK_ORDERLY); /* 8 bytes of payload */
 	memcpy(b.p + 8, (uint32_t[]){8}, 4);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.lost == 5 && m.reason == AGREE_FALLBACK_ORDERLY);
+	agree_buf_u32(&b, 0); /* 12 bytes of payload */
+	memcpy(b.p + 8, (uint32_t[]){12}, 4);
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
 	agree_buf_free(&b);
 }

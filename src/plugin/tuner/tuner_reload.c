@@ -75,6 +75,15 @@ static uint64_t req_handled, req_own;    /* control thread only */
 static bool adopting;                    /* control thread: staging another rank's request */
 static uint64_t adopting_content;
 
+/* Communicators that found every reload slot taken. A multi-rank one among them cannot
+ * switch at an agreed collective (its gate would keep the old chain until the local commit,
+ * a different collective on every rank), so while one is live, reloads of this process are
+ * not staged (ops_begin) and a tuner reload is refused unless forced, like without the
+ * agreement layer. Counted for `ctl status` (agreement section); logged once. */
+static _Atomic uint64_t slots_exhausted;  /* communicators that got no slot, ever */
+static _Atomic uint32_t unmanaged_live;   /* live multi-rank ones among them */
+static _Atomic bool exhausted_logged;
+
 static void withdraw(uint64_t comm_id)
 {
 	static const uint64_t zero[REQ_WORDS];
@@ -127,7 +136,19 @@ static int ops_begin(uint64_t version, uint64_t content, void *arg)
 			    (unsigned long long)content, (unsigned long long)adopting_content);
 		return 0;
 	}
+	/* checked under the lock that stages: no communicator opens in between */
 	pthread_mutex_lock(&slot_lock);
+	uint32_t unmanaged = atomic_load(&unmanaged_live);
+	if (unmanaged) {
+		pthread_mutex_unlock(&slot_lock);
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING, "reload version %llu: not "
+			    "staged across ranks: %u multi-rank communicator(s) of this process "
+			    "have no reload slot (all %d in use) and cannot switch at an agreed "
+			    "collective; a tuner reload is refused unless forced, so every rank "
+			    "keeps the old tuner policy (the others abandon it after the window)",
+			    (unsigned long long)version, unmanaged, RELOAD_SLOTS);
+		return 0;
+	}
 	for (int i = 0; i < RELOAD_SLOTS; i++) {
 		struct reload_slot *s = &slots[i];
 		if (!atomic_load(&s->comm_id) || atomic_load(&s->n_ranks) < 2)
@@ -217,6 +238,8 @@ static void agreement_status(struct runtime_status_emit *e)
 	e->u64(e, "msgs_refused", st.msgs_refused);
 	e->u64(e, "epochs_reduced", st.epochs_reduced);
 	e->u64(e, "decisions_logged", st.decisions_logged);
+	e->u64(e, "reload_slots_exhausted", atomic_load(&slots_exhausted));
+	e->u64(e, "reload_unmanaged_comms", atomic_load(&unmanaged_live));
 }
 
 /* Control thread: a request another rank published (tuner_reload_watch handed it over). */
@@ -336,13 +359,32 @@ void tuner_reload_comm_open(struct tuner_comm *tc)
 			break;
 		}
 	}
+	if (tc->reload_slot < 0) {
+		atomic_fetch_add(&slots_exhausted, 1);
+		if (tc->n_ranks >= 2)
+			atomic_fetch_add(&unmanaged_live, 1);
+	}
 	pthread_mutex_unlock(&slot_lock);
+	if (tc->reload_slot >= 0)
+		return;
+	if (!atomic_exchange(&exhausted_logged, true))
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
+			    "NCCLBPF_RELOAD_AGREE: all %d reload slots are in use: communicator "
+			    "0x%llx (%u ranks) and any further one get none; while such a "
+			    "multi-rank communicator is live, tuner reloads of this process are "
+			    "refused unless forced (they could not switch at the same collective on "
+			    "every rank). Counted in `ncclbpf ctl status` (reload_slots_exhausted); "
+			    "logged once", RELOAD_SLOTS, (unsigned long long)tc->comm_id, tc->n_ranks);
 }
 
 void tuner_reload_comm_close(struct tuner_comm *tc)
 {
-	if (tc->reload_slot < 0)
+	if (tc->reload_slot < 0) {
+		/* the same test as at open: enabled and comm_id do not change, nor n_ranks */
+		if (enabled && tc->comm_id && tc->n_ranks >= 2)
+			atomic_fetch_sub(&unmanaged_live, 1);
 		return;
+	}
 	pthread_mutex_lock(&slot_lock);
 	struct reload_slot *s = &slots[tc->reload_slot];
 	/* a communicator leaving mid-activation counts as having kept the old policy */

@@ -1,0 +1,42 @@
+/* Agreement test policy (tests/agree/run_agree.sh, scenarios no_profiler*): a closed-loop
+ * policy with a prior. Until the ranks agreed on a measurement it runs 2 channels (not
+ * NCCL's choice), then half the widest channel count any rank saw NCCL run. With version 0
+ * (all zeros) it therefore decides differently from NCCL's defaults, so a rank that reads
+ * zeros while the others fell back diverges - what a rank without ncclbpf's profiler plugin
+ * did before it learned to fall back with the others. */
+#include <ncclbpf/policy.h>
+
+struct seen {
+	__u64 ch; /* widest channel count NCCL ran (max over ranks) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seen);
+	__uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, 6)); /* K = 64 */
+} prior_seen SEC(".maps");
+
+SEC("profiler") int prior_record(struct ncclbpf_profiler_ctx *ctx)
+{
+	__u32 k = 0;
+	struct seen *e = bpf_map_lookup_elem(&prior_seen, &k);
+	if (e && ctx->n_channels > e->ch)
+		e->ch = ctx->n_channels;
+	return 0;
+}
+
+SEC("tuner") int prior_tuner(struct ncclbpf_tuner_ctx *ctx)
+{
+	__u32 k = 0;
+	struct seen *e = bpf_map_lookup_elem(&prior_seen, &k);
+	if (!e || e->ch == 0) {
+		ctx->n_channels = 2; /* the prior */
+		return 0;
+	}
+	ctx->n_channels = e->ch >= 2 && e->ch <= 64 ? (__s32)(e->ch / 2) : 1;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
