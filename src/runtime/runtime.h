@@ -231,12 +231,15 @@ struct ncclbpf_map {
 };
 
 struct ncclbpf_program {
-	/* The decision path's fast case, first so it shares one cache line: JIT code of a hook
-	 * with a fixed context size, called directly by ncclbpf_program_run (NULL otherwise);
-	 * fast_entry when the code cannot fault (no fault record needed). */
+	/* The decision path's fast case, first so it shares one cache line. JIT code of a hook
+	 * with a fixed context size that can neither fault nor needs a map epoch has
+	 * fast_store (ncclbpf_program_run tail-calls it: it stores r0 itself and returns 0)
+	 * and fast_entry (the same code returning r0: runtime_program_run_direct). fast: JIT
+	 * code of such a hook that may fault (a fault record per call). All NULL otherwise. */
+	vm_jit_store_fn fast_store;
+	uint32_t fast_ctx_size;
 	vm_jit_fn fast_entry;
 	vm_jit_run_fn fast;
-	uint32_t fast_ctx_size;
 	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
 	struct ncclbpf_object *obj;
 	const struct nb_program *nbp;   /* the loader's program (unlinked instructions) */
@@ -294,6 +297,34 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
  * needs no maps created (`ncclbpf disasm`). */
 int runtime_disasm_loader_program(const struct nb_program *p, const struct nb_map_def *maps,
 				  size_t map_cnt, char *buf, size_t buflen);
+
+/* The decision path of a caller that passes its own context of the hook's size (the tuner
+ * shim): JIT code that can neither fault nor needs an epoch, called directly (no exported
+ * call, no PLT, no checks it already knows hold). Anything else goes to
+ * ncclbpf_program_run. Same results and error reporting as ncclbpf_program_run. */
+static inline int runtime_program_run_direct(const struct ncclbpf_program *prog, void *ctx,
+					     size_t ctx_size, uint64_t *ret, char *err,
+					     size_t errlen)
+{
+	if (__builtin_expect(prog->fast_entry != NULL && ctx_size == prog->fast_ctx_size, 1)) {
+		*ret = prog->fast_entry((uint64_t)(uintptr_t)ctx, ctx_size);
+		return 0;
+	}
+	return ncclbpf_program_run(prog, ctx, ctx_size, ret, err, errlen);
+}
+
+/* How ncclbpf_program_run runs a prepared program (`ncclbpf verify --stats`, tests). */
+enum runtime_run_path {
+	RUNTIME_RUN_UNPREPARED = 0,
+	RUNTIME_RUN_JIT_DIRECT,     /* tail call of the store entry: no checks beyond the call's */
+	RUNTIME_RUN_JIT_FAULT_REC,  /* JIT code that may fault: a fault record per call */
+	RUNTIME_RUN_JIT_EPOCH,      /* JIT code inside a map epoch (hash/LRU maps) */
+	RUNTIME_RUN_JIT_RAW_MEMORY, /* JIT code of a raw-memory hook (size checks per call) */
+	RUNTIME_RUN_INTERPRETER,
+	RUNTIME_RUN_CHECKED,        /* checked interpreter (unverified or asked for) */
+};
+enum runtime_run_path runtime_program_run_path(const struct ncclbpf_program *prog);
+const char *runtime_run_path_name(enum runtime_run_path path);
 
 /* Frees a program's prepared state (linked copy, JIT image); it must not be running. */
 void runtime_program_release(struct ncclbpf_program *prog);
