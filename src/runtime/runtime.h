@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maps/epoch_fast.h"
 #include "ncclbpf/ncclbpf.h"
 #include "verifier/hooks.h"
 
@@ -62,6 +63,9 @@ struct nb_hook_chain {
 	/* Activation across ranks (runtime_chain_for): while non-zero, each communicator keeps
 	 * `prev` until the activation layer names the collective seq at which it switches. */
 	_Atomic uint32_t gated;
+	/* one program whose JIT code runs as a plain call (fast_entry) and reads no agreed map:
+	 * the tuner's straight path (set by registry_publish; immutable) */
+	bool direct;
 	const struct nb_hook_chain *prev;
 	/* registry bookkeeping, under its lock */
 	struct nb_hook_chain *retired_next;
@@ -115,19 +119,17 @@ void runtime_registry_stats(struct runtime_registry_stats *out);
 
 /* ---- the decision path ---- */
 extern _Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT];
-void map_epoch_enter(void);
-void map_epoch_exit(void);
 
 /* Enters a reader section and returns the hook's chain (NULL when nothing is attached). The
  * chain stays valid until runtime_chain_exit. No lock, no allocation; sections nest. */
 static inline const struct nb_hook_chain *runtime_chain_enter(enum nb_hook_type hook)
 {
-	map_epoch_enter();
+	map_epoch_enter_fast();
 	return atomic_load_explicit(&runtime_hook_slots[hook], memory_order_acquire);
 }
 static inline void runtime_chain_exit(void)
 {
-	map_epoch_exit();
+	map_epoch_exit_fast();
 }
 
 /* Chain to run for collective `seq` of communicator `comm_id`: c itself, unless c is gated
@@ -241,6 +243,7 @@ struct ncclbpf_program {
 	vm_jit_fn fast_entry;
 	vm_jit_run_fn fast;
 	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
+	bool uses_agreed;               /* references an agreed map (its reads need a binding) */
 	struct ncclbpf_object *obj;
 	const struct nb_program *nbp;   /* the loader's program (unlinked instructions) */
 	int section_hook;               /* enum nb_hook_type, or -1 when the section names none */

@@ -118,8 +118,10 @@ static int cmp_u32(const void *a, const void *b)
 static native_policy_fn native_fn;
 struct native_comm {
 	uint64_t comm_id;
-	uint32_t n_ranks, n_nodes;
-	uint64_t seq[NCCLBPF_NUM_COLLS];
+	uint32_t n_ranks, n_nodes, ranks_per_node;
+	struct nb_nccl_nvl_domain_info_v5 nvl;
+	bool pin; /* NCCLBPF_TUNER_SYM, as the plugin reads it */
+	uint64_t seq[NCCLBPF_NUM_COLLS], comm_seq;
 };
 
 static int native_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
@@ -127,20 +129,28 @@ static int native_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_no
 		       struct nb_nccl_tuner_constants_v5 *constants)
 {
 	(void)log;
-	(void)nvl;
 	(void)constants;
 	struct native_comm *c = calloc(1, sizeof(*c));
 	if (c) {
 		c->comm_id = comm_id;
 		c->n_ranks = (uint32_t)n_ranks;
 		c->n_nodes = (uint32_t)n_nodes;
+		c->ranks_per_node = n_nodes && n_ranks % n_nodes == 0 ? (uint32_t)(n_ranks / n_nodes)
+								       : 0;
+		if (nvl)
+			c->nvl = *nvl;
+		c->pin = tuner_sym_mode_parse(getenv("NCCLBPF_TUNER_SYM")) != 0;
 	}
 	*ctx = c;
 	return 0;
 }
 
 /* Mirrors tuner_get_coll_info (src/plugin/tuner/tuner_core.c) with the eBPF run replaced by a
- * direct call of the native policy. */
+ * direct call of the native policy: the same context, the same translation, including the
+ * pinning of NCCL's own choice when the policy keeps it (tuner.h "pinning": a native
+ * policy must do it too, or NCCL 2.31 may call twice for one collective). Before
+ * 2026-11-26 this shim did not pin, so "noop" compared a pinned decision with an unpinned
+ * one (~25-30 ns of the reported overhead was that). */
 static int native_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
 				float **cost_table, int num_algo, int num_proto, int reg_buff,
 				int *n_channels)
@@ -162,14 +172,25 @@ static int native_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int nu
 	int max_ch = tc->comm_id ? comm_channels_get(tc->comm_id) : 0;
 	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
 	c.abi_version = 5;
-	tuner_ctx_fill(&c, table, num_algo, num_proto);
+	struct tuner_fill_info fill;
+	tuner_ctx_fill_info(&c, table, num_algo, num_proto, &fill);
+	c.comm_seq = tc->comm_seq++;
+	c.n_nvl_domains = (uint32_t)tc->nvl.n_nvl_domains;
+	c.min_ranks_per_nvl_domain = (uint32_t)tc->nvl.min_ranks_per_nvl_domain;
+	c.max_ranks_per_nvl_domain = (uint32_t)tc->nvl.max_ranks_per_nvl_domain;
+	c.ranks_per_node = tc->ranks_per_node;
 	native_fn(&c);
 	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
-	    c.n_channels == NCCLBPF_CHANNELS_KEEP)
+	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
+		if (tc->pin)
+			tuner_pin_filled(table, num_algo, num_proto, &fill);
 		return 0;
+	}
 	struct tuner_applied applied;
 	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
 			&applied);
+	if (applied.algo < 0 && tc->pin)
+		tuner_pin_filled(table, num_algo, num_proto, &fill);
 	return 0;
 }
 
