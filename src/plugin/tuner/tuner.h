@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/nccl_tuner_abi.h"
@@ -77,6 +78,22 @@ struct tuner_applied {
  * table is float[num_algo][num_proto]; entries beyond 7x3 are ignored, missing ones -1. */
 void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
 		    int num_proto);
+/* Whether the outputs are still all KEEP. algo and proto are read as one 8-byte word, the
+ * way the fill writes them (tuner_ctx_fill_info): a load spanning two smaller stores cannot
+ * be forwarded from the store buffer and stalls (~10 cycles on every decision that keeps
+ * NCCL's choice, measured). */
+_Static_assert(NCCLBPF_ALGO_KEEP == -1 && NCCLBPF_PROTO_KEEP == -1 && NCCLBPF_CHANNELS_KEEP == 0,
+	       "KEEP encodings");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, proto) ==
+		       offsetof(struct ncclbpf_tuner_ctx, algo) + 4,
+	       "algo, proto adjacent");
+static inline bool tuner_ctx_keeps(const struct ncclbpf_tuner_ctx *c)
+{
+	uint64_t algo_proto;
+	memcpy(&algo_proto, &c->algo, sizeof(algo_proto));
+	return algo_proto == ~0ull && c->n_channels == NCCLBPF_CHANNELS_KEEP;
+}
+
 /* The same, and what pinning needs from the same pass over the table: NCCL's general
  * choice (tuner_general_best) and, for an exactly 7x3 table, which entries are +-0. */
 struct tuner_fill_info {

@@ -226,8 +226,7 @@ static inline __attribute__((always_inline)) bool tuner_apply(struct tuner_comm 
 						  memory_order_relaxed) != chain->version, 0))
 		atomic_store_explicit(&tc->stats.chain_version, chain->version,
 				      memory_order_relaxed);
-	if (c->algo == NCCLBPF_ALGO_KEEP && c->proto == NCCLBPF_PROTO_KEEP &&
-	    c->n_channels == NCCLBPF_CHANNELS_KEEP) {
+	if (tuner_ctx_keeps(c)) {
 		runtime_chain_exit();
 		if (tc->pin) /* the table is as the fill read it */
 			tuner_pin_filled(table, num_algo, num_proto, fill);

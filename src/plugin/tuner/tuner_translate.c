@@ -38,8 +38,9 @@ static inline int entry_available(float v)
 
 static void ctx_fill_outputs(struct ncclbpf_tuner_ctx *ctx)
 {
-	ctx->algo = NCCLBPF_ALGO_KEEP;
-	ctx->proto = NCCLBPF_PROTO_KEEP;
+	/* algo and proto (both KEEP = -1) as one word: tuner_ctx_keeps reads them so */
+	const uint64_t keep2 = ~0ull;
+	memcpy(&ctx->algo, &keep2, sizeof(keep2));
 	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
 	ctx->comm_seq = 0;
 }
