@@ -100,8 +100,8 @@ static void epoch_atfork_child(void)
 			      memory_order_relaxed);
 	for (struct epoch_record *rec = atomic_load_explicit(&records, memory_order_relaxed); rec;
 	     rec = atomic_load_explicit(&rec->next, memory_order_relaxed)) {
-		if (rec == tls.rec)
-			continue;
+		if (rec == tls.rec || rec->object)
+			continue; /* ours, or an object's: the object lives on in the child */
 		atomic_store_explicit(&rec->epoch, 0, memory_order_relaxed);
 		atomic_store_explicit(&rec->in_use, false, memory_order_relaxed);
 	}
@@ -114,9 +114,9 @@ static void epoch_init_once(void)
 	use_membarrier = membarrier_setup();
 }
 
-/* Slow path, once per thread: take a free record or allocate one. Returns NULL only if
- * malloc fails; the caller then runs without a record (see map_epoch_enter). */
-static __attribute__((noinline)) struct epoch_record *epoch_register(void)
+/* Takes a free record or allocates one, for a thread or an object. NULL only if malloc
+ * fails. */
+static struct epoch_record *record_take(bool object)
 {
 	struct epoch_record *rec;
 
@@ -137,9 +137,36 @@ static __attribute__((noinline)) struct epoch_record *epoch_register(void)
 			atomic_fetch_add_explicit(&record_count, 1, memory_order_relaxed);
 		}
 	}
-	if (rec)
+	if (rec) {
+		rec->object = object;
 		atomic_store_explicit(&rec->in_use, true, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&register_lock);
+	return rec;
+}
+
+struct epoch_record *map_epoch_record_acquire(void)
+{
+	return record_take(true);
+}
+
+void map_epoch_record_release(struct epoch_record *rec)
+{
+	if (!rec)
+		return;
+	pthread_mutex_lock(&register_lock);
+	atomic_store_explicit(&rec->epoch, 0, memory_order_release);
+	rec->object = false;
+	atomic_store_explicit(&rec->in_use, false, memory_order_release);
+	pthread_mutex_unlock(&register_lock);
+}
+
+/* Slow path, once per thread: take a free record or allocate one. Returns NULL only if
+ * malloc fails; the caller then runs without a record (see map_epoch_enter). */
+static __attribute__((noinline)) struct epoch_record *epoch_register(void)
+{
+	struct epoch_record *rec = record_take(false);
+
 	if (rec) {
 		tls.rec = rec;
 		if (exit_key_ok)

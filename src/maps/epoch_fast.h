@@ -12,10 +12,12 @@
 
 struct epoch_record {
 	_Atomic uint64_t epoch;      /* 0 = not in a critical section */
-	atomic_bool in_use;          /* owned by a live thread */
+	atomic_bool in_use;          /* owned by a live thread (or an object, below) */
+	bool object;                 /* owned by an object (map_epoch_record_acquire) */
 	_Atomic(struct epoch_record *) next; /* global list, append-only */
 	char pad[64 - 24];           /* one record per cache line: no false sharing */
 };
+_Static_assert(sizeof(struct epoch_record) == 64, "one record per cache line");
 
 struct epoch_tls {
 	struct epoch_record *rec;
@@ -39,6 +41,24 @@ static inline void map_epoch_publish(struct epoch_record *rec)
 		atomic_signal_fence(memory_order_seq_cst);
 	else
 		atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* A record of its own for an object whose read sections never overlap one another (a
+ * tuner communicator: NCCL serializes getCollInfo per communicator). Its sections are one
+ * store each way: no thread-local lookup, no nesting count. Sections on it do not nest with
+ * the thread's (both are scanned; either keeps what it read alive). NULL when out of memory
+ * (use the thread's sections). Kept across fork() (the object lives on in the child). */
+struct epoch_record *map_epoch_record_acquire(void);
+void map_epoch_record_release(struct epoch_record *rec);
+
+static inline void map_epoch_record_enter(struct epoch_record *rec)
+{
+	map_epoch_publish(rec);
+}
+
+static inline void map_epoch_record_exit(struct epoch_record *rec)
+{
+	atomic_store_explicit(&rec->epoch, 0, memory_order_release);
 }
 
 static inline void map_epoch_enter_fast(void)

@@ -132,6 +132,9 @@ struct tuner_comm {
 	/* decisions may take the straight path (tuner_core.c comm_straight): no inner plugin,
 	 * no metrics, no reload agreement, a passive agreement layer */
 	bool straight;
+	/* this communicator's own epoch record: getCollInfo's chain sections are one store
+	 * each way (NULL: out of memory, the thread's sections are used) */
+	struct epoch_record *epoch;
 	/* from init (v5+), 0 = unknown */
 	uint32_t n_nvl_domains, min_ranks_per_nvl_domain, max_ranks_per_nvl_domain;
 	bool pin; /* NCCLBPF_TUNER_SYM=pin (default) */
