@@ -255,8 +255,9 @@ void registry_publish(struct nb_hook_chain *chains[NB_HOOK_COUNT], unsigned mask
 		}
 		if (c) {
 			c->version = version;
-			c->direct = c->len == 1 && c->items[0].prog && c->items[0].prog->fast_entry &&
-				    !c->items[0].prog->uses_agreed;
+			c->direct_entry = c->len == 1 && c->items[0].prog &&
+						  !c->items[0].prog->uses_agreed
+					  ? c->items[0].prog->fast_entry : NULL;
 			if (gated && old != c) {
 				c->prev = old;
 				atomic_store_explicit(&c->gated, 1, memory_order_relaxed);

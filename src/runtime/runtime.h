@@ -63,9 +63,10 @@ struct nb_hook_chain {
 	/* Activation across ranks (runtime_chain_for): while non-zero, each communicator keeps
 	 * `prev` until the activation layer names the collective seq at which it switches. */
 	_Atomic uint32_t gated;
-	/* one program whose JIT code runs as a plain call (fast_entry) and reads no agreed map:
-	 * the tuner's straight path (set by registry_publish; immutable) */
-	bool direct;
+	/* one program whose JIT code runs as a plain call (its fast_entry) and reads no agreed
+	 * map: that entry, for the tuner's straight path; NULL otherwise (set by
+	 * registry_publish; immutable) */
+	uint64_t (*direct_entry)(uint64_t ctx, uint64_t ctx_size);
 	const struct nb_hook_chain *prev;
 	/* registry bookkeeping, under its lock */
 	struct nb_hook_chain *retired_next;

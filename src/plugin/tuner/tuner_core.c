@@ -58,29 +58,6 @@ void tuner_note_issue(enum tuner_issue issue, const char *label, const char *det
 
 static bool comm_straight(const struct tuner_comm *tc);
 
-/* getCollInfo's section (the chain stays valid until the exit: a reload frees it only
- * after). On the communicator's own epoch record: NCCL serializes getCollInfo per
- * communicator (the per-comm seq counters rely on it too), so its sections never overlap,
- * and one store each way replaces the thread's nesting count and TLS lookups (~1 ns per
- * decision, measured). */
-static inline const struct nb_hook_chain *comm_chain_enter(const struct tuner_comm *tc)
-{
-	if (__builtin_expect(tc->epoch != NULL, 1)) {
-		map_epoch_record_enter(tc->epoch);
-		return atomic_load_explicit(&runtime_hook_slots[NB_HOOK_TUNER],
-					    memory_order_acquire);
-	}
-	return runtime_chain_enter(NB_HOOK_TUNER);
-}
-
-static inline void comm_chain_exit(const struct tuner_comm *tc)
-{
-	if (__builtin_expect(tc->epoch != NULL, 1))
-		map_epoch_record_exit(tc->epoch);
-	else
-		runtime_chain_exit();
-}
-
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out)
 {
@@ -120,8 +97,8 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->metrics = metrics_tuner_open(comm_id);
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
 	tuner_reload_comm_open(tc);
-	tc->straight = comm_straight(tc); /* recomputed after each general-path decision */
 	tc->epoch = map_epoch_record_acquire();
+	tc->straight = comm_straight(tc); /* recomputed after each general-path decision */
 	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
@@ -202,14 +179,15 @@ static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t
 	*comm_seq = tc->comm_seq++;
 }
 
-/* A communicator whose decisions may take the straight path when its chain allows it: no
- * inner plugin, no metrics, no reload agreement, and an agreement layer with nothing to do
- * (agree_tuner_passive). Once true it stays true (inner, metrics and the reload slot are
+/* A communicator whose decisions may take the straight path when its chain allows it: its
+ * own epoch record, no inner plugin, no metrics, no reload agreement, and an agreement layer
+ * with nothing to do (agree_tuner_passive). Once true it stays true (inner, metrics and the reload slot are
  * fixed at init, passive never reverts): computed at init and after general-path
  * decisions until it holds. */
 static bool comm_straight(const struct tuner_comm *tc)
 {
-	return !tc->inner && !tc->metrics && tc->reload_slot < 0 && agree_tuner_passive(tc->agree);
+	return tc->epoch && !tc->inner && !tc->metrics && tc->reload_slot < 0 &&
+	       agree_tuner_passive(tc->agree);
 }
 
 /* The inputs every path fills the same way (the constant ones precomputed at init). */
@@ -241,6 +219,16 @@ static inline void ctx_fill_inputs(struct ncclbpf_tuner_ctx *c, const struct tun
 /* After the chain ran (inside its section): applies the decision, leaves the section, logs
  * it. straight: the straight path (no decision log: agree_tuner_passive). Returns whether
  * a policy changed the table or the channel count. */
+/* Leaves the decision's section: the communicator's record (straight path) or the
+ * thread's. */
+static inline void apply_exit(const struct tuner_comm *tc, bool straight)
+{
+	if (straight)
+		map_epoch_record_exit(tc->epoch);
+	else
+		runtime_chain_exit();
+}
+
 static inline __attribute__((always_inline)) bool tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 			       const struct ncclbpf_tuner_ctx *c,
 			       const struct tuner_fill_info *fill, uint64_t comm_seq,
@@ -252,7 +240,7 @@ static inline __attribute__((always_inline)) bool tuner_apply(struct tuner_comm 
 		atomic_store_explicit(&tc->stats.chain_version, chain->version,
 				      memory_order_relaxed);
 	if (tuner_ctx_keeps(c)) {
-		comm_chain_exit(tc);
+		apply_exit(tc, straight);
 		if (tc->pin) /* the table is as the fill read it */
 			tuner_pin_filled(table, num_algo, num_proto, fill);
 		if (!straight)
@@ -274,7 +262,7 @@ static inline __attribute__((always_inline)) bool tuner_apply(struct tuner_comm 
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
-	comm_chain_exit(tc);
+	apply_exit(tc, straight);
 	if (!straight)
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo,
 				   applied.proto, applied.n_channels);
@@ -305,20 +293,31 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	atomic_store_explicit(&tc->stats.calls, comm_seq + 1, memory_order_relaxed);
 	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
 	float *table = (float *)cost_table;
-	/* The chain stays valid until comm_chain_exit (a reload frees it only after). */
-	const struct nb_hook_chain *chain = comm_chain_enter(tc);
-	if (__builtin_expect(tc->straight && chain && chain->direct &&
-			     !atomic_load_explicit(&chain->gated, memory_order_relaxed), 1)) {
-		struct ncclbpf_tuner_ctx c;
-		struct tuner_fill_info fill;
-		ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table,
-				num_algo, num_proto, &fill);
-		c.comm_seq = comm_seq;
-		chain->items[0].prog->fast_entry((uint64_t)(uintptr_t)&c, sizeof(c));
-		tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
-			    num_proto, n_channels, true);
-		return NB_NCCL_SUCCESS;
+	if (__builtin_expect(tc->straight, 1)) {
+		/* The chain stays valid until the section ends (a reload frees it only after). The
+		 * section is on the communicator's own epoch record (a straight communicator has
+		 * one): NCCL serializes getCollInfo per communicator (the seq counters rely on it
+		 * too), so its sections never overlap, and one store each way replaces the thread's
+		 * nesting count and TLS lookups (~1 ns per decision, measured). */
+		map_epoch_record_enter(tc->epoch);
+		const struct nb_hook_chain *chain =
+			atomic_load_explicit(&runtime_hook_slots[NB_HOOK_TUNER], memory_order_acquire);
+		if (__builtin_expect(chain && chain->direct_entry &&
+				     !atomic_load_explicit(&chain->gated, memory_order_relaxed), 1)) {
+			struct ncclbpf_tuner_ctx c;
+			struct tuner_fill_info fill;
+			ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table,
+					num_algo, num_proto, &fill);
+			c.comm_seq = comm_seq;
+			chain->direct_entry((uint64_t)(uintptr_t)&c, sizeof(c));
+			tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
+				    num_proto, n_channels, true);
+			return NB_NCCL_SUCCESS;
+		}
+		map_epoch_record_exit(tc->epoch);
 	}
+	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
 	bool changed = tuner_decide_general(tc, chain, seq, comm_seq, coll_type, n_bytes,
 					    num_pipe_ops, table, num_algo, num_proto, reg_buff,
 					    n_channels);
@@ -343,7 +342,7 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 		chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops,
 				      table, num_algo, num_proto, reg_buff, n_channels);
 	if (!chain) {
-		comm_chain_exit(tc);
+		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return false;
 	}
@@ -352,7 +351,7 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 	 * NCCL 2.31 cannot call again for this collective) */
 	if (agree_tuner_begin(tc->agree, comm_seq) == AGREE_FALLBACK) {
 		agree_tuner_end();
-		comm_chain_exit(tc);
+		runtime_chain_exit();
 		if (tc->pin)
 			tuner_pin(table, num_algo, num_proto);
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
@@ -366,7 +365,7 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 		tuner_reload_watch(tc, comm_seq);
 	if (!chain || chain->len == 0) {
 		agree_tuner_end();
-		comm_chain_exit(tc);
+		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
 		return false;
 	}
