@@ -392,7 +392,8 @@ static int bench_decision(const char *policy, native_policy_fn fn, unsigned batc
 			return -1;
 	}
 	for (int i = 0; i < N_TABLES; i++) { /* the same decisions */
-		float t0[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS], t1[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS];
+		float t0[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS];
+		float t1[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS];
 		int n0 = 0, n1 = 0;
 		memcpy(t0, w[i].table, sizeof(t0));
 		memcpy(t1, w[i].table, sizeof(t1));

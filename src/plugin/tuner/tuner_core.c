@@ -181,9 +181,9 @@ static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t
 
 /* A communicator whose decisions may take the straight path when its chain allows it: its
  * own epoch record, no inner plugin, no metrics, no reload agreement, and an agreement layer
- * with nothing to do (agree_tuner_passive). Once true it stays true (inner, metrics and the reload slot are
- * fixed at init, passive never reverts): computed at init and after general-path
- * decisions until it holds. */
+ * with nothing to do (agree_tuner_passive). Once true it stays true (record, inner, metrics
+ * and reload slot are fixed at init, passive never reverts): computed at init and after
+ * general-path decisions until it holds. */
 static bool comm_straight(const struct tuner_comm *tc)
 {
 	return tc->epoch && !tc->inner && !tc->metrics && tc->reload_slot < 0 &&
@@ -216,9 +216,6 @@ static inline void ctx_fill_inputs(struct ncclbpf_tuner_ctx *c, const struct tun
 	c->ranks_per_node = tc->ranks_per_node;
 }
 
-/* After the chain ran (inside its section): applies the decision, leaves the section, logs
- * it. straight: the straight path (no decision log: agree_tuner_passive). Returns whether
- * a policy changed the table or the channel count. */
 /* Leaves the decision's section: the communicator's record (straight path) or the
  * thread's. */
 static inline void apply_exit(const struct tuner_comm *tc, bool straight)
@@ -229,11 +226,14 @@ static inline void apply_exit(const struct tuner_comm *tc, bool straight)
 		runtime_chain_exit();
 }
 
-static inline __attribute__((always_inline)) bool tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
-			       const struct ncclbpf_tuner_ctx *c,
-			       const struct tuner_fill_info *fill, uint64_t comm_seq,
-			       int coll_type, size_t n_bytes, float *table, int num_algo,
-			       int num_proto, int *n_channels, bool straight)
+/* After the chain ran (inside its section): applies the decision, leaves the section, logs
+ * it. straight: the straight path (no decision log: agree_tuner_passive). Returns whether
+ * a policy changed the table or the channel count. */
+static inline __attribute__((always_inline)) bool
+tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
+	    const struct ncclbpf_tuner_ctx *c, const struct tuner_fill_info *fill,
+	    uint64_t comm_seq, int coll_type, size_t n_bytes, float *table, int num_algo,
+	    int num_proto, int *n_channels, bool straight)
 {
 	if (__builtin_expect(atomic_load_explicit(&tc->stats.chain_version,
 						  memory_order_relaxed) != chain->version, 0))
