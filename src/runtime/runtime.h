@@ -64,9 +64,11 @@ struct nb_hook_chain {
 	 * `prev` until the activation layer names the collective seq at which it switches. */
 	_Atomic uint32_t gated;
 	/* one program whose JIT code runs as a plain call (its fast_entry) and reads no agreed
-	 * map: that entry, for the tuner's straight path; NULL otherwise (set by
-	 * registry_publish; immutable) */
+	 * map: that entry, for the tuner's straight path; NULL otherwise. epoch_entry: the
+	 * same for JIT code that cannot fault but uses hash/LRU maps (the caller enters the
+	 * thread's epoch around the call). Set by registry_publish; immutable. */
 	uint64_t (*direct_entry)(uint64_t ctx, uint64_t ctx_size);
+	uint64_t (*epoch_entry)(uint64_t ctx, uint64_t ctx_size);
 	const struct nb_hook_chain *prev;
 	/* registry bookkeeping, under its lock */
 	struct nb_hook_chain *retired_next;

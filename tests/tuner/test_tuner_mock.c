@@ -923,6 +923,8 @@ int main(int argc, char **argv)
 	path_scenario("path: direct program (straight)", PROG("paths") ":direct", jit_on, 230, 1);
 	path_scenario("path: direct program, v4 (straight)", PROG("paths") ":direct", jit_on, 227,
 		      0);
+	path_scenario("path: hash map (straight, in an epoch)", PROG("paths") ":with_hash", jit_on,
+		      230, 1);
 	static const char *const metrics[] = { "NCCLBPF_JIT", "1", "NCCLBPF_METRICS_FILE",
 					       NB_BUILD_DIR "/tests/tuner/paths_metrics.prom",
 					       NULL };

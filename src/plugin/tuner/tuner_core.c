@@ -277,7 +277,8 @@ static bool tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_cha
 /* The decision path. The common case (a straight communicator, comm_straight, and a
  * direct chain: one JIT-compiled program that cannot fault, needs no epoch and reads no
  * agreed map) is one predictable branch, then a straight line: fill, one call of the JIT
- * code, apply. Everything optional (inner plugin, agreement, reload gates, decision log,
+ * code, apply. A program that uses hash/LRU maps takes the same line inside the thread's
+ * epoch section. Everything optional (inner plugin, agreement, reload gates, decision log,
  * metrics, several programs, faults, interpreters) is on the general path, which keeps the
  * order the straight path implies: inner plugin, agreement verdict, gate, chain, apply. */
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
@@ -310,6 +311,23 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 					num_algo, num_proto, &fill);
 			c.comm_seq = comm_seq;
 			chain->direct_entry((uint64_t)(uintptr_t)&c, sizeof(c));
+			tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
+				    num_proto, n_channels, true);
+			return NB_NCCL_SUCCESS;
+		}
+		if (chain && chain->epoch_entry &&
+		    !atomic_load_explicit(&chain->gated, memory_order_relaxed)) {
+			/* hash/LRU maps: the program runs inside the thread's section too, as
+			 * ncclbpf_program_run runs it (an update that finds the element pool empty
+			 * then fails at once instead of waiting for reclamation it would block) */
+			struct ncclbpf_tuner_ctx c;
+			struct tuner_fill_info fill;
+			ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table,
+					num_algo, num_proto, &fill);
+			c.comm_seq = comm_seq;
+			map_epoch_enter_fast();
+			chain->epoch_entry((uint64_t)(uintptr_t)&c, sizeof(c));
+			map_epoch_exit_fast();
 			tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
 				    num_proto, n_channels, true);
 			return NB_NCCL_SUCCESS;

@@ -11,6 +11,13 @@ struct {
 	__uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, 6));
 } agreed_zero SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, __u64);
+} seen SEC(".maps");
+
 static __attribute__((noinline)) int big(__u64 n)
 {
 	return n > (1u << 20);
@@ -42,6 +49,20 @@ SEC("tuner") int agreed_read(struct ncclbpf_tuner_ctx *ctx)
 	__u32 k = 0;
 	__u64 *v = bpf_map_lookup_elem(&agreed_zero, &k);
 	if (ctx->n_bytes > (1u << 20) + (v ? *v : 0)) {
+		ctx->algo = NCCLBPF_ALGO_RING;
+		ctx->proto = NCCLBPF_PROTO_SIMPLE;
+	}
+	return 0;
+}
+
+/* straight, inside the thread's epoch too: a hash map (records the last size per
+ * collective type; nothing decides from it, so the decision stays rank-invariant) */
+SEC("tuner") int with_hash(struct ncclbpf_tuner_ctx *ctx)
+{
+	__u32 k = ctx->coll_type;
+	__u64 n = ctx->n_bytes;
+	bpf_map_update_elem(&seen, &k, &n, BPF_ANY);
+	if (ctx->n_bytes > (1u << 20)) {
 		ctx->algo = NCCLBPF_ALGO_RING;
 		ctx->proto = NCCLBPF_PROTO_SIMPLE;
 	}
