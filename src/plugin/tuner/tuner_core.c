@@ -274,6 +274,27 @@ static bool tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_cha
 				 int num_pipe_ops, float *table, int num_algo, int num_proto,
 				 int reg_buff, int *n_channels);
 
+/* The straight line for a program that uses hash/LRU maps: it runs inside the thread's
+ * epoch section too, as ncclbpf_program_run runs it (an update that finds the element pool
+ * empty then fails at once instead of waiting for a reclamation it would block). Out of
+ * line, so that the direct case keeps its code. Inside the communicator's section. */
+static __attribute__((noinline)) void
+tuner_decide_epoch(struct tuner_comm *tc, const struct nb_hook_chain *chain, uint64_t seq,
+		   uint64_t comm_seq, int coll_type, size_t n_bytes, int num_pipe_ops,
+		   float *table, int num_algo, int num_proto, int reg_buff, int *n_channels)
+{
+	struct ncclbpf_tuner_ctx c;
+	struct tuner_fill_info fill;
+	ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table, num_algo,
+			num_proto, &fill);
+	c.comm_seq = comm_seq;
+	map_epoch_enter_fast();
+	chain->epoch_entry((uint64_t)(uintptr_t)&c, sizeof(c));
+	map_epoch_exit_fast();
+	tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
+		    num_proto, n_channels, true);
+}
+
 /* The decision path. The common case (a straight communicator, comm_straight, and a
  * direct chain: one JIT-compiled program that cannot fault, needs no epoch and reads no
  * agreed map) is one predictable branch, then a straight line: fill, one call of the JIT
@@ -317,19 +338,8 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 		}
 		if (chain && chain->epoch_entry &&
 		    !atomic_load_explicit(&chain->gated, memory_order_relaxed)) {
-			/* hash/LRU maps: the program runs inside the thread's section too, as
-			 * ncclbpf_program_run runs it (an update that finds the element pool empty
-			 * then fails at once instead of waiting for reclamation it would block) */
-			struct ncclbpf_tuner_ctx c;
-			struct tuner_fill_info fill;
-			ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table,
-					num_algo, num_proto, &fill);
-			c.comm_seq = comm_seq;
-			map_epoch_enter_fast();
-			chain->epoch_entry((uint64_t)(uintptr_t)&c, sizeof(c));
-			map_epoch_exit_fast();
-			tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
-				    num_proto, n_channels, true);
+			tuner_decide_epoch(tc, chain, seq, comm_seq, coll_type, n_bytes, num_pipe_ops,
+					   table, num_algo, num_proto, reg_buff, n_channels);
 			return NB_NCCL_SUCCESS;
 		}
 		map_epoch_record_exit(tc->epoch);
