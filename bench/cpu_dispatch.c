@@ -8,8 +8,14 @@
  * timed with clock_gettime, engines interleaved batch by batch so that noise from the
  * shared machine hits them alike; P50/P99 of the per-call average of each batch.
  *
- *   bench_cpu_dispatch [batches=2000] [batch_calls=1000]
+ * Then the whole decision NCCL asks for (getCollInfo through ncclTunerPlugin_v5, the plugin
+ * built into this binary, policies/noop.bpf.o and size_aware.bpf.o JIT-compiled) against the
+ * native baseline shim (bench/native_tuner_shim.c: the same context, translation and
+ * pinning around the native C policy), interleaved batch by batch on the same 16 tables.
+ *
+ *   bench_cpu_dispatch [batches=2000] [batch_calls=1000] [policy_dir=<exe>/../policies]
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,11 +24,17 @@
 #include <time.h>
 
 #include "isa/insn_build.h"
+#include <unistd.h>
+
 #include "maps/map.h"
+#include "native_tuner_shim.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/ncclbpf.h"
+#include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
 #include "vm/vm.h"
+
+extern const struct nb_nccl_tuner_v5 ncclTunerPlugin_v5; /* src/plugin/tuner/tuner_v5.c */
 
 #define NCTX 16
 #define OFF(f) ((int16_t)offsetof(struct ncclbpf_tuner_ctx, f))
@@ -41,13 +53,13 @@ static uint64_t h_lookup(uint64_t map, uint64_t key, uint64_t c, uint64_t d, uin
 
 /* ---- native baselines ---- */
 
-static uint64_t native_noop(uint64_t a1, uint64_t a2)
+static uint64_t c_noop(uint64_t a1, uint64_t a2)
 {
 	(void)a1, (void)a2;
 	return 0;
 }
 
-static uint64_t native_size_aware(uint64_t a1, uint64_t a2)
+static uint64_t c_size_aware(uint64_t a1, uint64_t a2)
 {
 	(void)a2;
 	struct ncclbpf_tuner_ctx *c = (struct ncclbpf_tuner_ctx *)(uintptr_t)a1;
@@ -67,7 +79,7 @@ static uint64_t native_size_aware(uint64_t a1, uint64_t a2)
 	return 0;
 }
 
-static uint64_t native_two_lookups(uint64_t a1, uint64_t a2)
+static uint64_t c_two_lookups(uint64_t a1, uint64_t a2)
 {
 	(void)a2;
 	struct ncclbpf_tuner_ctx *c = (struct ncclbpf_tuner_ctx *)(uintptr_t)a1;
@@ -298,6 +310,136 @@ static int check_case(struct bench_case *c)
 	return 0;
 }
 
+/* ---- the whole decision: getCollInfo, plugin vs native shim ---- */
+
+#define N_TABLES 16
+struct decision_work {
+	int coll;
+	size_t bytes;
+	float table[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS];
+};
+
+/* NCCL-like tables of an 8-GPU NVLink node: Tree, Ring, NVLS/Simple (AllReduce only),
+ * CollNet and PAT unavailable; latency + size / bandwidth per (algorithm, protocol). */
+static void decision_tables(struct decision_work *w)
+{
+	static const float lat[3] = { 6.8f, 14.0f, 22.0f };   /* LL, LL128, Simple, µs */
+	static const float bw[3] = { 20.f, 90.f, 180.f };     /* GB/s */
+	static const int colls[N_TABLES] = { 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2, 2, 3, 3, 0, 1 };
+	for (int i = 0; i < N_TABLES; i++) {
+		w[i].coll = colls[i];
+		w[i].bytes = (size_t)8 << (i * 2 % 28);
+		for (int a = 0; a < NB_NCCL_NUM_ALGORITHMS; a++)
+			for (int p = 0; p < NB_NCCL_NUM_PROTOCOLS; p++) {
+				bool avail = a == 1 || (a == 0 && w[i].coll == 4) ||
+					     (a == 4 && p == 2 && w[i].coll == 4);
+				float f = a == 0 ? 1.4f : a == 4 ? 0.7f : 1.0f;
+				w[i].table[a][p] = avail ? f * (lat[p] + (float)w[i].bytes /
+								       (bw[p] * 1e3f))
+							 : NB_NCCL_ALGO_PROTO_IGNORE;
+			}
+	}
+}
+
+struct decision_engine {
+	const char *name;
+	const struct nb_nccl_tuner_v5 *t;
+	void *ctx;
+	double *samples;
+};
+
+static double decision_batch(struct decision_engine *e, const struct decision_work *w,
+			     unsigned calls)
+{
+	float table[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS];
+	int (*volatile fp)(void *, int, size_t, int, float **, int, int, int, int *) =
+		e->t->get_coll_info;
+	int (*f)(void *, int, size_t, int, float **, int, int, int, int *) = fp;
+	int nch = 0;
+	double t0 = now_ns();
+	for (unsigned i = 0; i < calls; i++) {
+		const struct decision_work *x = &w[i % N_TABLES];
+		memcpy(table, x->table, sizeof(table)); /* NCCL builds a fresh table per call */
+		nch = 0;
+		f(e->ctx, x->coll, x->bytes, 1, (float **)table, NB_NCCL_NUM_ALGORITHMS,
+		  NB_NCCL_NUM_PROTOCOLS, 0, &nch);
+	}
+	double dt = now_ns() - t0;
+	sink += (uint64_t)nch;
+	return dt / calls;
+}
+
+/* One policy: native shim vs the plugin (fresh communicators), same tables, interleaved.
+ * The plugin's decisions are checked against the shim's first. Returns 0 or -1. */
+static int bench_decision(const char *policy, native_policy_fn fn, unsigned batches,
+			  unsigned calls)
+{
+	struct decision_work w[N_TABLES];
+	decision_tables(w);
+	native_shim_policy = fn;
+	struct nb_nccl_nvl_domain_info_v5 nvl = { 1, 8, 8 };
+	double constants[144] = { 0 };
+	struct decision_engine e[2] = { { "native shim", &native_tuner_shim, NULL, NULL },
+					{ "plugin (JIT)", &ncclTunerPlugin_v5, NULL, NULL } };
+	for (int k = 0; k < 2; k++) {
+		if (e[k].t->init(&e[k].ctx, 0xbe7c4ull + (uint64_t)k, 8, 1, NULL, &nvl,
+				 (struct nb_nccl_tuner_constants_v5 *)constants) || !e[k].ctx) {
+			fprintf(stderr, "%s: init failed\n", e[k].name);
+			return -1;
+		}
+		e[k].samples = calloc(batches, sizeof(double));
+		if (!e[k].samples)
+			return -1;
+	}
+	for (int i = 0; i < N_TABLES; i++) { /* the same decisions */
+		float t0[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS];
+		float t1[NB_NCCL_NUM_ALGORITHMS][NB_NCCL_NUM_PROTOCOLS];
+		int n0 = 0, n1 = 0;
+		memcpy(t0, w[i].table, sizeof(t0));
+		memcpy(t1, w[i].table, sizeof(t1));
+		e[0].t->get_coll_info(e[0].ctx, w[i].coll, w[i].bytes, 1, (float **)t0, 7, 3, 0, &n0);
+		e[1].t->get_coll_info(e[1].ctx, w[i].coll, w[i].bytes, 1, (float **)t1, 7, 3, 0, &n1);
+		if (memcmp(t0, t1, sizeof(t0)) || n0 != n1) {
+			fprintf(stderr, "%s: the plugin and the native shim decide differently on table "
+				"%d\n", policy, i);
+			return -1;
+		}
+	}
+	const struct tuner_comm *tc = e[1].ctx;
+	uint64_t general0 = atomic_load(&tc->stats.general);
+	for (int k = 0; k < 2; k++)
+		decision_batch(&e[k], w, calls); /* warm-up */
+	for (unsigned b = 0; b < batches; b++)
+		for (int k = 0; k < 2; k++)
+			e[k].samples[b] = decision_batch(&e[k], w, calls);
+	uint64_t general = atomic_load(&tc->stats.general) - general0;
+	double p50[2];
+	for (int k = 0; k < 2; k++) {
+		qsort(e[k].samples, batches, sizeof(double), cmp_double);
+		p50[k] = pct(e[k].samples, batches, 0.50);
+		printf("%-24s %-18s %8.2f %8.2f\n", policy, e[k].name, p50[k],
+		       pct(e[k].samples, batches, 0.99));
+	}
+	printf("%s: plugin - native shim = %+.2f ns (P50); decisions on the general path: %llu\n",
+	       policy, p50[1] - p50[0], (unsigned long long)general);
+	for (int k = 0; k < 2; k++) {
+		e[k].t->finalize(e[k].ctx);
+		free(e[k].samples);
+	}
+	return 0;
+}
+
+static void policy_dir_default(char *buf, size_t len)
+{
+	char exe[1024];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(buf, len, "%s/../policies", n > 0 ? exe : ".");
+}
+
 int main(int argc, char **argv)
 {
 	unsigned batches = argc > 1 ? (unsigned)atoi(argv[1]) : 2000;
@@ -334,10 +476,10 @@ int main(int argc, char **argv)
 	build_two_lookups();
 
 	struct bench_case cases[3];
-	if (setup_case(&cases[0], "noop", native_noop, prog_noop, 2, batches) ||
-	    setup_case(&cases[1], "size-aware (16 insns)", native_size_aware, prog_size_aware,
+	if (setup_case(&cases[0], "noop", c_noop, prog_noop, 2, batches) ||
+	    setup_case(&cases[1], "size-aware (16 insns)", c_size_aware, prog_size_aware,
 		       sizeof(prog_size_aware) / sizeof(prog_size_aware[0]), batches) ||
-	    setup_case(&cases[2], "two map lookups", native_two_lookups, prog_two_lookups,
+	    setup_case(&cases[2], "two map lookups", c_two_lookups, prog_two_lookups,
 		       two_lookups_len, batches))
 		return 1;
 	for (int c = 0; c < 3; c++)
@@ -391,5 +533,33 @@ int main(int argc, char **argv)
 	}
 	map_free(map_thresh);
 	map_free(map_algo);
+
+	/* the whole decision: each policy attached alone in turn (runtime_load_policies
+	 * replaces the chain), a fresh communicator pair per policy */
+	char dir[1100], spec[2400];
+	if (argc > 3)
+		snprintf(dir, sizeof(dir), "%s", argv[3]);
+	else
+		policy_dir_default(dir, sizeof(dir));
+	printf("\ngetCollInfo (ncclTunerPlugin_v5, 8 ranks, 1 node), ns per call:\n");
+	static const struct {
+		const char *name;
+		native_policy_fn fn;
+	} pols[] = { { "noop", native_noop }, { "size_aware", native_size_aware } };
+	for (size_t i = 0; i < sizeof(pols) / sizeof(pols[0]); i++) {
+		snprintf(spec, sizeof(spec), "%s/%s.bpf.o", dir, pols[i].name);
+		if (access(spec, R_OK) != 0) {
+			fprintf(stderr, "%s: %s (pass the policy directory as the third argument)\n",
+				spec, strerror(errno));
+			return 1;
+		}
+		if (runtime_load_policies(spec) != 1) {
+			fprintf(stderr, "%s: not attached\n", spec);
+			return 1;
+		}
+		if (bench_decision(pols[i].name, pols[i].fn, batches, calls))
+			return 1;
+	}
+	runtime_unload_policies();
 	return 0;
 }

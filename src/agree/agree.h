@@ -55,6 +55,13 @@ void agree_comm_profiler_close(uint64_t comm_id);
  * it. ac NULL binds the all-zero version 0. Pair with agree_tuner_end. */
 enum agree_verdict agree_tuner_begin(struct agree_comm *ac, uint64_t seq);
 void agree_tuner_end(void);
+/* True once agree_tuner_begin can do nothing for this communicator any more but bind its
+ * read view and return AGREE_RUN, and agree_log_decision nothing at all: its first
+ * collective has run without forming a group (agreement off, one rank, no rank known, or
+ * no agreed map then) and no decision log is kept; ac NULL (binds the zero view). Never
+ * becomes false again. The tuner's straight path then skips begin, end and the log for
+ * programs that use no agreed map (tuner_core.c). */
+bool agree_tuner_passive(const struct agree_comm *ac);
 
 /* ---- profiler side: writes to agreed maps go to this communicator's contribution ---- */
 void agree_profiler_begin(uint64_t comm_id);

@@ -593,6 +593,13 @@ void agree_tuner_end(void)
 	map_agreed_bind(NULL);
 }
 
+bool agree_tuner_passive(const struct agree_comm *ac)
+{
+	/* grouped is decided once, at the first collective (setup_streams); only a group
+	 * moves next_event or sets a fallback point */
+	return !ac || (ac->started && !ac->grouped && !ac->log_ring);
+}
+
 /* ---- profiler side ---- */
 
 /* Per-thread cache of the last slot found (profiler threads see few communicators); the

@@ -29,22 +29,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "maps/epoch_fast.h"
 #include "maps/map_internal.h"
 
-struct epoch_record {
-	_Atomic uint64_t epoch;      /* 0 = not in a critical section */
-	atomic_bool in_use;          /* owned by a live thread */
-	_Atomic(struct epoch_record *) next; /* global list, append-only */
-	char pad[64 - 24];           /* one record per cache line: no false sharing */
-};
-
-struct epoch_tls {
-	struct epoch_record *rec;
-	unsigned nesting;
-};
-
 /* The global epoch starts at 1: 0 marks an idle record. */
-static _Atomic uint64_t global_epoch = 1;
+_Atomic uint64_t map_epoch_global = 1;
+#define global_epoch map_epoch_global
 static _Atomic(struct epoch_record *) records;
 static atomic_size_t record_count;
 /* Readers whose record could not be allocated: while any is inside a section nothing
@@ -56,7 +46,8 @@ static pthread_key_t exit_key;
 static bool exit_key_ok;
 /* Written once inside key_once (before any reader publishes an epoch or any writer
  * scans), or in a forked child while it has a single thread. */
-static bool use_membarrier;
+bool map_epoch_membarrier;
+#define use_membarrier map_epoch_membarrier
 
 #define NB_MEMBARRIER_CMD_QUERY 0
 #define NB_MEMBARRIER_CMD_PRIVATE_EXPEDITED (1 << 3)
@@ -78,8 +69,9 @@ static bool membarrier_setup(void)
 }
 
 /* initial-exec: the library is loaded once per process and needs 16 bytes of static TLS;
- * this keeps enter/exit free of __tls_get_addr calls. */
-static __thread struct epoch_tls tls __attribute__((tls_model("initial-exec")));
+ * this keeps enter/exit free of __tls_get_addr calls (and lets epoch_fast.h inline them). */
+__thread struct epoch_tls map_epoch_tls __attribute__((tls_model("initial-exec")));
+#define tls map_epoch_tls
 
 static pthread_mutex_t domain_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct map_epoch_domain *domains;
@@ -108,8 +100,8 @@ static void epoch_atfork_child(void)
 			      memory_order_relaxed);
 	for (struct epoch_record *rec = atomic_load_explicit(&records, memory_order_relaxed); rec;
 	     rec = atomic_load_explicit(&rec->next, memory_order_relaxed)) {
-		if (rec == tls.rec)
-			continue;
+		if (rec == tls.rec || rec->object)
+			continue; /* ours, or an object's: the object lives on in the child */
 		atomic_store_explicit(&rec->epoch, 0, memory_order_relaxed);
 		atomic_store_explicit(&rec->in_use, false, memory_order_relaxed);
 	}
@@ -122,9 +114,9 @@ static void epoch_init_once(void)
 	use_membarrier = membarrier_setup();
 }
 
-/* Slow path, once per thread: take a free record or allocate one. Returns NULL only if
- * malloc fails; the caller then runs without a record (see map_epoch_enter). */
-static __attribute__((noinline)) struct epoch_record *epoch_register(void)
+/* Takes a free record or allocates one, for a thread or an object. NULL only if malloc
+ * fails. */
+static struct epoch_record *record_take(bool object)
 {
 	struct epoch_record *rec;
 
@@ -145,9 +137,36 @@ static __attribute__((noinline)) struct epoch_record *epoch_register(void)
 			atomic_fetch_add_explicit(&record_count, 1, memory_order_relaxed);
 		}
 	}
-	if (rec)
+	if (rec) {
+		rec->object = object;
 		atomic_store_explicit(&rec->in_use, true, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&register_lock);
+	return rec;
+}
+
+struct epoch_record *map_epoch_record_acquire(void)
+{
+	return record_take(true);
+}
+
+void map_epoch_record_release(struct epoch_record *rec)
+{
+	if (!rec)
+		return;
+	pthread_mutex_lock(&register_lock);
+	atomic_store_explicit(&rec->epoch, 0, memory_order_release);
+	rec->object = false;
+	atomic_store_explicit(&rec->in_use, false, memory_order_release);
+	pthread_mutex_unlock(&register_lock);
+}
+
+/* Slow path, once per thread: take a free record or allocate one. Returns NULL only if
+ * malloc fails; the caller then runs without a record (see map_epoch_enter). */
+static __attribute__((noinline)) struct epoch_record *epoch_register(void)
+{
+	struct epoch_record *rec = record_take(false);
+
 	if (rec) {
 		tls.rec = rec;
 		if (exit_key_ok)
@@ -156,22 +175,9 @@ static __attribute__((noinline)) struct epoch_record *epoch_register(void)
 	return rec;
 }
 
-static inline void epoch_publish(struct epoch_record *rec)
-{
-	atomic_store_explicit(&rec->epoch,
-			      atomic_load_explicit(&global_epoch, memory_order_relaxed),
-			      memory_order_release);
-	/* StoreLoad: our epoch is visible before we read any map pointer. With
-	 * membarrier the writer supplies the hardware barrier (see the top). */
-	if (MAP_LIKELY(use_membarrier))
-		atomic_signal_fence(memory_order_seq_cst);
-	else
-		atomic_thread_fence(memory_order_seq_cst);
-}
-
 /* First section of this thread (or malloc failed before): kept out of line so the fast
- * path stays a handful of instructions. */
-static __attribute__((noinline, cold)) void epoch_enter_slow(void)
+ * path (epoch_fast.h) stays a handful of instructions. Called with nesting already 1. */
+__attribute__((noinline, cold)) void map_epoch_enter_slow(void)
 {
 	struct epoch_record *rec = epoch_register();
 
@@ -180,36 +186,23 @@ static __attribute__((noinline, cold)) void epoch_enter_slow(void)
 		atomic_thread_fence(memory_order_seq_cst);
 		return;
 	}
-	epoch_publish(rec);
+	map_epoch_publish(rec);
+}
+
+/* The outermost exit of a thread that has no record (malloc failed). */
+__attribute__((noinline, cold)) void map_epoch_exit_unregistered(void)
+{
+	atomic_fetch_sub_explicit(&unregistered_readers, 1, memory_order_release);
 }
 
 void map_epoch_enter(void)
 {
-	struct epoch_record *rec;
-
-	if (tls.nesting++)
-		return;
-	rec = tls.rec;
-	if (MAP_UNLIKELY(!rec)) {
-		epoch_enter_slow();
-		return;
-	}
-	epoch_publish(rec);
+	map_epoch_enter_fast();
 }
 
 void map_epoch_exit(void)
 {
-	struct epoch_record *rec;
-
-	if (MAP_UNLIKELY(tls.nesting == 0))
-		return; /* unbalanced exit: ignore rather than corrupt state */
-	if (--tls.nesting)
-		return;
-	rec = tls.rec;
-	if (MAP_LIKELY(rec != NULL))
-		atomic_store_explicit(&rec->epoch, 0, memory_order_release);
-	else
-		atomic_fetch_sub_explicit(&unregistered_readers, 1, memory_order_release);
+	map_epoch_exit_fast();
 }
 
 bool map_epoch_in_section(void)

@@ -20,6 +20,7 @@ static void program_release(struct ncclbpf_program *p)
 	p->entry = NULL;
 	p->fast = NULL;
 	p->fast_entry = NULL;
+	p->fast_store = NULL;
 	p->linked = NULL;
 	p->prepared = false;
 }

@@ -157,9 +157,10 @@ static int prepare_exec(struct ncclbpf_program *prog, enum ncclbpf_exec_mode mod
 	if (rc == 0) {
 		prog->entry = vm_jit_entry(prog->jit);
 		if (!prog->hook->ctx_is_raw_memory) {
+			bool direct = !vm_jit_may_fault(prog->jit) && !prog->needs_epoch;
 			prog->fast = vm_jit_runner(prog->jit);
-			prog->fast_entry = vm_jit_may_fault(prog->jit) || prog->needs_epoch
-						   ? NULL : prog->entry;
+			prog->fast_entry = direct ? prog->entry : NULL;
+			prog->fast_store = direct ? vm_jit_store_entry(prog->jit) : NULL;
 			prog->fast_ctx_size = prog->hook->ctx_size;
 		}
 		return 0;
@@ -333,7 +334,8 @@ static __attribute__((noinline, cold)) int run_fault(const struct ncclbpf_progra
 static int run_slow(const struct ncclbpf_program *prog, void *ctx, size_t ctx_size,
 		    uint64_t *ret, char *err, size_t errlen);
 
-/* JIT code that may fault (a fault record on the stack), or anything else. */
+/* Everything but the direct path: JIT code that may fault (a fault record on the stack) or
+ * needs an epoch, the interpreters, a NULL result pointer, and every error. */
 static __attribute__((noinline)) int run_general(const struct ncclbpf_program *prog, void *ctx,
 						 size_t ctx_size, uint64_t *ret, char *err,
 						 size_t errlen)
@@ -355,21 +357,44 @@ static __attribute__((noinline)) int run_general(const struct ncclbpf_program *p
 }
 
 /* The decision path: the plugin calls this on every collective. JIT code of a hook that
- * can neither fault nor needs a map epoch is one direct call; the rest is out of line, so
- * this frame stays minimal. Regression: the checked interpreter's state was inlined here
- * (a 2.4 KiB frame, six saved registers) and the JIT was reached through vm_jit_run, ~4 ns
- * above the raw entry. */
+ * can neither fault nor needs a map epoch is a tail call of its store entry (it writes
+ * *ret and returns 0 itself), so no frame of this function stays around the program;
+ * everything else is out of line. Regressions: the checked interpreter's state was inlined
+ * here (a 2.4 KiB frame, six saved registers) and the JIT was reached through vm_jit_run,
+ * ~4 ns above the raw entry; then a call + result store from a 1-push frame, +1.2..1.6 ns. */
 int ncclbpf_program_run(const struct ncclbpf_program *prog, void *ctx, size_t ctx_size,
 			uint64_t *ret, char *err, size_t errlen)
 {
-	if (__builtin_expect(prog && prog->fast_entry && ctx && ctx_size == prog->fast_ctx_size,
-			     1)) {
-		uint64_t v = prog->fast_entry((uint64_t)(uintptr_t)ctx, ctx_size);
-		if (ret)
-			*ret = v;
-		return 0;
-	}
+	if (__builtin_expect(prog && prog->fast_store && ctx && ret &&
+			     ctx_size == prog->fast_ctx_size, 1))
+		return prog->fast_store((uint64_t)(uintptr_t)ctx, ctx_size, ret);
 	return run_general(prog, ctx, ctx_size, ret, err, errlen);
+}
+
+enum runtime_run_path runtime_program_run_path(const struct ncclbpf_program *prog)
+{
+	if (!prog || !prog->prepared)
+		return RUNTIME_RUN_UNPREPARED;
+	if (prog->fast_store)
+		return RUNTIME_RUN_JIT_DIRECT;
+	if (prog->jit)
+		return prog->hook->ctx_is_raw_memory ? RUNTIME_RUN_JIT_RAW_MEMORY
+		       : vm_jit_may_fault(prog->jit) ? RUNTIME_RUN_JIT_FAULT_REC
+						     : RUNTIME_RUN_JIT_EPOCH;
+	return prog->checked ? RUNTIME_RUN_CHECKED : RUNTIME_RUN_INTERPRETER;
+}
+
+const char *runtime_run_path_name(enum runtime_run_path path)
+{
+	switch (path) {
+	case RUNTIME_RUN_JIT_DIRECT: return "JIT, direct entry";
+	case RUNTIME_RUN_JIT_FAULT_REC: return "JIT, fault record per call (may fault)";
+	case RUNTIME_RUN_JIT_EPOCH: return "JIT, inside a map epoch (hash/LRU maps)";
+	case RUNTIME_RUN_JIT_RAW_MEMORY: return "JIT, raw memory (size checked per call)";
+	case RUNTIME_RUN_INTERPRETER: return "interpreter";
+	case RUNTIME_RUN_CHECKED: return "checked interpreter";
+	default: return "not prepared";
+	}
 }
 
 static int run_slow(const struct ncclbpf_program *prog, void *ctx, size_t ctx_size,

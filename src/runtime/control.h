@@ -39,6 +39,8 @@ struct runtime_comm_stats {
 	uint32_t n_ranks, n_nodes, abi_version;
 	_Atomic uint64_t calls, changed, faults, clamps;
 	_Atomic uint64_t chain_version; /* version of the chain the last decision ran */
+	/* decisions that took the tuner's general path, not the straight line (tuner_core.c) */
+	_Atomic uint64_t general;
 };
 static inline void runtime_stat_inc(_Atomic uint64_t *c)
 {

@@ -94,12 +94,14 @@ static void status_comm(const struct runtime_comm_stats *s, void *arg)
 	uint64_t faults = atomic_load_explicit(&s->faults, memory_order_relaxed);
 	uint64_t clamps = atomic_load_explicit(&s->clamps, memory_order_relaxed);
 	uint64_t ver = atomic_load_explicit(&s->chain_version, memory_order_relaxed);
+	uint64_t general = atomic_load_explicit(&s->general, memory_order_relaxed);
 	if (JSON(sc->req))
 		cb_printf(sc->o, "%s{\"kind\":\"%s\",\"comm\":\"0x%016" PRIx64 "\",\"ranks\":%u,"
 			  "\"nodes\":%u,\"abi\":%u,\"decisions\":%" PRIu64 ",\"changed\":%" PRIu64
 			  ",\"faults\":%" PRIu64 ",\"clamps\":%" PRIu64 ",\"chain_version\":%" PRIu64
-			  "}", sc->n ? "," : "", s->kind, s->comm_id, s->n_ranks, s->n_nodes,
-			  s->abi_version, calls, changed, faults, clamps, ver);
+			  ",\"general_path\":%" PRIu64 "}", sc->n ? "," : "", s->kind, s->comm_id,
+			  s->n_ranks, s->n_nodes, s->abi_version, calls, changed, faults, clamps, ver,
+			  general);
 	else
 		cb_printf(sc->o, "  %-6s 0x%016" PRIx64 " %5u %5u  v%-2u %12" PRIu64 " %10" PRIu64
 			  " %7" PRIu64 " %7" PRIu64 "  %" PRIu64 "\n", s->kind, s->comm_id, s->n_ranks,

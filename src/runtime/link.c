@@ -29,6 +29,7 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
 	}
 	memcpy(out, p->insns, p->insn_cnt * sizeof(*out));
 	prog->needs_epoch = false;
+	prog->uses_agreed = false;
 	for (size_t i = 0; i < p->insn_cnt; i++) {
 		struct bpf_insn *in = &out[i];
 		if (!isa_is_lddw(in))
@@ -65,6 +66,8 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
 			goto fail;
 		}
 		struct nb_map *m = obj->maps[idx].map;
+		if (map_flags(m) & NB_MAP_F_AGREED)
+			prog->uses_agreed = true;
 		if (in->src_reg == BPF_PSEUDO_MAP_FD) {
 			if (map_needs_epoch(m))
 				prog->needs_epoch = true;

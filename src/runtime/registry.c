@@ -255,6 +255,11 @@ void registry_publish(struct nb_hook_chain *chains[NB_HOOK_COUNT], unsigned mask
 		}
 		if (c) {
 			c->version = version;
+			const struct ncclbpf_program *p0 = c->len == 1 ? c->items[0].prog : NULL;
+			bool plain = p0 && p0->prepared && !p0->uses_agreed && p0->jit &&
+				     !p0->hook->ctx_is_raw_memory && !vm_jit_may_fault(p0->jit);
+			c->direct_entry = plain && !p0->needs_epoch ? p0->fast_entry : NULL;
+			c->epoch_entry = plain && p0->needs_epoch ? p0->entry : NULL;
 			if (gated && old != c) {
 				c->prev = old;
 				atomic_store_explicit(&c->gated, 1, memory_order_relaxed);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "maps/epoch_fast.h"
 #include "ncclbpf/ncclbpf.h"
 #include "verifier/hooks.h"
 
@@ -62,6 +63,12 @@ struct nb_hook_chain {
 	/* Activation across ranks (runtime_chain_for): while non-zero, each communicator keeps
 	 * `prev` until the activation layer names the collective seq at which it switches. */
 	_Atomic uint32_t gated;
+	/* one program whose JIT code runs as a plain call (its fast_entry) and reads no agreed
+	 * map: that entry, for the tuner's straight path; NULL otherwise. epoch_entry: the
+	 * same for JIT code that cannot fault but uses hash/LRU maps (the caller enters the
+	 * thread's epoch around the call). Set by registry_publish; immutable. */
+	uint64_t (*direct_entry)(uint64_t ctx, uint64_t ctx_size);
+	uint64_t (*epoch_entry)(uint64_t ctx, uint64_t ctx_size);
 	const struct nb_hook_chain *prev;
 	/* registry bookkeeping, under its lock */
 	struct nb_hook_chain *retired_next;
@@ -115,19 +122,17 @@ void runtime_registry_stats(struct runtime_registry_stats *out);
 
 /* ---- the decision path ---- */
 extern _Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT];
-void map_epoch_enter(void);
-void map_epoch_exit(void);
 
 /* Enters a reader section and returns the hook's chain (NULL when nothing is attached). The
  * chain stays valid until runtime_chain_exit. No lock, no allocation; sections nest. */
 static inline const struct nb_hook_chain *runtime_chain_enter(enum nb_hook_type hook)
 {
-	map_epoch_enter();
+	map_epoch_enter_fast();
 	return atomic_load_explicit(&runtime_hook_slots[hook], memory_order_acquire);
 }
 static inline void runtime_chain_exit(void)
 {
-	map_epoch_exit();
+	map_epoch_exit_fast();
 }
 
 /* Chain to run for collective `seq` of communicator `comm_id`: c itself, unless c is gated
@@ -231,13 +236,17 @@ struct ncclbpf_map {
 };
 
 struct ncclbpf_program {
-	/* The decision path's fast case, first so it shares one cache line: JIT code of a hook
-	 * with a fixed context size, called directly by ncclbpf_program_run (NULL otherwise);
-	 * fast_entry when the code cannot fault (no fault record needed). */
+	/* The decision path's fast case, first so it shares one cache line. JIT code of a hook
+	 * with a fixed context size that can neither fault nor needs a map epoch has
+	 * fast_store (ncclbpf_program_run tail-calls it: it stores r0 itself and returns 0)
+	 * and fast_entry (the same code returning r0: runtime_program_run_direct). fast: JIT
+	 * code of such a hook that may fault (a fault record per call). All NULL otherwise. */
+	vm_jit_store_fn fast_store;
+	uint32_t fast_ctx_size;
 	vm_jit_fn fast_entry;
 	vm_jit_run_fn fast;
-	uint32_t fast_ctx_size;
 	bool needs_epoch;               /* references hash/LRU maps: run inside map_epoch */
+	bool uses_agreed;               /* references an agreed map (its reads need a binding) */
 	struct ncclbpf_object *obj;
 	const struct nb_program *nbp;   /* the loader's program (unlinked instructions) */
 	int section_hook;               /* enum nb_hook_type, or -1 when the section names none */
@@ -294,6 +303,34 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
  * needs no maps created (`ncclbpf disasm`). */
 int runtime_disasm_loader_program(const struct nb_program *p, const struct nb_map_def *maps,
 				  size_t map_cnt, char *buf, size_t buflen);
+
+/* The decision path of a caller that passes its own context of the hook's size (the tuner
+ * shim): JIT code that can neither fault nor needs an epoch, called directly (no exported
+ * call, no PLT, no checks it already knows hold). Anything else goes to
+ * ncclbpf_program_run. Same results and error reporting as ncclbpf_program_run. */
+static inline int runtime_program_run_direct(const struct ncclbpf_program *prog, void *ctx,
+					     size_t ctx_size, uint64_t *ret, char *err,
+					     size_t errlen)
+{
+	if (__builtin_expect(prog->fast_entry != NULL && ctx_size == prog->fast_ctx_size, 1)) {
+		*ret = prog->fast_entry((uint64_t)(uintptr_t)ctx, ctx_size);
+		return 0;
+	}
+	return ncclbpf_program_run(prog, ctx, ctx_size, ret, err, errlen);
+}
+
+/* How ncclbpf_program_run runs a prepared program (`ncclbpf verify --stats`, tests). */
+enum runtime_run_path {
+	RUNTIME_RUN_UNPREPARED = 0,
+	RUNTIME_RUN_JIT_DIRECT,     /* tail call of the store entry: no checks beyond the call's */
+	RUNTIME_RUN_JIT_FAULT_REC,  /* JIT code that may fault: a fault record per call */
+	RUNTIME_RUN_JIT_EPOCH,      /* JIT code inside a map epoch (hash/LRU maps) */
+	RUNTIME_RUN_JIT_RAW_MEMORY, /* JIT code of a raw-memory hook (size checks per call) */
+	RUNTIME_RUN_INTERPRETER,
+	RUNTIME_RUN_CHECKED,        /* checked interpreter (unverified or asked for) */
+};
+enum runtime_run_path runtime_program_run_path(const struct ncclbpf_program *prog);
+const char *runtime_run_path_name(enum runtime_run_path path);
 
 /* Frees a program's prepared state (linked copy, JIT image); it must not be running. */
 void runtime_program_release(struct ncclbpf_program *prog);

@@ -6,8 +6,8 @@
  * the way NCCL 2.29 loads it (the mock NCCL host's loader: dlopen RTLD_NOW|RTLD_LOCAL,
  * ncclTunerPlugin_v5), once with the interpreter (NCCLBPF_JIT=0) and once with the JIT.
  * The baseline is the native C version of the same policy (policies/native/) behind an
- * identical v5 getCollInfo shim compiled into this tool: same context fill, same
- * translation, no eBPF. Each configuration runs in its own child process because the
+ * identical v5 getCollInfo shim compiled into this tool (bench/native_tuner_shim.c): same
+ * context fill, same translation and pinning, no eBPF. Each configuration runs in its own child process because the
  * plugin reads NCCLBPF_POLICY / NCCLBPF_JIT once per process.
  *
  * Each call is timed individually (x86-64: lfence + rdtsc, calibrated against
@@ -30,8 +30,7 @@
 #endif
 
 #include "mock_nccl.h"
-#include "native_policies.h"
-#include "plugin/comm_channels.h"
+#include "native_tuner_shim.h"
 #include "plugin/tuner/tuner.h"
 #include "tools/cli.h"
 
@@ -113,78 +112,7 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* ---- the native baseline: a v5 getCollInfo shim around a native policy ---- */
-
-static native_policy_fn native_fn;
-struct native_comm {
-	uint64_t comm_id;
-	uint32_t n_ranks, n_nodes;
-	uint64_t seq[NCCLBPF_NUM_COLLS];
-};
-
-static int native_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
-		       nb_nccl_logger_t log, struct nb_nccl_nvl_domain_info_v5 *nvl,
-		       struct nb_nccl_tuner_constants_v5 *constants)
-{
-	(void)log;
-	(void)nvl;
-	(void)constants;
-	struct native_comm *c = calloc(1, sizeof(*c));
-	if (c) {
-		c->comm_id = comm_id;
-		c->n_ranks = (uint32_t)n_ranks;
-		c->n_nodes = (uint32_t)n_nodes;
-	}
-	*ctx = c;
-	return 0;
-}
-
-/* Mirrors tuner_get_coll_info (src/plugin/tuner/tuner_core.c) with the eBPF run replaced by a
- * direct call of the native policy. */
-static int native_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
-				float **cost_table, int num_algo, int num_proto, int reg_buff,
-				int *n_channels)
-{
-	struct native_comm *tc = ctx;
-	if (!tc || !cost_table || !n_channels || coll_type < 0 ||
-	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
-		return 0;
-	float *table = (float *)cost_table;
-	struct ncclbpf_tuner_ctx c;
-	c.comm_id = tc->comm_id;
-	c.n_bytes = n_bytes;
-	c.seq = tc->seq[coll_type]++;
-	c.coll_type = (uint32_t)coll_type;
-	c.n_ranks = tc->n_ranks;
-	c.n_nodes = tc->n_nodes;
-	c.num_pipe_ops = num_pipe_ops > 0 ? (uint32_t)num_pipe_ops : 0;
-	c.reg_buff = reg_buff ? 1 : 0;
-	int max_ch = tc->comm_id ? comm_channels_get(tc->comm_id) : 0;
-	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
-	c.abi_version = 5;
-	tuner_ctx_fill(&c, table, num_algo, num_proto);
-	native_fn(&c);
-	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
-	    c.n_channels == NCCLBPF_CHANNELS_KEEP)
-		return 0;
-	struct tuner_applied applied;
-	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
-			&applied);
-	return 0;
-}
-
-static int native_finalize(void *ctx)
-{
-	free(ctx);
-	return 0;
-}
-
-static const struct nb_nccl_tuner_v5 native_tuner = {
-	.name = "native",
-	.init = native_init,
-	.get_coll_info = native_get_coll_info,
-	.finalize = native_finalize,
-};
+/* ---- the native baseline: bench/native_tuner_shim.c ---- */
 
 /* ---- measurement ---- */
 
@@ -363,8 +291,8 @@ static void run_one(const struct bench_cfg *cfg, const char *policy, enum mode m
 			if (!np) {
 				snprintf(cr.err, sizeof(cr.err), "no native version of %s", policy);
 			} else {
-				native_fn = np->fn;
-				measure(&native_tuner, cfg->calls, cfg->batch, cfg->tpn, &cr);
+				native_shim_policy = np->fn;
+				measure(&native_tuner_shim, cfg->calls, cfg->batch, cfg->tpn, &cr);
 			}
 		} else {
 			char path[2200];

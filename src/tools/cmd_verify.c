@@ -12,6 +12,7 @@
 #include "isa/isa.h"
 #include "loader/object.h"
 #include "ncclbpf/ncclbpf.h"
+#include "runtime/runtime.h"
 #include "tools/cli.h"
 #include "verifier/verifier.h"
 #include "vm/vm.h"
@@ -88,8 +89,9 @@ static void print_jit_status(const char *path, const char *prog, const struct nb
 		setenv("NCCLBPF_RANK_LOCAL", "allow", 1);
 	int rc = p ? ncclbpf_program_prepare(p, (enum ncclbpf_hook)h->type, &o, err, sizeof(err))
 		   : -ENOENT;
-	if (rc == 0)
-		printf("  jit: compiled\n");
+	if (rc == 0) /* how each decision reaches the code (issue 14, decision-path cost) */
+		printf("  jit: compiled; run path: %s\n",
+		       runtime_run_path_name(runtime_program_run_path(p)));
 	else
 		printf("  jit: NOT compiled, the plugin runs it in the interpreter: %s\n", err);
 	ncclbpf_object_close(obj);

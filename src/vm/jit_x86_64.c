@@ -18,7 +18,10 @@
  * path: it resets RSP from R12 (or the known main frame), stores kind|pc<<8|helper<<32 in the
  * fault record whose address the entry saved, and returns 0 through the main epilogue.
  * Entry A (vm_jit_entry) points the record at the image's shared raw_fault; entry B
- * (vm_jit_run) passes a per-call record in RDX.
+ * (vm_jit_run) passes a per-call record in RDX. Code that cannot fault has a third entry
+ * instead of the record (vm_jit_store_entry): a second copy of the main body whose frame
+ * keeps RDX, the result pointer, in the same slot and whose epilogue stores r0 there and
+ * returns 0.
  *
  * Two passes with identical emit calls: the first only measures (and records every
  * offset), the second writes into a RW mapping using those offsets (all jumps are rel32,
@@ -45,7 +48,13 @@ struct gen {
 	struct jit_buf b;
 	size_t *off;       /* body offset of each insn */
 	size_t *entry_off; /* prologue offset of each function */
-	size_t epilogue_off, fault_off, entry_b;
+	size_t epi_off[2], fault_off, entry_b, store_entry;
+	/* copy 1: the store entry (vm_jit_store_entry), a second main body whose epilogue
+	 * stores r0 through the third argument and returns 0 */
+	int copy;
+	bool store_result;
+	size_t *off_store; /* body offsets of copy 1 */
+	size_t main_end;   /* end of everything but copy 1 */
 	size_t *stub_off;
 	uint64_t *stub_info;
 	size_t stub_cnt, stub_cap;
@@ -137,7 +146,10 @@ static void main_prologue(struct gen *g)
 		jit_emit_u8(b, 0xba);
 		jit_emit_u64(b, (uint64_t)(uintptr_t)g->raw);
 	}
-	g->entry_b = b->len;
+	if (g->copy == 0)
+		g->entry_b = b->len;
+	/* RDX: the fault record (entry B) or the result pointer (store entry) */
+	bool slot = an->may_fault || g->store_result;
 	g->n_pushed = 0;
 	g->main_stack = an->main_uses_fp || an->has_calls;
 	if (g->main_stack)
@@ -155,9 +167,9 @@ static void main_prologue(struct gen *g)
 		g->pushed[g->n_pushed++] = X_R12;
 	for (int i = 0; i < g->n_pushed; i++)
 		jit_push(b, g->pushed[i]);
-	if (an->may_fault)
-		jit_push(b, X_RDX); /* fault-record slot */
-	int n = g->n_pushed + (an->may_fault ? 1 : 0);
+	if (slot)
+		jit_push(b, X_RDX); /* fault-record / result-pointer slot */
+	int n = g->n_pushed + (slot ? 1 : 0);
 	/* entry RSP is 8 mod 16: an odd number of pushes realigns it */
 	g->pad = (need_align(g) && n % 2 == 0) ? 8 : 0;
 	if (g->pad)
@@ -193,12 +205,17 @@ static void main_pops_ret(struct gen *g)
 
 static void main_epilogue(struct gen *g)
 {
-	g->epilogue_off = g->b.len;
+	g->epi_off[g->copy] = g->b.len;
 	if (g->rm[0] != X_RAX)
 		jit_mov_rr(&g->b, true, X_RAX, g->rm[0]);
 	int total = (g->main_stack ? BPF_STACK_SIZE : 0) + g->pad + (g->an->may_fault ? 8 : 0);
 	if (total)
 		jit_alu_ri(&g->b, true, A_ADD, X_RSP, total);
+	if (g->store_result) { /* *result = r0; return 0 */
+		jit_pop(&g->b, X_R11);
+		jit_store_reg(&g->b, 8, X_R11, 0, X_RAX);
+		jit_xor_zero(&g->b, X_RAX);
+	}
 	main_pops_ret(g);
 }
 
@@ -728,7 +745,7 @@ static void emit_insn(struct gen *g, size_t pc, bool in_main)
 		if (!in_main)
 			sub_epilogue(g);
 		else if (!(pc + 1 == an->insn_cnt || an->func_start[pc + 1]))
-			jmp_to(g, g->epilogue_off);
+			jmp_to(g, g->epi_off[g->copy]);
 	} else {
 		emit_cond_jump(g, in, pc);
 	}
@@ -767,7 +784,32 @@ static void emit_all(struct gen *g)
 			jit_mov_imm64(&g->b, X_R11, g->stub_info[k]);
 			jmp_to(g, g->fault_off);
 		}
+		g->main_end = g->b.len;
+		return;
 	}
+	g->main_end = g->b.len;
+	/* Code that cannot fault is a single function (local calls and bpf_loop may fault):
+	 * emit it a second time as the store entry, 16-byte aligned (int3 padding). The
+	 * runtime's decision path tail-calls it, so no frame of its own stays around the
+	 * program. Same emit calls in both passes, so the sizes match. */
+	while (g->b.len % 16)
+		jit_emit_u8(&g->b, 0xcc);
+	size_t *main_off = g->off;
+	g->copy = 1;
+	g->store_result = true;
+	g->off = g->off_store;
+	g->store_entry = g->b.len;
+	main_prologue(g);
+	for (size_t pc = 0; pc < n; pc++) {
+		g->off[pc] = g->b.len;
+		if (!an->lddw_tail[pc])
+			emit_insn(g, pc, true);
+	}
+	g->off[n] = g->b.len;
+	main_epilogue(g);
+	g->off = main_off;
+	g->copy = 0;
+	g->store_result = false;
 }
 
 int jit_generate(const struct vm_program *prog, const struct jit_analysis *an,
@@ -783,7 +825,8 @@ int jit_generate(const struct vm_program *prog, const struct jit_analysis *an,
 	g.raw = &img->raw_fault;
 	g.off = calloc(an->insn_cnt + 1, sizeof(size_t));
 	g.entry_off = calloc(an->insn_cnt + 1, sizeof(size_t));
-	if (!g.off || !g.entry_off)
+	g.off_store = calloc(an->insn_cnt + 1, sizeof(size_t));
+	if (!g.off || !g.entry_off || !g.off_store)
 		goto oom;
 
 	emit_all(&g); /* sizing pass: records every offset */
@@ -814,11 +857,12 @@ int jit_generate(const struct vm_program *prog, const struct jit_analysis *an,
 	}
 	img->code = mem;
 	img->map_size = size;
-	img->code_len = size;
+	img->code_len = g.main_end; /* the store entry's copy is not counted */
 	img->entry = (vm_jit_fn)(uintptr_t)mem;
 	img->may_fault = g.an->may_fault;
 	img->run = (uint64_t(*)(uint64_t, uint64_t, struct vm_jit_fault_rec *))(uintptr_t)(
 		mem + g.entry_b);
+	img->store = g.an->may_fault ? NULL : (vm_jit_store_fn)(uintptr_t)(mem + g.store_entry);
 	goto out;
 oom:
 	rc = -ENOMEM;
@@ -826,6 +870,7 @@ oom:
 		snprintf(err, errlen, "jit: out of memory");
 out:
 	free(g.off);
+	free(g.off_store);
 	free(g.entry_off);
 	free(g.stub_off);
 	free(g.stub_info);

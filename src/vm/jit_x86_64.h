@@ -121,9 +121,10 @@ int jit_compile_permuted(const struct vm_program *prog, const struct vm_jit_opti
 struct vm_jit_image {
 	uint8_t *code;      /* RX mapping */
 	size_t map_size;    /* bytes mapped */
-	size_t code_len;    /* bytes of code */
+	size_t code_len;    /* bytes of code (without the store entry's copy) */
 	vm_jit_fn entry;    /* raw entry: faults go to raw_fault */
 	uint64_t (*run)(uint64_t a1, uint64_t a2, struct vm_jit_fault_rec *rec);
+	vm_jit_store_fn store; /* NULL when may_fault */
 	struct vm_jit_fault_rec raw_fault;
 	bool may_fault;     /* false: run never reports a fault (entry == run) */
 };

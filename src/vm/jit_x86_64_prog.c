@@ -561,6 +561,11 @@ vm_jit_run_fn vm_jit_runner(const struct vm_jit_image *img)
 	return img ? img->run : NULL;
 }
 
+vm_jit_store_fn vm_jit_store_entry(const struct vm_jit_image *img)
+{
+	return img ? img->store : NULL;
+}
+
 bool vm_jit_may_fault(const struct vm_jit_image *img)
 {
 	return !img || img->may_fault;

@@ -148,6 +148,12 @@ struct vm_jit_fault_rec {
 };
 typedef uint64_t (*vm_jit_run_fn)(uint64_t a1, uint64_t a2, struct vm_jit_fault_rec *rec);
 vm_jit_run_fn vm_jit_runner(const struct vm_jit_image *img);
+/* The store entry: the same code as vm_jit_entry with the result stored through the third
+ * argument; returns 0. Only for code that can never fault (NULL otherwise, and NULL without
+ * a JIT): a caller whose own result is 0-or-error can then tail-call it, so that no frame
+ * of its own stays around the program (the runtime's ncclbpf_program_run). */
+typedef int (*vm_jit_store_fn)(uint64_t a1, uint64_t a2, uint64_t *r0);
+vm_jit_store_fn vm_jit_store_entry(const struct vm_jit_image *img);
 /* false when the code can never fault (no local calls, no missing helper, no way past the
  * end): its raw entry then needs no fault record at all */
 bool vm_jit_may_fault(const struct vm_jit_image *img);

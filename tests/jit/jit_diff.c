@@ -158,7 +158,7 @@ int main(int argc, char **argv)
 	static struct outcome ref, chk_out, jit;
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	uint64_t cases = 0, runs = 0, faults = 0, insns_total = 0, reported = 0;
+	uint64_t cases = 0, runs = 0, faults = 0, insns_total = 0, reported = 0, store_runs = 0;
 	uint64_t fault_kinds[16] = { 0 };
 
 	for (;;) {
@@ -237,6 +237,22 @@ int main(int argc, char **argv)
 			jit.rc = vm_jit_run(img, (uint64_t)(uintptr_t)mem, sizeof(mem), &jit.r0,
 					    &jit.fault);
 			memcpy(jit.mem, mem, sizeof(mem));
+			/* the store entry (code that cannot fault): the same result, stored */
+			vm_jit_store_fn store = vm_jit_store_entry(img);
+			test_checks++;
+			if (store ? vm_jit_may_fault(img) : !vm_jit_may_fault(img)) {
+				test_failures++;
+				fprintf(stderr, "case %llu: store entry %s for code that %s fault\n",
+					(unsigned long long)cases, store ? "present" : "missing",
+					store ? "may" : "cannot");
+			}
+			if (store && !jit.rc && same(&ref, &jit)) {
+				memcpy(mem, init, sizeof(mem));
+				jit.r0 = ~0ull;
+				jit.rc = store((uint64_t)(uintptr_t)mem, sizeof(mem), &jit.r0);
+				memcpy(jit.mem, mem, sizeof(mem));
+				store_runs++;
+			}
 			vm_jit_free(img);
 			runs++;
 			test_checks++;
@@ -260,15 +276,20 @@ int main(int argc, char **argv)
 		cases++;
 	}
 	test_checks++;
+	if (runs > 100 && store_runs == 0) {
+		test_failures++;
+		fprintf(stderr, "no program was run through the store entry\n");
+	}
+	test_checks++;
 	if (dg_misaligned) {
 		test_failures++;
 		fprintf(stderr, "%llu helper calls with a misaligned stack\n",
 			(unsigned long long)dg_misaligned);
 	}
-	printf("jit_diff: %llu programs (%.1f insns avg), %llu JIT runs, %llu faulting "
-	       "(call depth %llu, missing helper %llu)\n",
+	printf("jit_diff: %llu programs (%.1f insns avg), %llu JIT runs (%llu also through the "
+	       "store entry), %llu faulting (call depth %llu, missing helper %llu)\n",
 	       (unsigned long long)cases, cases ? (double)insns_total / (double)cases : 0.0,
-	       (unsigned long long)runs, (unsigned long long)faults,
+	       (unsigned long long)runs, (unsigned long long)store_runs, (unsigned long long)faults,
 	       (unsigned long long)fault_kinds[VM_FAULT_CALL_DEPTH],
 	       (unsigned long long)fault_kinds[VM_FAULT_BAD_HELPER]);
 	map_free(map);

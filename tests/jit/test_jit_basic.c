@@ -56,8 +56,38 @@ __asm__(".text\n"
 	"2:\n"
 	"  lea 1(%rdi), %rax\n"
 	"  ret\n"
-	".size align_helper, .-align_helper\n");
+	".size align_helper, .-align_helper\n"
+	/* int call_check_regs_store(a1, a2, fn, r0, int *ok): the same for a store entry
+	 * fn(a1, a2, r0) */
+	".globl call_check_regs_store\n"
+	".type call_check_regs_store, @function\n"
+	"call_check_regs_store:\n"
+	"  push %rbx\n  push %rbp\n  push %r12\n  push %r13\n  push %r14\n  push %r15\n"
+	"  push %r8\n"
+	"  mov %rdx, %rax\n"
+	"  mov %rcx, %rdx\n"
+	"  movabs $0x1111111111111111, %rbx\n"
+	"  movabs $0x2222222222222222, %rbp\n"
+	"  movabs $0x3333333333333333, %r12\n"
+	"  movabs $0x4444444444444444, %r13\n"
+	"  movabs $0x5555555555555555, %r14\n"
+	"  movabs $0x6666666666666666, %r15\n"
+	"  call *%rax\n"
+	"  pop %rcx\n"
+	"  movl $0, (%rcx)\n"
+	"  movabs $0x1111111111111111, %rdx\n  cmp %rdx, %rbx\n  jne 3f\n"
+	"  movabs $0x2222222222222222, %rdx\n  cmp %rdx, %rbp\n  jne 3f\n"
+	"  movabs $0x3333333333333333, %rdx\n  cmp %rdx, %r12\n  jne 3f\n"
+	"  movabs $0x4444444444444444, %rdx\n  cmp %rdx, %r13\n  jne 3f\n"
+	"  movabs $0x5555555555555555, %rdx\n  cmp %rdx, %r14\n  jne 3f\n"
+	"  movabs $0x6666666666666666, %rdx\n  cmp %rdx, %r15\n  jne 3f\n"
+	"  movl $1, (%rcx)\n"
+	"3:\n"
+	"  pop %r15\n  pop %r14\n  pop %r13\n  pop %r12\n  pop %rbp\n  pop %rbx\n"
+	"  ret\n"
+	".size call_check_regs_store, .-call_check_regs_store\n");
 uint64_t call_check_regs(uint64_t a1, uint64_t a2, vm_jit_fn fn, int *ok);
+int call_check_regs_store(uint64_t a1, uint64_t a2, vm_jit_store_fn fn, uint64_t *r0, int *ok);
 uint64_t align_helper(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 #endif
 volatile uint64_t misaligned_calls;
@@ -486,6 +516,77 @@ static void test_bpf_loop(void)
 	helpers[NB_HELPER_LOOP] = NULL;
 }
 
+/* The store entry (vm_jit_store_entry): the main entry's code with r0 stored through the
+ * third argument and 0 returned, for every register map, frame shape and helper call;
+ * host callee-saved registers intact, helpers called with an aligned stack; absent for
+ * code that may fault (the runtime's tail call must never need a fault record). */
+static void test_store_entry(void)
+{
+#if defined(__x86_64__)
+	helpers[20] = align_helper;
+	const struct bpf_insn progs[][16] = {
+		/* r1, r2 arrive, r3 (the result pointer's register) starts at 0 */
+		{ MOV64_X(0, 1), ALU64_K(BPF_MUL, 0, 1000), ALU64_X(BPF_ADD, 0, 2),
+		  ALU64_X(BPF_ADD, 0, 3), ALU64_X(BPF_ADD, 0, 9), EXIT() },
+		/* stack + callee-saved homes + a helper call: 7 + 1000 * 7 + 5 */
+		{ ST(BPF_DW, 10, -8, 5), MOV64_X(6, 1), MOV64_K(7, 1000), MOV64_K(1, 6),
+		  CALL(20), ALU64_X(BPF_MUL, 7, 6), ALU64_X(BPF_ADD, 0, 7), LDX(BPF_DW, 8, 10, -8),
+		  ALU64_X(BPF_ADD, 0, 8), EXIT() },
+		/* two exits (an early one jumps to the store epilogue) */
+		{ MOV64_K(0, 1), JMP_K(BPF_JEQ, 1, 7, 1), EXIT(), MOV64_K(0, 2), EXIT() },
+	};
+	const uint64_t want[] = { 7005, 7012, 2 };
+	for (unsigned k = 0; k < 14; k++) {
+		uint8_t perm[10];
+		perm_of(k, perm);
+		for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+			size_t n = 0;
+			while (n < 16 && progs[i][n].code)
+				n++;
+			struct vm_jit_image *img = compile(progs[i], n, NULL, perm);
+			if (!img)
+				continue;
+			vm_jit_store_fn store = vm_jit_store_entry(img);
+			CHECK(store != NULL);
+			CHECK(!vm_jit_may_fault(img));
+			if (store) {
+				uint64_t r0 = ~0ull; /* all 8 bytes must be written */
+				int ok = 0;
+				CHECK(call_check_regs_store(7, 5, store, &r0, &ok) == 0);
+				CHECK_EQ_U64(r0, want[i]);
+				CHECK(ok == 1);
+				CHECK_EQ_U64(vm_jit_entry(img)(7, 5), want[i]); /* the main entry too */
+				if (i == 2) { /* the early exit's jump to the store epilogue */
+					r0 = ~0ull;
+					CHECK(store(8, 5, &r0) == 0);
+					CHECK_EQ_U64(r0, 1);
+				}
+			}
+			vm_jit_free(img);
+		}
+	}
+	CHECK_EQ_U64(misaligned_calls, 0);
+	/* code that may fault has no store entry: a missing helper, a local call, falling
+	 * off the end */
+	struct vm_jit_image *img = COMPILE(MOV64_K(0, 0), CALL(99), EXIT());
+	if (img) {
+		CHECK(vm_jit_may_fault(img) && vm_jit_store_entry(img) == NULL);
+		vm_jit_free(img);
+	}
+	img = COMPILE(CALL_LOCAL(1), EXIT(), MOV64_K(0, 3), EXIT());
+	if (img) {
+		CHECK(vm_jit_may_fault(img) && vm_jit_store_entry(img) == NULL);
+		vm_jit_free(img);
+	}
+	img = COMPILE(JMP_K(BPF_JEQ, 1, 0, 1), EXIT(), MOV64_K(0, 4));
+	if (img) {
+		CHECK(vm_jit_may_fault(img) && vm_jit_store_entry(img) == NULL);
+		vm_jit_free(img);
+	}
+	CHECK(vm_jit_store_entry(NULL) == NULL);
+#endif
+}
+
 int main(void)
 {
 	if (!vm_jit_available()) {
@@ -503,5 +604,6 @@ int main(void)
 	test_refusals();
 	test_inline_lookup();
 	test_bpf_loop();
+	test_store_entry();
 	TEST_DONE();
 }

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "maps/epoch_fast.h"
 #include "maps/map_internal.h"
 #include "test_util.h"
 
@@ -240,6 +241,60 @@ static void test_fork(void)
 	map_free(m);
 }
 
+/* An object's own record (map_epoch_record_acquire: the tuner communicator's): a section
+ * on it keeps retired elements alive exactly like a thread's, one on another thread's
+ * stack does not interfere, it survives fork() in the child (the object does), and a
+ * released record is reused. */
+static void test_object_record(void)
+{
+	struct nb_map *m = mk_hash(8);
+	if (!m)
+		return;
+	struct epoch_record *rec = map_epoch_record_acquire();
+	CHECK(rec != NULL);
+	if (!rec) {
+		map_free(m);
+		return;
+	}
+	CHECK_EQ_U64(put(m, 1, 0x1111, NB_ANY), 0);
+	map_epoch_record_enter(rec);
+	uint64_t held = atomic_load(&rec->epoch);
+	CHECK(held != 0);
+	CHECK(map_epoch_min_active() <= held);
+	CHECK_EQ_U64(put(m, 1, 0x2222, NB_EXIST), 0); /* retires the old element */
+	map_epoch_reclaim();
+	CHECK(map_pool_pending(m) >= 1); /* our section keeps it */
+	/* the thread's own sections are independent of the object's */
+	map_epoch_enter();
+	map_epoch_exit();
+	CHECK(map_pool_pending(m) >= 1);
+	pid_t pid = fork();
+	if (pid == 0) { /* the child: the object's record is still in use and in a section */
+		int ok = atomic_load(&rec->in_use) && atomic_load(&rec->epoch) == held;
+		map_epoch_reclaim();
+		ok = ok && map_pool_pending(m) >= 1;
+		map_epoch_record_exit(rec);
+		map_epoch_reclaim();
+		ok = ok && map_pool_pending(m) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	int status = -1;
+	CHECK(pid > 0);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	map_epoch_record_exit(rec);
+	map_epoch_reclaim();
+	CHECK_EQ_U64(map_pool_pending(m), 0);
+	size_t count = map_epoch_record_count();
+	map_epoch_record_release(rec);
+	struct epoch_record *again = map_epoch_record_acquire();
+	CHECK(again != NULL);
+	CHECK_EQ_U64(map_epoch_record_count(), count); /* reused, not allocated */
+	map_epoch_record_release(again);
+	map_free(m);
+}
+
 int main(void)
 {
 	test_same_thread();
@@ -249,5 +304,6 @@ int main(void)
 	test_record_reuse();
 	test_writer_waits();
 	test_fork();
+	test_object_record();
 	TEST_DONE();
 }

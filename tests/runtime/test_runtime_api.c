@@ -426,6 +426,120 @@ static void test_conformance(void)
 	ncclbpf_object_close(obj);
 }
 
+/* ncclbpf_program_run's direct path (issue 14, decision-path cost): JIT code of a
+ * fixed-context hook that can neither fault nor needs a map epoch is a tail call of its
+ * store entry; everything else, and every error, takes the general path with the same
+ * results and messages as before. A counting wrapper in place of the store entry shows
+ * which path each call took. */
+static int direct_calls;
+static vm_jit_store_fn direct_real;
+
+static int counting_store(uint64_t a1, uint64_t a2, uint64_t *r0)
+{
+	direct_calls++;
+	return direct_real(a1, a2, r0);
+}
+
+static void test_run_paths(void)
+{
+	char err[512];
+	struct ncclbpf_tuner_ctx c;
+	struct ncclbpf_object *obj;
+	uint64_t r0;
+	/* r0 = 5; exit */
+	static const uint8_t five[] = {0xb7, 0, 0, 0, 5, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0};
+	/* call +1; exit; r0 = 3; exit (a local call: the JIT checks the call depth) */
+	static const uint8_t call[] = {0x85, 0x10, 0, 0, 1, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0,
+				       0xb7, 0, 0, 0, 3, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0};
+
+	if (!vm_jit_available())
+		return;
+	CHECK(runtime_object_from_insns(five, sizeof(five), "five", &obj, err, sizeof(err)) == 0);
+	struct ncclbpf_program *p = ncclbpf_object_find_program(obj, "main");
+	CHECK(runtime_program_run_path(p) == RUNTIME_RUN_UNPREPARED);
+	CHECK(rt_prepare(p, NCCLBPF_HOOK_TUNER, NCCLBPF_EXEC_JIT, NCCLBPF_VERIFY_STRICT, err,
+			 sizeof(err)) == 0);
+	CHECK(runtime_program_run_path(p) == RUNTIME_RUN_JIT_DIRECT);
+	CHECK(p->fast_store != NULL && p->fast_entry != NULL);
+	direct_real = p->fast_store;
+	p->fast_store = counting_store;
+	direct_calls = 0;
+	rt_tuner_ctx(&c, 1, 1, 0);
+	r0 = 0;
+	CHECK(ncclbpf_program_run(p, &c, sizeof(c), &r0, err, sizeof(err)) == 0);
+	CHECK_EQ_U64(r0, 5);
+	CHECK(direct_calls == 1);
+	/* errors and a NULL result pointer: the general path */
+	CHECK(ncclbpf_program_run(p, &c, sizeof(c) - 1, &r0, err, sizeof(err)) == -EINVAL);
+	CHECK_STR_CONTAINS(err, "176");
+	CHECK(ncclbpf_program_run(p, &c, sizeof(c) + 8, &r0, err, sizeof(err)) == -EINVAL);
+	CHECK(ncclbpf_program_run(p, NULL, sizeof(c), &r0, err, sizeof(err)) == -EINVAL);
+	CHECK(ncclbpf_program_run(NULL, &c, sizeof(c), &r0, err, sizeof(err)) == -EINVAL);
+	CHECK_STR_CONTAINS(err, "not prepared");
+	CHECK(ncclbpf_program_run(p, &c, sizeof(c), NULL, err, sizeof(err)) == 0);
+	CHECK(direct_calls == 1);
+	/* the shim's inline path calls the raw entry itself */
+	r0 = 0;
+	CHECK(runtime_program_run_direct(p, &c, sizeof(c), &r0, err, sizeof(err)) == 0);
+	CHECK_EQ_U64(r0, 5);
+	CHECK(direct_calls == 1);
+	p->fast_store = direct_real;
+
+	/* interpreters and unverified programs: never the direct path */
+	static const struct {
+		enum ncclbpf_exec_mode em;
+		enum ncclbpf_verify_mode vm;
+		enum runtime_run_path path;
+	} modes[] = {
+		{NCCLBPF_EXEC_INTERPRET, NCCLBPF_VERIFY_STRICT, RUNTIME_RUN_INTERPRETER},
+		{NCCLBPF_EXEC_CHECKED, NCCLBPF_VERIFY_STRICT, RUNTIME_RUN_CHECKED},
+		{NCCLBPF_EXEC_DEFAULT, NCCLBPF_VERIFY_OFF, RUNTIME_RUN_CHECKED},
+	};
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		CHECK(rt_prepare(p, NCCLBPF_HOOK_TUNER, modes[i].em, modes[i].vm, err,
+				 sizeof(err)) == 0);
+		CHECK(runtime_program_run_path(p) == modes[i].path);
+		CHECK(p->fast_store == NULL && p->fast_entry == NULL);
+		r0 = 0;
+		CHECK(ncclbpf_program_run(p, &c, sizeof(c), &r0, err, sizeof(err)) == 0);
+		CHECK_EQ_U64(r0, 5);
+		r0 = 0;
+		CHECK(runtime_program_run_direct(p, &c, sizeof(c), &r0, err, sizeof(err)) == 0);
+		CHECK_EQ_U64(r0, 5);
+		CHECK(runtime_program_run_direct(p, &c, sizeof(c) - 1, &r0, err, sizeof(err)) ==
+		      -EINVAL);
+	}
+	ncclbpf_object_close(obj);
+
+	/* JIT code that may fault: a fault record per call */
+	CHECK(runtime_object_from_insns(call, sizeof(call), "call", &obj, err, sizeof(err)) == 0);
+	p = ncclbpf_object_find_program(obj, "main");
+	CHECK(rt_prepare(p, NCCLBPF_HOOK_TUNER, NCCLBPF_EXEC_JIT, NCCLBPF_VERIFY_STRICT, err,
+			 sizeof(err)) == 0);
+	CHECK(runtime_program_run_path(p) == RUNTIME_RUN_JIT_FAULT_REC);
+	CHECK(p->fast_store == NULL && p->fast_entry == NULL && p->fast != NULL);
+	r0 = 0;
+	CHECK(ncclbpf_program_run(p, &c, sizeof(c), &r0, err, sizeof(err)) == 0);
+	CHECK_EQ_U64(r0, 3);
+	ncclbpf_object_close(obj);
+
+	/* a hash map: inside an epoch; an array map only: direct */
+	obj = rt_open("policies/lookup_update.bpf.o");
+	p = ncclbpf_object_program(obj, 0);
+	CHECK(rt_prepare(p, NCCLBPF_HOOK_TUNER, NCCLBPF_EXEC_JIT, NCCLBPF_VERIFY_STRICT, err,
+			 sizeof(err)) == 0);
+	CHECK(runtime_program_run_path(p) == RUNTIME_RUN_JIT_EPOCH);
+	CHECK(p->fast_store == NULL);
+	CHECK(ncclbpf_program_run(p, &c, sizeof(c), &r0, err, sizeof(err)) == 0);
+	ncclbpf_object_close(obj);
+	obj = rt_open(RT_PROG("runtime_maps"));
+	p = ncclbpf_object_find_program(obj, "observe");
+	CHECK(rt_prepare(p, NCCLBPF_HOOK_AUTO, NCCLBPF_EXEC_JIT, NCCLBPF_VERIFY_STRICT, err,
+			 sizeof(err)) == 0);
+	CHECK(runtime_program_run_path(p) == RUNTIME_RUN_JIT_DIRECT);
+	ncclbpf_object_close(obj);
+}
+
 int main(void)
 {
 	rt_capture_logs();
@@ -438,5 +552,6 @@ int main(void)
 	test_helpers();
 	test_disasm();
 	test_conformance();
+	test_run_paths();
 	TEST_DONE();
 }

@@ -16,6 +16,7 @@
 
 #include "mock_nccl.h"
 #include "native_policies.h"
+#include "plugin/tuner/tuner.h"
 #include "test_util.h"
 #include "tuner_oracle.h"
 
@@ -732,6 +733,8 @@ static void sc_inner_then_policy(void)
 			CHECK(a == 0 && p == 1);
 			CHECK(nch == i + 1); /* the policy's decision on top of the inner's */
 		}
+		/* an inner plugin: every decision takes the general path (tuner_core.c) */
+		CHECK_EQ_U64(atomic_load(&((const struct tuner_comm *)c.ctx)->stats.general), 3);
 		CHECK(mock_comm_finalize(&c) == 0);
 	}
 }
@@ -789,6 +792,44 @@ static void sc_inner_self(void)
 	CHECK(mock_comm_finalize(&c) == 0);
 	CHECK(mock_log_count_level(2, "is ncclbpf itself") == 1);
 	CHECK(mock_log_count_level(2, "exports no") == 0);
+}
+
+/* Which path each decision took (tuner_core.c: the straight line, or the general path
+ * with everything optional), read from the communicator's counter behind `ncclbpf ctl
+ * status` ("general_path"): straight only when nothing optional is on. The decisions must be
+ * the same either way: every call is checked against the oracle for the programs in
+ * tests/tuner/progs/paths.bpf.c (Ring/Simple above 1 MiB, NCCL's choice below, pinned). */
+static int path_release = 230;
+static int path_general_want; /* decisions expected on the general path, of 64 */
+
+static void sc_decision_path(void)
+{
+	struct mock_nccl m;
+	struct mock_comm c;
+	CHECK(load(&m, path_release) == 0);
+	CHECK(mock_comm_init(&m, &c, path_release >= 228 ? 0x9a7e : 0, 8, 1) == 0);
+	for (int i = 0; i < 64; i++) {
+		int coll = i % 5;
+		size_t bytes = (size_t)1 << (4 + (i * 7) % 26);
+		bool big = bytes > MiB;
+		CHECK(call_matches(&c, &shapes[0], coll, bytes, big ? 1 : -1, big ? 2 : -1, 0));
+	}
+	const struct tuner_comm *tc = c.ctx;
+	CHECK(tc != NULL);
+	if (tc) {
+		uint64_t general = atomic_load(&tc->stats.general);
+		CHECK_EQ_U64(general, (uint64_t)path_general_want);
+		CHECK_EQ_U64(atomic_load(&tc->stats.calls), 64);
+	}
+	CHECK(mock_comm_finalize(&c) == 0);
+}
+
+static void path_scenario(const char *name, const char *spec, const char *const *env,
+			  int release, int general_want)
+{
+	path_release = release;
+	path_general_want = general_want;
+	run_scenario(name, spec, env, sc_decision_path);
 }
 
 int main(int argc, char **argv)
@@ -875,5 +916,27 @@ int main(int argc, char **argv)
 	run_scenario("inner tuner: missing library", NULL, inner_missing, sc_inner_bad);
 	static const char *const inner_self[] = { "NCCLBPF_TUNER_INNER", LIB, NULL };
 	run_scenario("inner tuner: ncclbpf itself", NULL, inner_self, sc_inner_self);
+
+	/* Decision paths. Straight: one direct program; the first decision of a comm with a
+	 * commHash is general (the agreement layer's first collective decides whether a group
+	 * forms), none without one (v4: no agreement state at all). */
+	path_scenario("path: direct program (straight)", PROG("paths") ":direct", jit_on, 230, 1);
+	path_scenario("path: direct program, v4 (straight)", PROG("paths") ":direct", jit_on, 227,
+		      0);
+	path_scenario("path: hash map (straight, in an epoch)", PROG("paths") ":with_hash", jit_on,
+		      230, 1);
+	static const char *const metrics[] = { "NCCLBPF_JIT", "1", "NCCLBPF_METRICS_FILE",
+					       NB_BUILD_DIR "/tests/tuner/paths_metrics.prom",
+					       NULL };
+	static const char *const dlog[] = { "NCCLBPF_JIT", "1", "NCCLBPF_DECISION_LOG",
+					    NB_BUILD_DIR "/tests/tuner", NULL };
+	path_scenario("path: interpreter (general)", PROG("paths") ":direct", jit_off, 230, 64);
+	path_scenario("path: metrics on (general)", PROG("paths") ":direct", metrics, 230, 64);
+	path_scenario("path: decision log on (general)", PROG("paths") ":direct", dlog, 230, 64);
+	path_scenario("path: two programs (general)",
+		      PROG("paths") ":direct," PROG("paths") ":direct", jit_on, 230, 64);
+	path_scenario("path: bpf-to-bpf call (general)", PROG("paths") ":with_call", jit_on, 230,
+		      64);
+	path_scenario("path: agreed map (general)", PROG("paths") ":agreed_read", jit_on, 230, 64);
 	TEST_DONE();
 }

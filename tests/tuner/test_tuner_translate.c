@@ -2,6 +2,7 @@
  * every rule, the tie handling and the invariant that -1 entries are never raised. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "plugin/tuner/tuner.h"
@@ -279,6 +280,109 @@ static void test_ctx_fill(void)
 	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 176);
 }
 
+/* The one-pass fill + pin (tuner_ctx_fill_info, tuner_pin_filled: the decision path's
+ * vectorised form) against the scalar definitions: the context field by field, NCCL's
+ * choice against tuner_general_best, and the pinned table bit for bit against tuner_pin,
+ * on random tables of every shape up to 8x4 drawn from the values that matter (unavailable
+ * -1, +-0, NaN, +-inf, FLT_MAX, denormals, ties). */
+static uint64_t prop_rng = 0x9e3779b97f4a7c15ull;
+static uint32_t prop_next(void)
+{
+	prop_rng ^= prop_rng << 13;
+	prop_rng ^= prop_rng >> 7;
+	prop_rng ^= prop_rng << 17;
+	return (uint32_t)(prop_rng >> 32);
+}
+
+static float prop_value(void)
+{
+	static const float special[] = { -1.0f, 0.0f, -0.0f, 1.0f, 2.0f, 3.0f, FLT_MAX, FLT_MIN,
+					 1e-42f /* denormal */, -2.0f, INFINITY, -INFINITY, NAN,
+					 -NAN, 0.5f, 12.0f };
+	uint32_t r = prop_next();
+	if (r % 4 == 0) { /* any bit pattern at all */
+		uint32_t bits = prop_next();
+		float f;
+		memcpy(&f, &bits, sizeof(f));
+		return f;
+	}
+	if (r % 4 == 1)
+		return (float)(prop_next() % 1000) / 8.0f;
+	return special[(r >> 8) % (sizeof(special) / sizeof(special[0]))];
+}
+
+/* The scalar fill as it was before the one-pass form (the reference). */
+static void ref_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int na, int np)
+{
+	uint32_t mask = 0;
+	for (int a = 0; a < NCCLBPF_NUM_ALGOS; a++)
+		for (int p = 0; p < NCCLBPF_NUM_PROTOS; p++) {
+			float v = NB_NCCL_ALGO_PROTO_IGNORE;
+			if (a < na && p < np)
+				v = table[a * np + p];
+			ctx->cost[a][p] = v;
+			if (v >= 0.0f)
+				mask |= 1u << (a * NCCLBPF_NUM_PROTOS + p);
+		}
+	ctx->avail_mask = mask;
+	ctx->algo = NCCLBPF_ALGO_KEEP;
+	ctx->proto = NCCLBPF_PROTO_KEEP;
+	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
+	ctx->comm_seq = 0;
+}
+
+static void test_fill_pin_property(void)
+{
+	unsigned exact = 0, pinned = 0, none = 0, zero_nudges = 0;
+	for (int iter = 0; iter < 200000; iter++) {
+		int na = iter % 2 ? NA : 1 + (int)(prop_next() % 8);
+		int np = iter % 2 ? NP : 1 + (int)(prop_next() % 4);
+		float t[8 * 4], t_ref[8 * 4], t_fast[8 * 4];
+		bool sparse = prop_next() % 4 == 0; /* mostly unavailable: edge values decide */
+		for (int i = 0; i < na * np; i++)
+			t[i] = sparse && prop_next() % 4 ? -1.0f : prop_value();
+		if (prop_next() % 3 == 0) /* ties: copy one entry over others */
+			for (int k = 0; k < 3; k++)
+				t[prop_next() % (unsigned)(na * np)] = t[prop_next() % (unsigned)(na * np)];
+		struct ncclbpf_tuner_ctx want, got;
+		memset(&want, 0x5a, sizeof(want));
+		memset(&got, 0x5a, sizeof(got));
+		struct tuner_fill_info info;
+		ref_fill(&want, t, na, np);
+		tuner_ctx_fill_info(&got, t, na, np, &info);
+		test_checks++;
+		if (memcmp(&want, &got, sizeof(want))) {
+			test_failures++;
+			fprintf(stderr, "fill differs (iteration %d, %dx%d)\n", iter, na, np);
+			break;
+		}
+		int ma = na < NA ? na : NA, mp = np < NP ? np : NP, a, p;
+		int best = tuner_general_best(t, ma, mp, &a, &p) == 0 ? a * np + p : -1;
+		test_checks++;
+		if (info.best != best) {
+			test_failures++;
+			fprintf(stderr, "choice %d, tuner_general_best %d (iteration %d, %dx%d)\n",
+				info.best, best, iter, na, np);
+			break;
+		}
+		memcpy(t_ref, t, sizeof(t));
+		memcpy(t_fast, t, sizeof(t));
+		bool r1 = tuner_pin(t_ref, na, np), r2 = tuner_pin_filled(t_fast, na, np, &info);
+		test_checks++;
+		if (r1 != r2 || memcmp(t_ref, t_fast, sizeof(float) * (size_t)(na * np))) {
+			test_failures++;
+			fprintf(stderr, "pin differs (iteration %d, %dx%d)\n", iter, na, np);
+			break;
+		}
+		exact += info.exact_dims;
+		pinned += r1;
+		none += !r1;
+		zero_nudges += r1 && info.zero_mask && (info.zero_mask & ~(1u << info.best));
+	}
+	/* the generator reached every case */
+	CHECK(exact > 50000 && pinned > 50000 && none > 1000 && zero_nudges > 1000);
+}
+
 static void test_issue_names(void)
 {
 	for (int i = 0; i < TUNER_ISSUE_COUNT; i++)
@@ -294,6 +398,7 @@ int main(void)
 	test_partial_requests();
 	test_ranges_and_channels();
 	test_ctx_fill();
+	test_fill_pin_property();
 	test_issue_names();
 	TEST_DONE();
 }

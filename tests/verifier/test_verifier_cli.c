@@ -45,6 +45,11 @@ int main(int argc, char **argv)
 	CHECK_STR_CONTAINS(out, "peak");
 	CHECK_STR_CONTAINS(out, " ms");
 	CHECK_STR_CONTAINS(out, "jit: compiled"); /* a JIT fallback would be visible here */
+	CHECK_STR_CONTAINS(out, "run path: JIT, direct entry"); /* no checks, no epoch */
+	snprintf(cmd, sizeof(cmd), "%s verify --stats %s/policies/lookup_update.bpf.o 2>&1", cli,
+		 bin);
+	CHECK(run(cmd) == 0);
+	CHECK_STR_CONTAINS(out, "run path: JIT, inside a map epoch"); /* a hash map */
 
 	/* a caret under the column of the diagnostic */
 	snprintf(cmd, sizeof(cmd), "%s verify %s/policies/unsafe/null_deref.bpf.o 2>&1", cli, bin);

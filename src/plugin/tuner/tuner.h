@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/nccl_tuner_abi.h"
@@ -77,6 +78,31 @@ struct tuner_applied {
  * table is float[num_algo][num_proto]; entries beyond 7x3 are ignored, missing ones -1. */
 void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
 		    int num_proto);
+/* Whether the outputs are still all KEEP. algo and proto are read as one 8-byte word, the
+ * way the fill writes them (tuner_ctx_fill_info): a load spanning two smaller stores cannot
+ * be forwarded from the store buffer and stalls (~10 cycles on every decision that keeps
+ * NCCL's choice, measured). */
+_Static_assert(NCCLBPF_ALGO_KEEP == -1 && NCCLBPF_PROTO_KEEP == -1 && NCCLBPF_CHANNELS_KEEP == 0,
+	       "KEEP encodings");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, proto) ==
+		       offsetof(struct ncclbpf_tuner_ctx, algo) + 4,
+	       "algo, proto adjacent");
+static inline bool tuner_ctx_keeps(const struct ncclbpf_tuner_ctx *c)
+{
+	uint64_t algo_proto;
+	memcpy(&algo_proto, &c->algo, sizeof(algo_proto));
+	return algo_proto == ~0ull && c->n_channels == NCCLBPF_CHANNELS_KEEP;
+}
+
+/* The same, and what pinning needs from the same pass over the table: NCCL's general
+ * choice (tuner_general_best) and, for an exactly 7x3 table, which entries are +-0. */
+struct tuner_fill_info {
+	int best;           /* table index (algo * num_proto + proto) of NCCL's choice, -1 none */
+	uint32_t zero_mask; /* bit i: entry i is +0 or -0 (exact_dims only) */
+	bool exact_dims;    /* num_algo == 7 && num_proto == 3 */
+};
+void tuner_ctx_fill_info(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
+			 int num_proto, struct tuner_fill_info *info);
 
 /* Applies a decision (algo, proto, n_channels as a policy wrote them) to NCCL's table and
  * channel count following the rules above. Never raises a negative entry. */
@@ -90,6 +116,10 @@ int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo
 int tuner_general_best(const float *table, int num_algo, int num_proto, int *algo, int *proto);
 /* Makes NCCL's general choice explicit (see "pinning"); false if nothing is available. */
 bool tuner_pin(float *table, int num_algo, int num_proto);
+/* tuner_pin with the choice tuner_ctx_fill_info found, on the table it read, unchanged
+ * since (same result, bit for bit). */
+bool tuner_pin_filled(float *table, int num_algo, int num_proto,
+		      const struct tuner_fill_info *info);
 
 /* ---- per-communicator shim state (tuner_core.c) ---- */
 struct agree_comm;
@@ -97,7 +127,14 @@ struct tuner_comm {
 	uint64_t comm_id;  /* NCCL commHash (v5/v6), 0 for v3/v4 */
 	uint32_t n_ranks;
 	uint32_t n_nodes;
+	uint32_t ranks_per_node; /* n_ranks / n_nodes if even, else 0 (ctx->ranks_per_node) */
 	uint32_t abi_version;
+	/* decisions may take the straight path (tuner_core.c comm_straight): no inner plugin,
+	 * no metrics, no reload agreement, a passive agreement layer */
+	bool straight;
+	/* this communicator's own epoch record: getCollInfo's chain sections are one store
+	 * each way (NULL: out of memory, the thread's sections are used) */
+	struct epoch_record *epoch;
 	/* from init (v5+), 0 = unknown */
 	uint32_t n_nvl_domains, min_ranks_per_nvl_domain, max_ranks_per_nvl_domain;
 	bool pin; /* NCCLBPF_TUNER_SYM=pin (default) */

@@ -56,6 +56,8 @@ void tuner_note_issue(enum tuner_issue issue, const char *label, const char *det
 		note_issues(1u << issue, label, detail);
 }
 
+static bool comm_straight(const struct tuner_comm *tc);
+
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out)
 {
@@ -78,6 +80,8 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->comm_id = comm_id;
 	tc->n_ranks = (uint32_t)n_ranks;
 	tc->n_nodes = (uint32_t)n_nodes;
+	tc->ranks_per_node = tc->n_nodes && tc->n_ranks % tc->n_nodes == 0
+				     ? tc->n_ranks / tc->n_nodes : 0;
 	tc->abi_version = abi_version;
 	tc->stats.kind = "tuner";
 	tc->stats.comm_id = comm_id;
@@ -93,6 +97,8 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->metrics = metrics_tuner_open(comm_id);
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
 	tuner_reload_comm_open(tc);
+	tc->epoch = map_epoch_record_acquire();
+	tc->straight = comm_straight(tc); /* recomputed after each general-path decision */
 	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
@@ -140,6 +146,7 @@ void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_lo
 	if (ok) {
 		tc->inner = inner;
 		tc->inner_ctx = ictx;
+		tc->straight = false; /* the inner plugin runs on the general path */
 	}
 }
 
@@ -157,6 +164,7 @@ int tuner_comm_close(void *ctx)
 	agree_comm_tuner_close(tc->agree);
 	if (tc->inner)
 		chain_tuner_finalize(tc->inner, tc->inner_ctx);
+	map_epoch_record_release(tc->epoch);
 	free(tc);
 	return NB_NCCL_SUCCESS;
 }
@@ -171,10 +179,129 @@ static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t
 	*comm_seq = tc->comm_seq++;
 }
 
-static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
-			 int num_pipe_ops, float **cost_table, int num_algo, int num_proto,
-			 int reg_buff, int *n_channels);
+/* A communicator whose decisions may take the straight path when its chain allows it: its
+ * own epoch record, no inner plugin, no metrics, no reload agreement, and an agreement layer
+ * with nothing to do (agree_tuner_passive). Once true it stays true (record, inner, metrics
+ * and reload slot are fixed at init, passive never reverts): computed at init and after
+ * general-path decisions until it holds. */
+static bool comm_straight(const struct tuner_comm *tc)
+{
+	return tc->epoch && !tc->inner && !tc->metrics && tc->reload_slot < 0 &&
+	       agree_tuner_passive(tc->agree);
+}
 
+/* The inputs every path fills the same way (the constant ones precomputed at init). */
+static inline void ctx_fill_inputs(struct ncclbpf_tuner_ctx *c, const struct tuner_comm *tc,
+				   int coll_type, size_t n_bytes, int num_pipe_ops, int reg_buff,
+				   uint64_t seq, const float *table, int num_algo, int num_proto,
+				   struct tuner_fill_info *fill)
+{
+	c->comm_id = tc->comm_id;
+	c->n_bytes = n_bytes;
+	c->seq = seq;
+	c->coll_type = (uint32_t)coll_type;
+	c->n_ranks = tc->n_ranks;
+	c->n_nodes = tc->n_nodes;
+	c->num_pipe_ops = num_pipe_ops > 0 ? (uint32_t)num_pipe_ops : 0;
+	c->reg_buff = reg_buff ? 1 : 0;
+	/* informational and rank-local (learned per rank by the profiler): the verifier rejects
+	 * decisions made from it unless NCCLBPF_RANK_LOCAL=allow; never used as a clamp */
+	int max_ch = tc->comm_id ? comm_channels_get(tc->comm_id) : 0;
+	c->max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
+	c->abi_version = tc->abi_version;
+	tuner_ctx_fill_info(c, table, num_algo, num_proto, fill);
+	c->n_nvl_domains = tc->n_nvl_domains;
+	c->min_ranks_per_nvl_domain = tc->min_ranks_per_nvl_domain;
+	c->max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
+	c->ranks_per_node = tc->ranks_per_node;
+}
+
+/* Leaves the decision's section: the communicator's record (straight path) or the
+ * thread's. */
+static inline void apply_exit(const struct tuner_comm *tc, bool straight)
+{
+	if (straight)
+		map_epoch_record_exit(tc->epoch);
+	else
+		runtime_chain_exit();
+}
+
+/* After the chain ran (inside its section): applies the decision, leaves the section, logs
+ * it. straight: the straight path (no decision log: agree_tuner_passive). Returns whether
+ * a policy changed the table or the channel count. */
+static inline __attribute__((always_inline)) bool
+tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
+	    const struct ncclbpf_tuner_ctx *c, const struct tuner_fill_info *fill,
+	    uint64_t comm_seq, int coll_type, size_t n_bytes, float *table, int num_algo,
+	    int num_proto, int *n_channels, bool straight)
+{
+	if (__builtin_expect(atomic_load_explicit(&tc->stats.chain_version,
+						  memory_order_relaxed) != chain->version, 0))
+		atomic_store_explicit(&tc->stats.chain_version, chain->version,
+				      memory_order_relaxed);
+	if (tuner_ctx_keeps(c)) {
+		apply_exit(tc, straight);
+		if (tc->pin) /* the table is as the fill read it */
+			tuner_pin_filled(table, num_algo, num_proto, fill);
+		if (!straight)
+			agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		return false;
+	}
+	struct tuner_applied applied;
+	tuner_translate(table, num_algo, num_proto, c->algo, c->proto, c->n_channels, n_channels,
+			&applied);
+	bool changed = applied.algo >= 0 || applied.n_channels > 0;
+	if (changed)
+		runtime_stat_inc(&tc->stats.changed);
+	/* the table was left to NCCL (KEEP or a discarded request; translate changed no entry
+	 * then): make its choice explicit */
+	if (applied.algo < 0 && tc->pin)
+		tuner_pin_filled(table, num_algo, num_proto, fill);
+	if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
+		runtime_stat_inc(&tc->stats.clamps);
+	if (applied.issues)
+		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
+			    NULL);
+	apply_exit(tc, straight);
+	if (!straight)
+		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo,
+				   applied.proto, applied.n_channels);
+	return changed;
+}
+
+static bool tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain,
+				 uint64_t seq, uint64_t comm_seq, int coll_type, size_t n_bytes,
+				 int num_pipe_ops, float *table, int num_algo, int num_proto,
+				 int reg_buff, int *n_channels);
+
+/* The straight line for a program that uses hash/LRU maps: it runs inside the thread's
+ * epoch section too, as ncclbpf_program_run runs it (an update that finds the element pool
+ * empty then fails at once instead of waiting for a reclamation it would block). Out of
+ * line, so that the direct case keeps its code. Inside the communicator's section. */
+static __attribute__((noinline)) void
+tuner_decide_epoch(struct tuner_comm *tc, const struct nb_hook_chain *chain, uint64_t seq,
+		   uint64_t comm_seq, int coll_type, size_t n_bytes, int num_pipe_ops,
+		   float *table, int num_algo, int num_proto, int reg_buff, int *n_channels)
+{
+	struct ncclbpf_tuner_ctx c;
+	struct tuner_fill_info fill;
+	ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table, num_algo,
+			num_proto, &fill);
+	c.comm_seq = comm_seq;
+	map_epoch_enter_fast();
+	chain->epoch_entry((uint64_t)(uintptr_t)&c, sizeof(c));
+	map_epoch_exit_fast();
+	tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
+		    num_proto, n_channels, true);
+}
+
+/* The decision path. The common case (a straight communicator, comm_straight, and a
+ * direct chain: one JIT-compiled program that cannot fault, needs no epoch and reads no
+ * agreed map) is one predictable branch, then a straight line: fill, one call of the JIT
+ * code, apply. A program that uses hash/LRU maps takes the same line inside the thread's
+ * epoch section. Everything optional (inner plugin, agreement, reload gates, decision log,
+ * metrics, several programs, faults, interpreters) is on the general path, which keeps the
+ * order the straight path implies: inner plugin, agreement verdict, gate, chain, apply. */
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
 			float **cost_table, int num_algo, int num_proto, int reg_buff,
 			int *n_channels)
@@ -183,29 +310,65 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (!tc || !cost_table || !n_channels || coll_type < 0 ||
 	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
 		return NB_NCCL_SUCCESS;
-	bool changed = tuner_decide(tc, coll_type, n_bytes, num_pipe_ops, cost_table, num_algo,
-				    num_proto, reg_buff, n_channels);
-	if (tc->metrics)
-		metrics_tuner_note(tc->metrics, changed);
-	return NB_NCCL_SUCCESS;
-}
-
-/* Returns whether a policy changed the table or the channel count. */
-static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
-			 int num_pipe_ops, float **cost_table, int num_algo, int num_proto,
-			 int reg_buff, int *n_channels)
-{
 	uint64_t seq, comm_seq;
 	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
 	atomic_store_explicit(&tc->stats.calls, comm_seq + 1, memory_order_relaxed);
 	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
 	float *table = (float *)cost_table;
+	if (__builtin_expect(tc->straight, 1)) {
+		/* The chain stays valid until the section ends (a reload frees it only after). The
+		 * section is on the communicator's own epoch record (a straight communicator has
+		 * one): NCCL serializes getCollInfo per communicator (the seq counters rely on it
+		 * too), so its sections never overlap, and one store each way replaces the thread's
+		 * nesting count and TLS lookups (~1 ns per decision, measured). */
+		map_epoch_record_enter(tc->epoch);
+		const struct nb_hook_chain *chain =
+			atomic_load_explicit(&runtime_hook_slots[NB_HOOK_TUNER], memory_order_acquire);
+		if (__builtin_expect(chain && chain->direct_entry &&
+				     !atomic_load_explicit(&chain->gated, memory_order_relaxed), 1)) {
+			struct ncclbpf_tuner_ctx c;
+			struct tuner_fill_info fill;
+			ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table,
+					num_algo, num_proto, &fill);
+			c.comm_seq = comm_seq;
+			chain->direct_entry((uint64_t)(uintptr_t)&c, sizeof(c));
+			tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
+				    num_proto, n_channels, true);
+			return NB_NCCL_SUCCESS;
+		}
+		if (chain && chain->epoch_entry &&
+		    !atomic_load_explicit(&chain->gated, memory_order_relaxed)) {
+			tuner_decide_epoch(tc, chain, seq, comm_seq, coll_type, n_bytes, num_pipe_ops,
+					   table, num_algo, num_proto, reg_buff, n_channels);
+			return NB_NCCL_SUCCESS;
+		}
+		map_epoch_record_exit(tc->epoch);
+	}
+	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
+	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
+	bool changed = tuner_decide_general(tc, chain, seq, comm_seq, coll_type, n_bytes,
+					    num_pipe_ops, table, num_algo, num_proto, reg_buff,
+					    n_channels);
+	if (tc->metrics)
+		metrics_tuner_note(tc->metrics, changed);
+	runtime_stat_inc(&tc->stats.general);
+	if (!tc->straight)
+		tc->straight = comm_straight(tc);
+	return NB_NCCL_SUCCESS;
+}
+
+/* Everything the straight path leaves out. Called inside the section that returned chain
+ * (NULL: nothing attached); leaves it. Returns whether a policy changed the table or the
+ * channel count. */
+static __attribute__((noinline)) bool
+tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, uint64_t seq,
+		     uint64_t comm_seq, int coll_type, size_t n_bytes, int num_pipe_ops,
+		     float *table, int num_algo, int num_proto, int reg_buff, int *n_channels)
+{
 	/* the inner plugin first: its edits are what the policies see as NCCL's choice */
 	if (tc->inner)
 		chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops,
 				      table, num_algo, num_proto, reg_buff, n_channels);
-	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
-	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
 	if (!chain) {
 		runtime_chain_exit();
 		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
@@ -236,35 +399,18 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 	}
 
 	struct ncclbpf_tuner_ctx c;
-	c.comm_id = tc->comm_id;
-	c.n_bytes = n_bytes;
-	c.seq = seq;
-	c.coll_type = (uint32_t)coll_type;
-	c.n_ranks = tc->n_ranks;
-	c.n_nodes = tc->n_nodes;
-	c.num_pipe_ops = num_pipe_ops > 0 ? (uint32_t)num_pipe_ops : 0;
-	c.reg_buff = reg_buff ? 1 : 0;
-	/* informational and rank-local (learned per rank by the profiler): the verifier rejects
-	 * decisions made from it unless NCCLBPF_RANK_LOCAL=allow; never used as a clamp */
-	int max_ch = tc->comm_id ? comm_channels_get(tc->comm_id) : 0;
-	c.max_channels = max_ch > 0 ? (uint32_t)max_ch : 0;
-	c.abi_version = tc->abi_version;
-	tuner_ctx_fill(&c, table, num_algo, num_proto);
+	struct tuner_fill_info fill;
+	ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table, num_algo,
+			num_proto, &fill);
 	c.comm_seq = comm_seq;
-	c.n_nvl_domains = tc->n_nvl_domains;
-	c.min_ranks_per_nvl_domain = tc->min_ranks_per_nvl_domain;
-	c.max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
-	c.ranks_per_node = tc->n_nodes && tc->n_ranks % tc->n_nodes == 0
-				   ? tc->n_ranks / tc->n_nodes : 0;
-
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's
 		 * decision stands. */
 		int32_t sa = c.algo, sp = c.proto, sn = c.n_channels;
 		uint64_t r0;
 		char err[160];
-		if (ncclbpf_program_run(chain->items[i].prog, &c, sizeof(c), &r0, err,
-					sizeof(err)) != 0) {
+		if (runtime_program_run_direct(chain->items[i].prog, &c, sizeof(c), &r0, err,
+					       sizeof(err)) != 0) {
 			c.algo = sa;
 			c.proto = sp;
 			c.n_channels = sn;
@@ -273,35 +419,8 @@ static bool tuner_decide(struct tuner_comm *tc, int coll_type, size_t n_bytes,
 		}
 	}
 	agree_tuner_end();
-	if (atomic_load_explicit(&tc->stats.chain_version, memory_order_relaxed) != chain->version)
-		atomic_store_explicit(&tc->stats.chain_version, chain->version, memory_order_relaxed);
-
-	if (c.algo == NCCLBPF_ALGO_KEEP && c.proto == NCCLBPF_PROTO_KEEP &&
-	    c.n_channels == NCCLBPF_CHANNELS_KEEP) {
-		runtime_chain_exit();
-		if (tc->pin)
-			tuner_pin(table, num_algo, num_proto);
-		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
-		return false;
-	}
-	struct tuner_applied applied;
-	tuner_translate(table, num_algo, num_proto, c.algo, c.proto, c.n_channels, n_channels,
-			&applied);
-	bool changed = applied.algo >= 0 || applied.n_channels > 0;
-	if (changed)
-		runtime_stat_inc(&tc->stats.changed);
-	/* the table was left to NCCL (KEEP or a discarded request): make its choice explicit */
-	if (applied.algo < 0 && tc->pin)
-		tuner_pin(table, num_algo, num_proto);
-	if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
-		runtime_stat_inc(&tc->stats.clamps);
-	if (applied.issues)
-		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
-			    NULL);
-	runtime_chain_exit();
-	agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo, applied.proto,
-			   applied.n_channels);
-	return changed;
+	return tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
+			   num_proto, n_channels, false);
 }
 
 /* Protocol grain NCCL rounds chunk sizes down to (§2.7): below it the chunk becomes 0 and
@@ -344,8 +463,8 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 	for (size_t i = 0; i < chain->len; i++) {
 		uint64_t saved = c.chunk_size, r0;
 		char err[160];
-		if (ncclbpf_program_run(chain->items[i].prog, &c, sizeof(c), &r0, err,
-					sizeof(err)) != 0) {
+		if (runtime_program_run_direct(chain->items[i].prog, &c, sizeof(c), &r0, err,
+					       sizeof(err)) != 0) {
 			c.chunk_size = saved;
 			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
 		}

@@ -3,6 +3,9 @@
 #include <float.h>
 #include <stdbool.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "plugin/tuner/tuner.h"
 
@@ -33,9 +36,83 @@ static inline int entry_available(float v)
 	return v >= 0.0f;
 }
 
-void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
-		    int num_proto)
+static void ctx_fill_outputs(struct ncclbpf_tuner_ctx *ctx)
 {
+	/* algo and proto (both KEEP = -1) as one word: tuner_ctx_keeps reads them so */
+	const uint64_t keep2 = ~0ull;
+	memcpy(&ctx->algo, &keep2, sizeof(keep2));
+	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
+	ctx->comm_seq = 0;
+}
+
+#if defined(__SSE2__)
+/* The table is exactly 7 x 3 (every NCCL release the tuner ABIs cover): the costs are one
+ * copy, the masks and NCCL's choice are computed four entries at a time without a branch
+ * per entry (the scalar loop's "available?" branches mispredicted on real tables: ~8 ns).
+ * NCCL's choice: the smallest eligible value (>= 0 and < FLT_MAX, exactly the scan in
+ * tuner_nccl_select), then the lowest index holding it (+0 and -0 compare equal there as
+ * in the scan). */
+struct sse_acc {
+	__m128 zero, fmax, inf;
+	uint32_t avail, elig, zeros;
+};
+
+/* Entries 4k..4k+3 in v: their bits, and v with non-eligible entries as +inf. */
+static inline __attribute__((always_inline)) __m128 sse_chunk(struct sse_acc *s, __m128 v, int k)
+{
+	__m128 ge = _mm_cmpge_ps(v, s->zero);
+	__m128 el = _mm_and_ps(ge, _mm_cmplt_ps(v, s->fmax));
+	s->avail |= (uint32_t)_mm_movemask_ps(ge) << (4 * k);
+	s->elig |= (uint32_t)_mm_movemask_ps(el) << (4 * k);
+	s->zeros |= (uint32_t)_mm_movemask_ps(_mm_cmpeq_ps(v, s->zero)) << (4 * k);
+	return _mm_or_ps(_mm_and_ps(el, v), _mm_andnot_ps(el, s->inf));
+}
+
+static void fill_exact_sse2(struct ncclbpf_tuner_ctx *ctx, const float *t,
+			    struct tuner_fill_info *info)
+{
+	enum { N = NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS };
+	_Static_assert(N == 21, "five vectors and one entry");
+	struct sse_acc s = { _mm_setzero_ps(), _mm_set1_ps(FLT_MAX), _mm_set1_ps(__builtin_inff()),
+			     0, 0, 0 };
+
+	memcpy(ctx->cost, t, sizeof(ctx->cost));
+	/* written out: a loop kept w[] in memory and cost ~2x (measured) */
+	__m128 w0 = sse_chunk(&s, _mm_loadu_ps(t), 0);
+	__m128 w1 = sse_chunk(&s, _mm_loadu_ps(t + 4), 1);
+	__m128 w2 = sse_chunk(&s, _mm_loadu_ps(t + 8), 2);
+	__m128 w3 = sse_chunk(&s, _mm_loadu_ps(t + 12), 3);
+	__m128 w4 = sse_chunk(&s, _mm_loadu_ps(t + 16), 4);
+	/* entry 20 and three unavailable pads */
+	__m128 w5 = sse_chunk(&s, _mm_set_ps(-1.0f, -1.0f, -1.0f, t[20]), 5);
+	__m128 m = _mm_min_ps(_mm_min_ps(_mm_min_ps(w0, w1), _mm_min_ps(w2, w3)),
+			      _mm_min_ps(w4, w5));
+	m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+	m = _mm_min_ps(m, _mm_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+	uint32_t eq = (uint32_t)_mm_movemask_ps(_mm_cmpeq_ps(w0, m)) |
+		      (uint32_t)_mm_movemask_ps(_mm_cmpeq_ps(w1, m)) << 4 |
+		      (uint32_t)_mm_movemask_ps(_mm_cmpeq_ps(w2, m)) << 8 |
+		      (uint32_t)_mm_movemask_ps(_mm_cmpeq_ps(w3, m)) << 12 |
+		      (uint32_t)_mm_movemask_ps(_mm_cmpeq_ps(w4, m)) << 16 |
+		      (uint32_t)_mm_movemask_ps(_mm_cmpeq_ps(w5, m)) << 20;
+	eq &= s.elig;
+	ctx->avail_mask = s.avail & ((1u << N) - 1);
+	info->best = eq ? __builtin_ctz(eq) : -1;
+	info->zero_mask = s.zeros & ((1u << N) - 1);
+	info->exact_dims = true;
+}
+#endif
+
+void tuner_ctx_fill_info(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
+			 int num_proto, struct tuner_fill_info *info)
+{
+#if defined(__SSE2__)
+	if (num_algo == NCCLBPF_NUM_ALGOS && num_proto == NCCLBPF_NUM_PROTOS) {
+		fill_exact_sse2(ctx, table, info);
+		ctx_fill_outputs(ctx);
+		return;
+	}
+#endif
 	uint32_t mask = 0;
 	for (int a = 0; a < NCCLBPF_NUM_ALGOS; a++) {
 		for (int p = 0; p < NCCLBPF_NUM_PROTOS; p++) {
@@ -48,10 +125,20 @@ void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_a
 		}
 	}
 	ctx->avail_mask = mask;
-	ctx->algo = NCCLBPF_ALGO_KEEP;
-	ctx->proto = NCCLBPF_PROTO_KEEP;
-	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
-	ctx->comm_seq = 0;
+	ctx_fill_outputs(ctx);
+	int na = num_algo < NCCLBPF_NUM_ALGOS ? num_algo : NCCLBPF_NUM_ALGOS;
+	int np = num_proto < NCCLBPF_NUM_PROTOS ? num_proto : NCCLBPF_NUM_PROTOS;
+	int a, p;
+	info->best = tuner_general_best(table, na, np, &a, &p) == 0 ? a * num_proto + p : -1;
+	info->zero_mask = 0;
+	info->exact_dims = false;
+}
+
+void tuner_ctx_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int num_algo,
+		    int num_proto)
+{
+	struct tuner_fill_info info;
+	tuner_ctx_fill_info(ctx, table, num_algo, num_proto, &info);
 }
 
 int tuner_nccl_select(const float *table, int num_algo, int num_proto, int *algo, int *proto)
@@ -103,6 +190,23 @@ bool tuner_pin(float *table, int num_algo, int num_proto)
 	if (tuner_general_best(table, na, np, &a, &p) != 0)
 		return false;
 	choose_entry(table, num_algo, num_proto, a, p);
+	return true;
+}
+
+bool tuner_pin_filled(float *table, int num_algo, int num_proto,
+		      const struct tuner_fill_info *info)
+{
+	if (info->best < 0)
+		return false;
+	if (!info->exact_dims) {
+		choose_entry(table, num_algo, num_proto, info->best / num_proto,
+			     info->best % num_proto);
+		return true;
+	}
+	/* choose_entry with the zeros the fill found: usually none besides the choice */
+	table[info->best] = 0.0f;
+	for (uint32_t m = info->zero_mask & ~(1u << info->best); m; m &= m - 1)
+		table[__builtin_ctz(m)] = FLT_MIN;
 	return true;
 }
 
