@@ -152,7 +152,7 @@ struct tuner_comm {
 	bool reload_staged;
 	uint64_t reload_staged_version;
 	uint64_t reload_stage_seq;
-	uint64_t comm_seq; /* collectives on this comm, all types (ctx->comm_seq) */
+	/* collectives on this comm, all types (ctx->comm_seq): stats.calls */
 	struct agree_comm *agree; /* agreement state (src/agree), NULL without comm_id */
 };
 

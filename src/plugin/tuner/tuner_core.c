@@ -176,7 +176,11 @@ static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t
 				  uint64_t *comm_seq)
 {
 	*seq = tc->seq[coll_type]++;
-	*comm_seq = tc->comm_seq++;
+	/* the communicator's sequence is its call count: one counter, read by `ctl status`
+	 * (relaxed: only getCollInfo, serialized per communicator by NCCL, writes it) */
+	uint64_t n = atomic_load_explicit(&tc->stats.calls, memory_order_relaxed);
+	atomic_store_explicit(&tc->stats.calls, n + 1, memory_order_relaxed);
+	*comm_seq = n;
 }
 
 /* A communicator whose decisions may take the straight path when its chain allows it: its
@@ -312,7 +316,6 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 		return NB_NCCL_SUCCESS;
 	uint64_t seq, comm_seq;
 	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
-	atomic_store_explicit(&tc->stats.calls, comm_seq + 1, memory_order_relaxed);
 	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
 	float *table = (float *)cost_table;
 	if (__builtin_expect(tc->straight, 1)) {
