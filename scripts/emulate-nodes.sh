@@ -27,6 +27,8 @@
 #                        step of K collectives; default: never, all queued back to back)
 #   any config~wK        policy+prof warm-up waits after every K-th collective instead of
 #                        --policy-warmup-sync
+#   any config~a0        policy+prof without the agreement layer (NCCLBPF_AGREE=off: agreed
+#                        maps read zeros; measures what agreement costs)
 # policy+prof configs get --policy-warmup untimed collectives per size, capped at
 # --policy-warmup-bytes / size but at least --policy-min-warmup (0 bytes: no cap), each waited for
 # (--warmup-sync: the policy learns from completed collectives, as in a training loop that
@@ -133,7 +135,7 @@ PLUGIN=$BUILD/libncclbpf.so
 # c_sync (K of ~sK, "" if none), c_wsync (K of ~wK, "" if none)
 split_config() {
   local base=${1%%~*} mods=${1#"${1%%~*}"} m
-  c_pair= c_pol= c_sync= c_wsync=
+  c_pair= c_pol= c_sync= c_wsync= c_noagree=
   case $base in
     *@policy:*|*@policy+prof:*) c_pair=${base%%@*}; c_pol=${base#*@} ;;
     policy:*|policy+prof:*) c_pol=$base ;;
@@ -146,6 +148,7 @@ split_config() {
     case $m in
       s[0-9]*) c_sync=${m#s} ;;
       w[0-9]*) c_wsync=${m#w} ;;
+      a0) c_noagree=1 ;;
       "") ;;
       *) return 1 ;;
     esac
@@ -228,7 +231,11 @@ run_one() {
     envs+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCLBPF_POLICY="$obj")
     if [[ $c_pol == policy+prof:* ]]; then
       AGREE_PORT=$((AGREE_PORT + 1))
-      envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
+      if [ -n "$c_noagree" ]; then
+        envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=off)
+      else
+        envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
+      fi
       warm=$POLICY_WARMUP
     fi
   fi

@@ -35,6 +35,9 @@ grep -q -- '--warmup-sync-every 4 ' <<< "$b" && ! grep -q -- '--sync-every' <<< 
   ! grep -q NCCL_ALGO <<< "$b" || { echo "policy config wrong: $b"; fail=1; }
 c=$(grep -- '--label Ring-Simple-s8 ' <<< "$l")
 grep -q -- '--sync-every 8 ' <<< "$c" && ! grep -q -- '--warmup-sync' <<< "$c" || { echo "pair~s8 wrong: $c"; fail=1; }
+d=$(grep -- '--label policy-prof-bandit-a0 ' <<< "$("$script" --dry-run --nodes 2 --reps 1 --build "$out/build" \
+    --configs 'policy+prof:bandit~a0' --out "$out")")
+grep -q 'NCCLBPF_AGREE=off ' <<< "$d" || { echo "~a0 wrong: $d"; fail=1; }
 for bad in 'Tree/LL~x3' 'nonsense' 'default~s'; do
   "$script" --dry-run --nodes 2 --reps 1 --configs "$bad" --out "$out" >/dev/null 2>&1 &&
     { echo "config '$bad' accepted"; fail=1; }
