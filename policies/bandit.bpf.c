@@ -3,9 +3,11 @@
  *
  * One object, two programs (load it as NCCL's tuner *and* profiler plugin):
  *  - bandit_observe (profiler): per rank, attributes every completed collective to the
- *    arm NCCL actually ran (its algorithm/protocol pair), discards warm-up samples, keeps
- *    windows of 8 latencies per arm and writes each arm's statistic (IQR-trimmed means) and
- *    sample count into two agreed maps (this rank's contribution);
+ *    arm NCCL actually ran (its algorithm/protocol pair); its latency is the period from
+ *    the previous collective's completion to its own (both GPU-timed, see below); discards
+ *    warm-up samples, keeps windows of 8 latencies per arm and writes each arm's statistic
+ *    (IQR-trimmed means) and sample count into two agreed maps (this rank's contribution),
+ *    and asks the profiler for KernelCh on the collectives it needs (ncclbpf_sample_ctl);
  *  - bandit_pick (tuner): reads the *published* view of those maps - the same bytes on
  *    every rank at the same collective - and decides from it and rank-invariant inputs only.
  *
