@@ -15,6 +15,8 @@
  * tests: the step right after the reload switched, the same step on every rank, as an SPMD
  * program would); from then on each step runs one collective on each communicator
  * (tests/control/run_reload_newcomm.sh).
+ * --comm2-at FILE (with --comm2): instead, create it at the start of step N, N read from FILE
+ * at every step once the file exists (the test writes it); prints "step S" every 50 steps.
  * --stall-control-ms L (with --comm2): when creating the second communicator, hold a
  * connection to this process's own control socket (NCCLBPF_CONTROL_DIR/<pid>.sock) open
  * without a request for L ms: the control thread waits for it (as for a slow `ctl` client),
@@ -80,6 +82,7 @@ int main(int argc, char **argv)
 	unsigned long sleep = 0, late_ms = 0, stall_ms = 0;
 	bool no_profiler = false;
 	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1, comm2 = 0;
+	const char *comm2_at = NULL;
 	for (int i = 5; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--sleep-us"))
 			sleep = strtoul(argv[i + 1], NULL, 10);
@@ -93,6 +96,8 @@ int main(int argc, char **argv)
 			seed = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--comm2"))
 			comm2 = strtoull(argv[i + 1], NULL, 16);
+		else if (!strcmp(argv[i], "--comm2-at"))
+			comm2_at = argv[i + 1];
 		else if (!strcmp(argv[i], "--stall-control-ms"))
 			stall_ms = strtoul(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--no-profiler"))
@@ -127,7 +132,28 @@ int main(int argc, char **argv)
 	struct mock_comm mc2;
 	struct ph_comm pc2;
 	bool second = false;
+	long create_at = -1;
 	for (long s = 0; s < steps; s++) {
+		if (comm2 && comm2_at && !second) {
+			if (s % 50 == 0) {
+				printf("step %ld\n", s);
+				fflush(stdout);
+			}
+			FILE *f = create_at < 0 ? fopen(comm2_at, "r") : NULL;
+			if (f) {
+				if (fscanf(f, "%ld", &create_at) != 1)
+					create_at = -1;
+				fclose(f);
+			}
+			if (s == create_at) {
+				if (!no_profiler &&
+				    ph_comm_init(&h, &pc2, comm2, "agree2", n_nodes, n_ranks, rank) != 0)
+					return 1;
+				if (mock_comm_init(&m, &mc2, comm2, n_ranks, n_nodes) != 0)
+					return 1;
+				second = true;
+			}
+		}
 		for (int c = 0; c < 1 + second; c++) {
 			struct mock_comm *cm = c ? &mc2 : &mc;
 			float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
@@ -142,7 +168,7 @@ int main(int argc, char **argv)
 					    .gpu_ns = synth_latency(rank, ch, (uint64_t)s, seed)};
 			if (!no_profiler)
 				ph_coll_run(c ? &pc2 : &pc, &k);
-			if (!c && !second && comm2 && algo == 0 /* Tree */) {
+			if (!c && !second && comm2 && !comm2_at && algo == 0 /* Tree */) {
 				/* the second communicator, created between two collectives */
 				pthread_t st;
 				if (stall_ms && pthread_create(&st, NULL, stall_control,
