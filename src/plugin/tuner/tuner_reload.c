@@ -17,7 +17,9 @@
  * communicator switch at the same collective, or none does. A rank that never staged
  * contributes nothing, so the others abandon after WINDOW collectives. The control thread
  * polls: every communicator switched -> the old chain is retired; every one abandoned ->
- * the staged chain is freed. After either, the rank withdraws its contribution.
+ * the staged chain is freed. After either, the rank withdraws its contribution. A
+ * communicator created meanwhile joins the activation (join_activation): never does its
+ * chain depend on when that poll runs.
  *
  * Propagation (a reload requested on one process only): a fourth agreed map,
  *   ncclbpf_reload_req  MAX of {id, content, hook mask, check, spec bytes...}
@@ -417,7 +419,7 @@ void tuner_reload_comm_close(struct tuner_comm *tc)
 	pthread_mutex_unlock(&slot_lock);
 }
 
-/* Communicators created during an activation (tuner.h, docs/control.md). NCCL thread, the
+/* Communicators created during an activation (docs/control.md). NCCL thread, the
  * communicator's first gated collective; once per communicator and reload, off the
  * per-decision path. The old code kept such a communicator on the old chain until this
  * process's local commit (the control thread's poll: a different moment, so a different
