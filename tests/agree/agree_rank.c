@@ -7,11 +7,25 @@
  * `ncclbpf decisions`.
  *
  * usage: agree_rank LIB.so RANK NRANKS STEPS [--sleep-us U] [--late-ms L] [--comm HEX]
- *                   [--bytes B] [--seed X] [--no-profiler 1]
+ *                   [--bytes B] [--seed X] [--no-profiler 1] [--comm2 HEX]
  * --no-profiler 1: NCCL did not load ncclbpf's profiler plugin on this rank (tuner only,
  * so the plugin never learns the rank: docs/agreement.md "A rank without the profiler").
+ * --comm2 HEX: a second communicator, created by every rank right after the first collective
+ * of the first one that the tuner decided as Tree (multinode_fix's decision in the reload
+ * tests: the step right after the reload switched, the same step on every rank, as an SPMD
+ * program would); from then on each step runs one collective on each communicator
+ * (tests/control/run_reload_newcomm.sh).
+ * --comm2-at FILE (with --comm2): instead, create it at the start of step N, N read from FILE
+ * at every step once the file exists (the test writes it); prints "step S" every 50 steps.
+ * --stall-control-ms L (with --comm2): when creating the second communicator, hold a
+ * connection to this process's own control socket (NCCLBPF_CONTROL_DIR/<pid>.sock) open
+ * without a request for L ms: the control thread waits for it (as for a slow `ctl` client),
+ * so this process ends a reload activation later than the others.
  * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
 #include <errno.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +54,21 @@ static uint64_t synth_latency(int rank, int ch, uint64_t step, uint64_t seed)
 	return base + 3000ull * (uint64_t)(d * d) + jitter;
 }
 
+static void *stall_control(void *arg)
+{
+	unsigned long ms = (unsigned long)(uintptr_t)arg;
+	const char *dir = getenv("NCCLBPF_CONTROL_DIR");
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (!dir || fd < 0)
+		return NULL;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/%d.sock", dir, (int)getpid());
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+		sleep_us(ms * 1000);
+	close(fd);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
@@ -50,9 +79,10 @@ int main(int argc, char **argv)
 	const char *lib = argv[1];
 	int rank = atoi(argv[2]), n_ranks = atoi(argv[3]);
 	long steps = atol(argv[4]);
-	unsigned long sleep = 0, late_ms = 0;
+	unsigned long sleep = 0, late_ms = 0, stall_ms = 0;
 	bool no_profiler = false;
-	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1;
+	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1, comm2 = 0;
+	const char *comm2_at = NULL;
 	for (int i = 5; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--sleep-us"))
 			sleep = strtoul(argv[i + 1], NULL, 10);
@@ -64,6 +94,12 @@ int main(int argc, char **argv)
 			bytes = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--seed"))
 			seed = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--comm2"))
+			comm2 = strtoull(argv[i + 1], NULL, 16);
+		else if (!strcmp(argv[i], "--comm2-at"))
+			comm2_at = argv[i + 1];
+		else if (!strcmp(argv[i], "--stall-control-ms"))
+			stall_ms = strtoul(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--no-profiler"))
 			no_profiler = atoi(argv[i + 1]) != 0;
 	}
@@ -93,21 +129,67 @@ int main(int argc, char **argv)
 	if (mock_comm_init(&m, &mc, comm, n_ranks, n_nodes) != 0)
 		return 1;
 
+	struct mock_comm mc2;
+	struct ph_comm pc2;
+	bool second = false;
+	long create_at = -1;
 	for (long s = 0; s < steps; s++) {
-		float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
-		mock_cost_table(table, MOCK_TOPO_MULTI_NODE, 4, bytes, n_ranks, n_nodes);
-		int n_ch = 0, algo = 1, proto = 2;
-		mock_comm_get_coll_info(&mc, 4, bytes, 1, 0, table, &n_ch);
-		if (mock_select(230, table, &algo, &proto) != 0)
-			return 1;
-		int ch = n_ch > 0 && n_ch < mc.nccl_channels ? n_ch : mc.nccl_channels;
-		struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo, .proto = proto,
-				    .n_channels = ch,
-				    .gpu_ns = synth_latency(rank, ch, (uint64_t)s, seed)};
-		if (!no_profiler)
-			ph_coll_run(&pc, &k);
+		if (comm2 && comm2_at && !second) {
+			if (s % 50 == 0) {
+				printf("step %ld\n", s);
+				fflush(stdout);
+			}
+			FILE *f = create_at < 0 ? fopen(comm2_at, "r") : NULL;
+			if (f) {
+				if (fscanf(f, "%ld", &create_at) != 1)
+					create_at = -1;
+				fclose(f);
+			}
+			if (s == create_at) {
+				if (!no_profiler &&
+				    ph_comm_init(&h, &pc2, comm2, "agree2", n_nodes, n_ranks, rank) != 0)
+					return 1;
+				if (mock_comm_init(&m, &mc2, comm2, n_ranks, n_nodes) != 0)
+					return 1;
+				second = true;
+			}
+		}
+		for (int c = 0; c < 1 + second; c++) {
+			struct mock_comm *cm = c ? &mc2 : &mc;
+			float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+			mock_cost_table(table, MOCK_TOPO_MULTI_NODE, 4, bytes, n_ranks, n_nodes);
+			int n_ch = 0, algo = 1, proto = 2;
+			mock_comm_get_coll_info(cm, 4, bytes, 1, 0, table, &n_ch);
+			if (mock_select(230, table, &algo, &proto) != 0)
+				return 1;
+			int ch = n_ch > 0 && n_ch < cm->nccl_channels ? n_ch : cm->nccl_channels;
+			struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo,
+					    .proto = proto, .n_channels = ch,
+					    .gpu_ns = synth_latency(rank, ch, (uint64_t)s, seed)};
+			if (!no_profiler)
+				ph_coll_run(c ? &pc2 : &pc, &k);
+			if (!c && !second && comm2 && !comm2_at && algo == 0 /* Tree */) {
+				/* the second communicator, created between two collectives */
+				pthread_t st;
+				if (stall_ms && pthread_create(&st, NULL, stall_control,
+							       (void *)(uintptr_t)stall_ms) == 0)
+					pthread_detach(st);
+				if (!no_profiler &&
+				    ph_comm_init(&h, &pc2, comm2, "agree2", n_nodes, n_ranks, rank) != 0)
+					return 1;
+				if (mock_comm_init(&m, &mc2, comm2, n_ranks, n_nodes) != 0)
+					return 1;
+				second = true;
+				break; /* its first collective at the next step */
+			}
+		}
 		if (sleep)
 			sleep_us(sleep);
+	}
+	if (second) {
+		if (!no_profiler)
+			ph_comm_finalize(&pc2);
+		mock_comm_finalize(&mc2);
 	}
 	if (!no_profiler)
 		ph_comm_finalize(&pc);

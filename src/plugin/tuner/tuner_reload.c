@@ -17,7 +17,9 @@
  * communicator switch at the same collective, or none does. A rank that never staged
  * contributes nothing, so the others abandon after WINDOW collectives. The control thread
  * polls: every communicator switched -> the old chain is retired; every one abandoned ->
- * the staged chain is freed. After either, the rank withdraws its contribution.
+ * the staged chain is freed. After either, the rank withdraws its contribution. A
+ * communicator created meanwhile joins the activation (join_activation): never does its
+ * chain depend on when that poll runs.
  *
  * Propagation (a reload requested on one process only): a fourth agreed map,
  *   ncclbpf_reload_req  MAX of {id, content, hook mask, check, spec bytes...}
@@ -59,12 +61,16 @@ struct reload_slot {
 	_Atomic uint64_t switch_at;
 	_Atomic int state; /* RS_* */
 };
-enum { RS_IDLE, RS_PENDING, RS_SWITCHED, RS_ABANDONED };
+enum { RS_IDLE, RS_PENDING, RS_SWITCHED, RS_ABANDONED, RS_JOINING };
 
 static struct reload_slot slots[RELOAD_SLOTS];
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nb_map *m_min, *m_max, *m_cnt, *m_req;
 static bool enabled;
+/* The activation in progress (under slot_lock; 0 = none): a communicator created while it
+ * activates joins it (tuner_reload_comm_open, "Communicators created during an
+ * activation" below). */
+static uint64_t act_version, act_content;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* requests: seen by the tuners (any NCCL thread), handled by the control thread */
@@ -159,6 +165,10 @@ static int ops_begin(uint64_t version, uint64_t content, void *arg)
 		atomic_store(&s->version, version);
 		ids[managed++] = atomic_load(&s->comm_id);
 	}
+	if (managed) {
+		act_version = version;
+		act_content = content;
+	}
 	pthread_mutex_unlock(&slot_lock);
 	if (managed && adopting)
 		runtime_activation_note_adopted(version, content);
@@ -213,10 +223,16 @@ static int ops_poll(uint64_t version, void *arg)
 			struct reload_slot *s = &slots[i];
 			uint64_t id = atomic_load(&s->comm_id);
 			if (id && atomic_load(&s->version) == version) {
+				/* a communicator that joined and has not run a gated collective yet:
+				 * what its first one would have decided (the outcome is the same), so
+				 * that the moments until the chain is ungated cannot differ */
+				if (atomic_load(&s->state) == RS_JOINING && verdict > 0)
+					atomic_store(&s->switch_at, 0);
 				atomic_store(&s->state, RS_IDLE);
 				withdraw(id);
 			}
 		}
+		act_version = act_content = 0;
 	}
 	pthread_mutex_unlock(&slot_lock);
 	return verdict;
@@ -348,12 +364,16 @@ void tuner_reload_comm_open(struct tuner_comm *tc)
 	tc->reload_slot = -1;
 	if (!enabled || !tc->comm_id)
 		return;
+	uint64_t joined = 0;
 	pthread_mutex_lock(&slot_lock);
 	for (int i = 0; i < RELOAD_SLOTS; i++) {
 		if (!atomic_load(&slots[i].comm_id)) {
+			joined = tc->n_ranks >= 2 ? act_version : 0;
 			atomic_store(&slots[i].n_ranks, tc->n_ranks);
-			atomic_store(&slots[i].state, RS_IDLE);
-			atomic_store(&slots[i].version, 0);
+			atomic_store(&slots[i].state, act_version ? RS_JOINING : RS_IDLE);
+			atomic_store(&slots[i].content, act_content);
+			atomic_store(&slots[i].switch_at, UINT64_MAX);
+			atomic_store(&slots[i].version, act_version);
 			atomic_store(&slots[i].comm_id, tc->comm_id);
 			tc->reload_slot = i;
 			break;
@@ -365,6 +385,11 @@ void tuner_reload_comm_open(struct tuner_comm *tc)
 			atomic_fetch_add(&unmanaged_live, 1);
 	}
 	pthread_mutex_unlock(&slot_lock);
+	if (joined)
+		runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_TUNING, "comm 0x%llx created while "
+			    "reload version %llu activates across ranks: it follows the outcome the "
+			    "other communicators decided by its first collective, or takes part",
+			    (unsigned long long)tc->comm_id, (unsigned long long)joined);
 	if (tc->reload_slot >= 0)
 		return;
 	if (!atomic_exchange(&exhausted_logged, true))
@@ -394,6 +419,55 @@ void tuner_reload_comm_close(struct tuner_comm *tc)
 	pthread_mutex_unlock(&slot_lock);
 }
 
+/* Communicators created during an activation (docs/control.md). NCCL thread, the
+ * communicator's first gated collective; once per communicator and reload, off the
+ * per-decision path. The old code kept such a communicator on the old chain until this
+ * process's local commit (the control thread's poll: a different moment, so a different
+ * collective of it, on every rank). Its chain must not depend on that moment. What the
+ * local commit does is already decided by the communicators that staged the reload, the
+ * moment the last of them switched or abandoned (in the collective that did it; the poll
+ * only notices it later). So this communicator follows that outcome, as if created after
+ * the commit, and otherwise takes part in the activation like the others:
+ *   every other communicator of the reload switched  -> the new chain from this collective
+ *                                                        on (a commit would give it that);
+ *   every other one abandoned                         -> the old chain (so would an abandon);
+ *   otherwise (one still pending, or mixed)           -> it stages the reload now and
+ *                                                        switches at a collective agreed
+ *                                                        by its own ranks, or abandons (the
+ *                                                        commit waits for it).
+ * Identical on every rank of the communicator when its ranks reach this point at the same
+ * place relative to the collectives of their communicators that staged the reload (an SPMD
+ * program: each rank creates it after the same collective of a communicator they share)
+ * and those communicators are the same or end alike on every rank. */
+static int join_activation(struct reload_slot *self, uint64_t version, uint64_t seq)
+{
+	int pending = 0, switched = 0, abandoned = 0;
+	for (int i = 0; i < RELOAD_SLOTS; i++) {
+		struct reload_slot *s = &slots[i];
+		if (s == self || !atomic_load_explicit(&s->comm_id, memory_order_relaxed) ||
+		    atomic_load_explicit(&s->version, memory_order_acquire) != version)
+			continue;
+		int st = atomic_load_explicit(&s->state, memory_order_acquire);
+		bool at = atomic_load_explicit(&s->switch_at, memory_order_relaxed) != UINT64_MAX;
+		/* IDLE with this version: ops_poll ended the activation (switch_at kept: switched) */
+		pending += st == RS_PENDING;
+		switched += st == RS_SWITCHED || (st == RS_IDLE && at);
+		abandoned += st == RS_ABANDONED || (st == RS_IDLE && !at);
+	}
+	int st = RS_PENDING;
+	if (!pending && switched && !abandoned) {
+		atomic_store_explicit(&self->switch_at, seq, memory_order_release);
+		st = RS_SWITCHED;
+	} else if (!pending && abandoned && !switched) {
+		st = RS_ABANDONED;
+	}
+	int expect = RS_JOINING;
+	/* ops_poll may have ended the activation meanwhile (then: its verdict) */
+	if (!atomic_compare_exchange_strong(&self->state, &expect, st))
+		return expect;
+	return st;
+}
+
 const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 					      const struct nb_hook_chain *c, uint64_t seq)
 {
@@ -409,6 +483,8 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 	if (atomic_load_explicit(&s->version, memory_order_acquire) != c->version)
 		return c->prev;
 	int st = atomic_load_explicit(&s->state, memory_order_relaxed);
+	if (st == RS_JOINING)
+		st = join_activation(s, c->version, seq);
 	uint64_t at = atomic_load_explicit(&s->switch_at, memory_order_relaxed);
 	if (st == RS_SWITCHED || (st == RS_IDLE && at != UINT64_MAX))
 		return seq >= at ? c : c->prev;

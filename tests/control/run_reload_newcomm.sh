@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# A communicator created while a reload activates across ranks (regression test for the
+# review of issue 12; src/plugin/tuner/tuner_reload.c join_activation). 4 processes of the
+# mock NCCL host run size_aware with NCCLBPF_RELOAD_AGREE=1 on communicator W; a tuner
+# reload of multinode_fix (Tree) is staged and W switches at an agreed collective. Every
+# rank creates a second communicator X at the same point of its program (as an SPMD job
+# does), inside the activation. Each process ends the activation (its local commit) at its
+# own moment: at the next control-thread poll (every 20 ms, ~80 collectives here), or later
+# when the thread is busy. Before the fix, X kept the old chain until that local commit, so
+# its ranks switched at different collectives.
+#   1. after: the reload is requested on one process (the others adopt it through the
+#      agreement layer); every rank creates X right after W's first collective decided by
+#      the new policy, i.e. W has switched, the commit has not happened (rank 3's control
+#      thread serves a stalled control client for 400 ms meanwhile). X must run the new
+#      policy from its first collective on every rank (failed before the fix: 32 32 32 1299).
+#   2. before: rank 3's file is missing when the reload is requested on rank 0, so ranks
+#      0-2 stage it and W waits; every rank creates X at the same step N of W (chosen by
+#      this script, written to a file); then rank 3 gets its file and is asked itself. X is
+#      a participant on ranks 0-2 (it joined the activation) and staged by the reload on
+#      rank 3: W and X each switch at one agreed collective.
+# Both: `ncclbpf decisions` must find every rank's log consistent on both communicators,
+# and the first collective of X decided by the new policy must be the same on every rank.
+# usage: run_reload_newcomm.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
+set -u
+RANKBIN=$(realpath "$1") LIB=$(realpath "$2") CLI=$(realpath "$3") POLICIES=$(realpath "$4") RUN=$5
+rm -rf "$RUN"; mkdir -p "$RUN"
+fail=0
+# a port band apart from run_agree.sh (20000..32000) and run_reload_agree.sh (12000..20000)
+PORT=$(( 10000 + ($$ % 100) * 20 ))
+W=c0ffee01 X=c0ffee02
+die() { echo "FAIL [$SCEN]: $*"; fail=1; }
+
+first_tree() { # first_tree LOG COMM: seq of COMM's first Tree decision in LOG
+	grep "\"comm\":\"0x$2\"" "$1" | grep -m1 '"algo":"Tree"' | sed 's/.*"seq":\([0-9]*\).*/\1/'
+}
+
+run() { # run after|before
+	SCEN=$1
+	DIR=$RUN/$SCEN; rm -rf "$DIR"; mkdir -p "$DIR/log" "$DIR/ctl"
+	PORT=$((PORT + 1))
+	while (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; do PORT=$((PORT + 1)); done
+	export NCCLBPF_POLICY=$POLICIES/size_aware.bpf.o NCCLBPF_DECISION_LOG=$DIR/log
+	export NCCLBPF_AGREE=127.0.0.1:$PORT NCCLBPF_RELOAD_AGREE=1 NCCLBPF_CONTROL_DIR=$DIR/ctl
+	export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING NCCLBPF_AGREE_WAIT_MS=30000
+	echo "== $SCEN"
+	local pids=() r
+	for r in 0 1 2 3; do
+		mkdir -p "$DIR/node$r"
+		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node$r/new.bpf.o"
+		local extra="--stall-control-ms 0" steps=5000 us=200
+		[ "$SCEN" = after ] && [ $r = 3 ] && extra="--stall-control-ms 400"
+		# before: 2,048 collectives (the window in which rank 3 must stage) last 1 s+
+		[ "$SCEN" = before ] && extra="--comm2-at $DIR/create_at" steps=5000 us=500
+		(cd "$DIR/node$r" && exec timeout -s KILL 60 "$RANKBIN" "$LIB" $r 4 $steps \
+			--sleep-us $us --comm $W --comm2 $X $extra >"$DIR/out.$r" 2>"$DIR/err.$r") &
+		pids[$r]=$!
+	done
+	for _ in $(seq 100); do
+		[ "$(ls "$DIR/ctl" 2>/dev/null | grep -c '\.sock$')" -ge 4 ] && break
+		sleep 0.1
+	done
+	sleep 0.3
+	# the process of rank R: the one whose working directory is nodeR
+	pid_of() { local s p; for s in "$DIR"/ctl/*.sock; do p=$(basename "$s" .sock)
+		[ "$(readlink "/proc/$p/cwd")" = "$DIR/node$1" ] && { echo "$p"; return; }; done; }
+	local p0 p3; p0=$(pid_of 0) p3=$(pid_of 3)
+	[ -n "$p0" ] && [ -n "$p3" ] || die "cannot find the processes of ranks 0 and 3"
+	[ "$SCEN" = before ] && rm -f "$DIR/node3/new.bpf.o"
+	# with `--all`, the requests of all 4 processes would mix in the agreed request map and
+	# kick every control thread at the epoch where W switches, hiding the race in case 1
+	"$CLI" ctl "$p0" --dir "$DIR/ctl" reload /proc/self/cwd/new.bpf.o --hook tuner \
+		>"$DIR/reload.0" 2>&1 || die "reload: $(cat "$DIR/reload.0")"
+	grep -q "staged (activating across ranks" "$DIR/reload.0" ||
+		die "not staged: $(cat "$DIR/reload.0")"
+	if [ "$SCEN" = before ]; then
+		for _ in $(seq 100); do
+			grep -q "requested by another rank: not staged" "$DIR/err.3" && break
+			sleep 0.02
+		done
+		# X at the same step of W on every rank, a little ahead of the furthest one
+		local at=0 s
+		for r in 0 1 2 3; do
+			s=$(grep '^step' "$DIR/out.$r" | tail -n 1 | cut -d' ' -f2)
+			[ "${s:-0}" -gt $at ] && at=$s
+		done
+		echo $((at + 150)) >"$DIR/create_at.tmp" && mv "$DIR/create_at.tmp" "$DIR/create_at"
+		for _ in $(seq 200); do
+			[ "$(grep -l "comm 0x$X nRanks" "$DIR"/err.* | wc -l)" -eq 4 ] && break
+			sleep 0.02
+		done
+		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node3/new.bpf.o"
+		"$CLI" ctl "$p3" --dir "$DIR/ctl" reload /proc/self/cwd/new.bpf.o --hook tuner \
+			>"$DIR/reload.3" 2>&1 || die "reload on rank 3: $(cat "$DIR/reload.3")"
+		echo "   X created at step $((at + 150)) of W; rank 3: $(head -1 "$DIR/reload.3")"
+	fi
+	for r in 0 1 2 3; do
+		wait "${pids[$r]}" || die "rank $r exited with $?"
+	done
+	SWITCH_W=() SWITCH_X=()
+	for r in 0 1 2 3; do
+		local f; f=$(ls "$DIR"/log/*.jsonl | xargs grep -l "\"rank\":$r," | head -1)
+		SWITCH_W+=("$(first_tree "$f" $W)") SWITCH_X+=("$(first_tree "$f" $X)")
+	done
+	echo "   rank 0..3: W switched at seq ${SWITCH_W[*]}; X first decided by the new policy at seq ${SWITCH_X[*]}"
+	echo "   X created inside the activation on ranks: $(grep -l "0x$X created while reload" "$DIR"/err.* | sed 's/.*err\.//' | tr '\n' ' ')"
+}
+group_failed() { grep -q "fallback at [0-9]" "$DIR"/err.* 2>/dev/null; }
+
+check() { # check JOINED_RANKS|any: ranks whose X must have joined the activation
+	local i
+	if [ "$1" = any ]; then # not vacuous: on one rank at least (rank 3's, held up, always)
+		grep -q "0x$X created while reload version [0-9]* activates" "$DIR"/err.* ||
+			die "X was created after the activation ended on every rank: nothing tested"
+	fi
+	for i in ${1#any}; do
+		grep -q "0x$X created while reload version [0-9]* activates" "$DIR/err.$i" ||
+			die "rank $i did not create X inside the activation: nothing tested"
+	done
+	for i in 0 1 2 3; do
+		[ -n "${SWITCH_W[$i]}" ] || die "W never switched on rank $i"
+		[ "${SWITCH_W[$i]}" = "${SWITCH_W[0]}" ] || die "W switched at different collectives: ${SWITCH_W[*]}"
+		[ -n "${SWITCH_X[$i]}" ] || die "X was not created on rank $i, or never ran the new policy"
+		[ "${SWITCH_X[$i]}" = "${SWITCH_X[0]}" ] ||
+			die "X switched at different collectives on different ranks: ${SWITCH_X[*]}"
+	done
+	"$CLI" decisions "$DIR/log" >"$DIR/decisions.txt" 2>&1 ||
+		die "decision logs disagree: $(grep -v 'all ranks agree' "$DIR/decisions.txt" | head -5)"
+}
+
+for scen in after before; do
+	prev=$fail
+	for _ in 1 2 3; do
+		fail=$prev; run $scen
+		group_failed || break
+		echo "   the agreement layer fell back (overloaded machine); retrying"
+	done
+	if [ $scen = after ]; then
+		check any
+		[ "${SWITCH_X[0]}" = 0 ] || die "X did not run the new policy from its first collective"
+	else
+		check "0 1 2"
+		grep -q "0x$X created while" "$DIR/err.3" && die "rank 3 had no activation when X was created"
+	fi
+done
+[ $fail = 0 ] && echo "run_reload_newcomm: all scenarios passed"
+exit $fail
