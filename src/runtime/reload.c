@@ -530,7 +530,8 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, cha
 				"from another rank's request) version %llu\n", (unsigned long long)busy);
 			return 1;
 		}
-		say(&r, "error: reload version %llu is still activating across ranks\n",
+		say(&r, "error: reload version %llu is still activating across ranks (or ended "
+			"mixed: switched on some communicators, abandoned on others; see the log)\n",
 		    (unsigned long long)busy);
 		return -EBUSY;
 	}
@@ -597,7 +598,8 @@ int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msg
 	pthread_mutex_lock(&registry_lock);
 	if (registry_activation_busy(&busy)) {
 		pthread_mutex_unlock(&registry_lock);
-		say(&r, "error: reload version %llu is still activating across ranks\n",
+		say(&r, "error: reload version %llu is still activating across ranks (or ended "
+			"mixed: switched on some communicators, abandoned on others; see the log)\n",
 		    (unsigned long long)busy);
 		return -EBUSY;
 	}

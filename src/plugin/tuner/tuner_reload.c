@@ -72,6 +72,12 @@ static bool enabled;
  * activation" below). */
 static uint64_t act_version, act_content;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+/* An activation that ended mixed (ops_poll: some communicators switched, the others
+ * abandoned; docs/control.md "Mixed outcome"): its version while it stays so, for
+ * `ctl status`; and the last version whose mixed outcome was logged (under slot_lock), so
+ * that the WARN is logged once, not at every poll (every 20 ms, for the rest of the job). */
+static _Atomic uint64_t mixed_version;
+static uint64_t mixed_logged;
 
 /* requests: seen by the tuners (any NCCL thread), handled by the control thread */
 static _Atomic uint64_t req_seen;        /* last request id handed over */
@@ -207,16 +213,33 @@ static int ops_poll(uint64_t version, void *arg)
 		abandoned += st == RS_ABANDONED;
 	}
 	int verdict = 0;
+	bool mixed = false;
 	if (!pending && (switched || abandoned)) {
 		if (!switched)
 			verdict = -1;
 		else if (!abandoned)
 			verdict = 1;
 		else
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-				    "reload version %llu: %d communicator(s) switched, %d kept the old "
-				    "policy (their ranks did not all stage it); both stay until the "
-				    "next reload", (unsigned long long)version, switched, abandoned);
+			mixed = true;
+	}
+	/* Mixed: each communicator keeps what its ranks agreed, at the collective they agreed
+	 * (switched ones the new chain, abandoned ones the old). Neither verdict may end the
+	 * activation: a commit would switch the abandoned ones, an abandon the switched ones, at
+	 * this local moment, not at a collective their ranks agreed. So it stays open (later
+	 * reloads -EBUSY) until the communicators of one side are destroyed; then this poll
+	 * sees one outcome and ends it. A communicator created meanwhile takes part
+	 * (join_activation), so the state may go back to pending: logged once per version. */
+	atomic_store(&mixed_version, mixed ? version : 0);
+	if (mixed && mixed_logged != version) {
+		mixed_logged = version;
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
+			    "reload version %llu: %d communicator(s) switched to it, %d kept the "
+			    "old policy (their ranks did not all stage it); each keeps what its "
+			    "ranks agreed. The activation stays open: further tuner reloads and "
+			    "detaches of this process are refused (-EBUSY) until the communicators "
+			    "of one side are destroyed (it then ends as activated or abandoned); "
+			    "`ncclbpf ctl status` shows reload_mixed. Logged once",
+			    (unsigned long long)version, switched, abandoned);
 	}
 	if (verdict) {
 		for (int i = 0; i < RELOAD_SLOTS; i++) {
@@ -245,6 +268,7 @@ static void agreement_status(struct runtime_status_emit *e)
 	agree_get_stats(&st);
 	e->str(e, "reload_activation", enabled ? "agreed (NCCLBPF_RELOAD_AGREE=1)" : "local");
 	e->u64(e, "reload_pending", runtime_activation_pending());
+	e->u64(e, "reload_mixed", atomic_load(&mixed_version));
 	e->u64(e, "versions_active", st.versions_active);
 	e->u64(e, "waits", st.waits);
 	e->u64(e, "wait_ns_max", st.wait_ns_max);
