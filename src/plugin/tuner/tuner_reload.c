@@ -17,7 +17,9 @@
  * communicator switch at the same collective, or none does. A rank that never staged
  * contributes nothing, so the others abandon after WINDOW collectives. The control thread
  * polls: every communicator switched -> the old chain is retired; every one abandoned ->
- * the staged chain is freed. After either, the rank withdraws its contribution. A
+ * the staged chain is freed. After either, the rank withdraws its contribution. Some
+ * switched and the others abandoned (mixed): each keeps what its ranks agreed and the
+ * activation stays open until one side's communicators are destroyed (ops_poll). A
  * communicator created meanwhile joins the activation (join_activation): never does its
  * chain depend on when that poll runs.
  *
