@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "../tools/cli_run.h"
-#include "json_mini.h"
+#include "profiler/json_mini.h"
 #include "runtime/control.h"
 #include "runtime/control_proto.h"
 #include "test_util.h"
@@ -89,14 +89,14 @@ static int ctl(char **out, const char *fmt, ...)
 	return cli_run_alloc(cmd, out, &len);
 }
 
-static struct jv *ctl_json(const char *fmt, long pid)
+static struct jm *ctl_json(const char *fmt, long pid)
 {
 	char *out, err[200];
 	char args[512];
 	snprintf(args, sizeof(args), fmt, pid);
 	int rc = ctl(&out, "%s", args);
 	CHECK_EQ_U64(rc, 0);
-	struct jv *v = json_parse(out ? out : "", err, sizeof(err));
+	struct jm *v = jm_parse(out ? out : "", err, sizeof(err));
 	if (!v)
 		fprintf(stderr, "not JSON (%s): %s\n", err, out);
 	CHECK(v != NULL);
@@ -104,16 +104,16 @@ static struct jv *ctl_json(const char *fmt, long pid)
 	return v;
 }
 
-static double num(const struct jv *v, const char *path)
+static double num(const struct jm *v, const char *path)
 {
-	const struct jv *x = json_path(v, path);
-	return x && x->t == J_NUM ? x->num : -1;
+	const struct jm *x = jm_path(v, path);
+	return x && x->type == JM_NUM ? x->num : -1;
 }
 
-static const char *str(const struct jv *v, const char *path)
+static const char *str(const struct jm *v, const char *path)
 {
-	const struct jv *x = json_path(v, path);
-	return x && x->t == J_STR ? x->str : "";
+	const struct jm *x = jm_path(v, path);
+	return x && x->type == JM_STR ? x->str : "";
 }
 
 static char sock_of(long pid, char *buf, size_t len)
@@ -377,11 +377,11 @@ int main(void)
 	CHECK_STR_CONTAINS(out, pidstr);
 	CHECK_STR_CONTAINS(out, "ctl_maps.bpf.o:ctl_v1");
 	free(out);
-	struct jv *v = ctl_json("list --json", 0);
-	CHECK(v && v->t == J_ARR && v->n == 1);
+	struct jm *v = ctl_json("list --json", 0);
+	CHECK(v && v->type == JM_ARR && v->n == 1);
 	CHECK(num(v, "0.pid") == (double)pid);
 	CHECK(num(v, "0.communicators") == 4);
-	json_free(v);
+	jm_free(v);
 
 	/* status */
 	usleep(100000); /* some decisions */
@@ -394,11 +394,11 @@ int main(void)
 	CHECK(num(v, "hooks.0.version") >= 1);
 	CHECK(!strcmp(str(v, "agreement.reload_activation"), "local"));
 	CHECK(num(v, "agreement.fallbacks") == 0);
-	const struct jv *comms = json_get(v, "communicators");
+	const struct jm *comms = jm_get(v, "communicators");
 	CHECK(comms && comms->n == 4);
 	double decisions = 0;
 	for (size_t i = 0; comms && i < comms->n; i++) {
-		const struct jv *c = json_at(comms, i);
+		const struct jm *c = jm_at(comms, i);
 		decisions += num(c, "decisions");
 		CHECK(num(c, "changed") == num(c, "decisions")); /* ctl_v1 always decides */
 		CHECK(num(c, "faults") == 0);
@@ -406,7 +406,7 @@ int main(void)
 	}
 	CHECK(decisions > 0);
 	double version1 = num(v, "version");
-	json_free(v);
+	jm_free(v);
 	CHECK_EQ_U64(ctl(&out, "%ld status", pid), 0);
 	CHECK_STR_CONTAINS(out, "hook tuner: 1 program(s)");
 	CHECK_STR_CONTAINS(out, "communicators:");
@@ -418,8 +418,8 @@ int main(void)
 	CHECK_STR_CONTAINS(out, "ctl_maps.bpf.o:notes");
 	free(out);
 	v = ctl_json("%ld maps --json", pid);
-	CHECK(v && v->t == J_ARR && v->n >= 3);
-	json_free(v);
+	CHECK(v && v->type == JM_ARR && v->n >= 3);
+	jm_free(v);
 	CHECK_EQ_U64(ctl(&out, "%ld update counts 5 777", pid), 0);
 	free(out);
 	CHECK_EQ_U64(ctl(&out, "%ld update notes 0x10 hex:0100000000000000", pid), 0);
@@ -428,11 +428,11 @@ int main(void)
 	CHECK(num(v, "entries.5.value_int") == 777);
 	CHECK(num(v, "entries.0.value_int") > 0); /* the program counts its calls */
 	CHECK(num(v, "count") == 8);
-	json_free(v);
+	jm_free(v);
 	v = ctl_json("%ld dump notes --json", pid);
 	CHECK(num(v, "count") == 1 && num(v, "entries.0.key_int") == 16 &&
 	      num(v, "entries.0.value_int") == 1);
-	json_free(v);
+	jm_free(v);
 	CHECK_EQ_U64(ctl(&out, "%ld dump counts", pid), 0);
 	CHECK_STR_CONTAINS(out, "key 5 (hex:05000000)  value 777");
 	free(out);
@@ -465,7 +465,7 @@ int main(void)
 	v = ctl_json("%ld status --json", pid);
 	CHECK(!strcmp(str(v, "hooks.0.programs.0.label"), "ctl_maps.bpf.o:ctl_v1"));
 	CHECK(num(v, "reload_failures") == 3);
-	json_free(v);
+	jm_free(v);
 
 	/* a tuner reload in a multi-rank job without the agreement layer: refused */
 	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o", pid), 1);
@@ -480,13 +480,13 @@ int main(void)
 	free(out);
 	v = ctl_json("%ld dump counts --json", pid);
 	CHECK(num(v, "entries.5.value_int") == 777);
-	json_free(v);
+	jm_free(v);
 	usleep(50000);
 	v = ctl_json("%ld status --json", pid);
 	CHECK(!strcmp(str(v, "hooks.0.programs.0.label"), "ctl_maps_v2.bpf.o:ctl_v2"));
 	CHECK(num(v, "version") > version1);
 	CHECK(num(v, "communicators.0.chain_version") == num(v, "hooks.0.version"));
-	json_free(v);
+	jm_free(v);
 	CHECK_EQ_U64(ctl(&out, "%ld maps", pid), 0);
 	CHECK_STR_CONTAINS(out, "shared");
 	free(out);
@@ -499,16 +499,16 @@ int main(void)
 	CHECK_STR_CONTAINS(out, "detached ctl_maps_v2.bpf.o:ctl_v2 from hook tuner");
 	free(out);
 	v = ctl_json("%ld status --json", pid);
-	CHECK(json_path(v, "hooks.0.programs") && json_path(v, "hooks.0.programs")->n == 0);
-	json_free(v);
+	CHECK(jm_path(v, "hooks.0.programs") && jm_path(v, "hooks.0.programs")->n == 0);
+	jm_free(v);
 	/* --all reaches every live process */
 	CHECK_EQ_U64(ctl(&out, "--all reload tests/progs/ctl_maps.bpf.o --force"), 0);
 	CHECK_STR_CONTAINS(out, "== pid");
 	free(out);
 	v = ctl_json("--all status --json", 0);
-	CHECK(v && v->t == J_ARR && v->n == 1);
+	CHECK(v && v->type == JM_ARR && v->n == 1);
 	CHECK(!strcmp(str(v, "0.reply.hooks.0.programs.0.label"), "ctl_maps.bpf.o:ctl_v1"));
-	json_free(v);
+	jm_free(v);
 
 	test_malformed(pid);
 	test_other_uid(pid);

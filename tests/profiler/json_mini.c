@@ -257,3 +257,18 @@ const struct jm *jm_get(const struct jm *o, const char *key)
 			return o->items[i];
 	return NULL;
 }
+
+const struct jm *jm_at(const struct jm *a, size_t i)
+{
+	return a && a->type == JM_ARR && i < a->n ? a->items[i] : NULL;
+}
+
+const struct jm *jm_path(const struct jm *v, const char *path)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", path);
+	char *save = NULL;
+	for (char *k = strtok_r(buf, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
+		v = (k[0] >= '0' && k[0] <= '9') ? jm_at(v, (size_t)atoi(k)) : jm_get(v, k);
+	return v;
+}

@@ -1,4 +1,4 @@
-/* A small strict JSON parser for the trace test: builds a tree, rejects anything that is
+/* A small strict JSON parser for the tests (trace, CLI --json, control plane): builds a tree, rejects anything that is
  * not RFC 8259 JSON (trailing commas, unquoted keys, bare words). */
 #ifndef NCCLBPF_TESTS_JSON_MINI_H
 #define NCCLBPF_TESTS_JSON_MINI_H
@@ -22,5 +22,8 @@ struct jm {
 struct jm *jm_parse(const char *text, char *err, size_t errlen);
 void jm_free(struct jm *v);
 const struct jm *jm_get(const struct jm *obj, const char *key);
+const struct jm *jm_at(const struct jm *arr, size_t i);
+/* Path lookup "a.b.0.c" (numbers index arrays); NULL if any step is absent. */
+const struct jm *jm_path(const struct jm *v, const char *path);
 
 #endif
