@@ -19,6 +19,19 @@
 
 #include "plugin/tuner/nccl_tuner_abi.h"
 
+/* ---- opening the inner library (chain_inner.c) ---- */
+struct chain_inner_lib {
+	void *dl;
+	const void *table; /* its plugin table of `version` */
+	int version;
+};
+/* dlopen(path) and bind the highest "<sym_prefix><v>" for v = vmax..vmin. 0 on success;
+ * -ENOENT (dlopen failed), -ELOOP (the symbol is ncclbpf's own: is_self), -ENOSYS (no such
+ * symbol), with the reason in err; the library is closed on failure. */
+int chain_inner_open(const char *path, const char *sym_prefix, int vmax, int vmin,
+		     bool (*is_self)(const void *table), struct chain_inner_lib *out,
+		     char *err, size_t errlen);
+
 /* ---- tuner ---- */
 struct chain_tuner; /* the process-wide inner tuner (NULL when none) */
 /* Loads NCCLBPF_TUNER_INNER once; NULL if unset or unusable (logged). */

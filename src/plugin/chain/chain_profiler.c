@@ -8,6 +8,7 @@
  * parentObj (and Coll/P2p parentGroup) are NCCL's handles, i.e. ncclbpf's tokens: the copy
  * carries the inner plugin's own handle of that parent instead, or NULL. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -61,47 +62,33 @@ const struct chain_profiler *chain_profiler_get(void)
 	if (!st) {
 		st = 2;
 		const char *path = getenv("NCCLBPF_PROFILER_INNER");
-		if (path && *path) {
-			void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-			if (!dl) {
-				const char *e = dlerror();
-				runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
-					    "profiler: inner plugin NCCLBPF_PROFILER_INNER=%s not "
-					    "loaded: %s; running without it",
-					    path, e ? e : "dlopen failed");
-			} else {
-				bool self = false;
-				for (int v = 7; v >= 1 && st == 2 && !self; v--) {
-					char sym[32];
-					snprintf(sym, sizeof(sym), "ncclProfiler_v%d", v);
-					const void *t = dlsym(dl, sym);
-					if (!t)
-						continue;
-					if (is_self(t)) {
-						self = true;
-						break;
-					}
-					loaded.dl = dl;
-					loaded.version = v;
-					loaded.table = t;
-					snprintf(loaded.path, sizeof(loaded.path), "%s", path);
-					st = 1;
-				}
-				if (st != 1) {
-					runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
-						    self ? "profiler: NCCLBPF_PROFILER_INNER=%s is "
-							   "ncclbpf itself: ignored"
-							 : "profiler: inner plugin %s exports no "
-							   "ncclProfiler_v1..v7: running without it",
-						    path);
-					dlclose(dl);
-				} else {
-					runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
-						    "profiler: inner plugin %s (ncclProfiler_v%d) gets "
-						    "every event first",
-						    path, loaded.version);
-				}
-			}
+		struct chain_inner_lib lib;
+		char why[256];
+		int rc = path && *path ? chain_inner_open(path, "ncclProfiler_v", 7, 1, is_self, &lib,
+							 why, sizeof(why))
+				       : 1;
+		if (rc == 0) {
+			loaded.dl = lib.dl;
+			loaded.version = lib.version;
+			loaded.table = lib.table;
+			snprintf(loaded.path, sizeof(loaded.path), "%s", path);
+			st = 1;
+			runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
+				    "profiler: inner plugin %s (ncclProfiler_v%d) gets every event first",
+				    path, loaded.version);
+		} else if (rc == -ELOOP) {
+			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
+				    "profiler: NCCLBPF_PROFILER_INNER=%s is ncclbpf itself: ignored", path);
+		} else if (rc == -ENOSYS) {
+			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
+				    "profiler: inner plugin %s exports no ncclProfiler_v1..v7: running "
+				    "without it",
+				    path);
+		} else if (rc < 0) {
+			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
+				    "profiler: inner plugin NCCLBPF_PROFILER_INNER=%s not loaded: %s; "
+				    "running without it",
+				    path, why);
 		}
 		atomic_store_explicit(&load_state, st, memory_order_release);
 	}

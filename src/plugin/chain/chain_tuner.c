@@ -1,6 +1,7 @@
 /* Inner tuner plugin (chain.h). Bound versions: ncclTunerPlugin_v6 .. v3, highest first, as
  * NCCL itself looks them up (v2's explicit algorithm outputs have no cost table to chain). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -55,53 +56,36 @@ const struct chain_tuner *chain_tuner_get(void)
 	if (!st) {
 		st = 2;
 		const char *path = getenv("NCCLBPF_TUNER_INNER");
-		if (path && *path) {
-			void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-			if (!dl) {
-				const char *e = dlerror();
-				runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-					    "tuner: inner plugin NCCLBPF_TUNER_INNER=%s not loaded: %s; "
-					    "running without it",
-					    path, e ? e : "dlopen failed");
-			} else {
-				bool self = false;
-				for (int v = 6; v >= 3 && st == 2; v--) {
-					char sym[32];
-					snprintf(sym, sizeof(sym), "ncclTunerPlugin_v%d", v);
-					const void *t = dlsym(dl, sym);
-					if (!t)
-						continue;
-					if (is_self(t)) {
-						runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-							    "tuner: NCCLBPF_TUNER_INNER=%s is ncclbpf "
-							    "itself: ignored",
-							    path);
-						self = true;
-						break;
-					}
-					loaded.dl = dl;
-					loaded.version = v;
-					loaded.table = t;
-					snprintf(loaded.path, sizeof(loaded.path), "%s", path);
-					st = 1;
-				}
-				if (st != 1) {
-					if (!self)
-						runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-							    "tuner: inner plugin %s exports no "
-							    "ncclTunerPlugin_v3..v6: running without it",
-							    path);
-					dlclose(dl);
-				} else {
-					runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_TUNING,
-						    "tuner: inner plugin %s (ncclTunerPlugin_v%d, "
-						    "\"%s\") runs before the policies",
-						    path, loaded.version,
-						    *(const char *const *)loaded.table
-							    ? *(const char *const *)loaded.table
-							    : "?");
-				}
-			}
+		struct chain_inner_lib lib;
+		char why[256];
+		int rc = path && *path ? chain_inner_open(path, "ncclTunerPlugin_v", 6, 3, is_self,
+							 &lib, why, sizeof(why))
+				       : 1;
+		if (rc == 0) {
+			loaded.dl = lib.dl;
+			loaded.version = lib.version;
+			loaded.table = lib.table;
+			snprintf(loaded.path, sizeof(loaded.path), "%s", path);
+			st = 1;
+			runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_TUNING,
+				    "tuner: inner plugin %s (ncclTunerPlugin_v%d, \"%s\") runs before "
+				    "the policies",
+				    path, loaded.version,
+				    *(const char *const *)loaded.table ? *(const char *const *)loaded.table
+								       : "?");
+		} else if (rc == -ELOOP) {
+			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
+				    "tuner: NCCLBPF_TUNER_INNER=%s is ncclbpf itself: ignored", path);
+		} else if (rc == -ENOSYS) {
+			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
+				    "tuner: inner plugin %s exports no ncclTunerPlugin_v3..v6: running "
+				    "without it",
+				    path);
+		} else if (rc < 0) {
+			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
+				    "tuner: inner plugin NCCLBPF_TUNER_INNER=%s not loaded: %s; running "
+				    "without it",
+				    path, why);
 		}
 		atomic_store_explicit(&load_state, st, memory_order_release);
 	}
