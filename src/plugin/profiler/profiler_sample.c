@@ -204,15 +204,6 @@ static uint32_t ctl_of(const struct profiler_sampler *s, uint32_t b)
 	return v ? __atomic_load_n(v, __ATOMIC_RELAXED) : 0;
 }
 
-/* Steered (policy) or default decision for the next collective of band b. */
-static bool next_due(const struct profiler_sampler *s, uint32_t b, uint64_t now, uint32_t mult)
-{
-	uint32_t v = ctl_of(s, b);
-	if (v && b < PROFILER_BANDS)
-		return profiler_sample_steered_due(v, s->seen[b]);
-	return band_due(s, b, now, mult);
-}
-
 void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrumented,
 			  uint64_t now)
 {
@@ -246,13 +237,18 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 	s->prev_band = (uint8_t)band;
 	uint32_t pred = s->next_band[band] != 0xff ? s->next_band[band] : band;
 	/* the predicted next band is due, or this band is long overdue (prediction failing) */
-	bool want = next_due(s, pred, now, 1) || (!ctl_of(s, band) && band_due(s, band, now, 4));
+	/* a band a policy steers follows its request, not the default rules */
+	uint32_t v_cur = ctl_of(s, band);
+	uint32_t v_pred = pred == band ? v_cur : ctl_of(s, pred);
+	bool want = (v_pred && pred < PROFILER_BANDS ? profiler_sample_steered_due(v_pred, s->seen[pred])
+						      : band_due(s, pred, now, 1)) ||
+		    (!v_cur && band_due(s, band, now, 4));
 	/* a steered band's sample also needs the collective before it (its completion is where
 	 * the sampled one's period starts): instrument the next call when the one after it
 	 * (the predicted successor of pred) is a steered sample */
 	if (!want) {
 		uint32_t pred2 = pred < PROFILER_BANDS && s->next_band[pred] != 0xff ? s->next_band[pred] : pred;
-		uint32_t v2 = ctl_of(s, pred2);
+		uint32_t v2 = pred2 == pred ? v_pred : ctl_of(s, pred2);
 		if (v2 && pred2 < PROFILER_BANDS)
 			want = profiler_sample_steered_due(v2, s->seen[pred2] + (pred2 == pred));
 	}
