@@ -24,9 +24,12 @@ struct epoch_tls {
 	unsigned nesting;
 };
 
-extern __thread struct epoch_tls map_epoch_tls __attribute__((tls_model("initial-exec")));
-extern _Atomic uint64_t map_epoch_global;
-extern bool map_epoch_membarrier;
+/* Declared hidden (not only defined so: -fvisibility=hidden leaves extern declarations
+ * alone): a PIC access is then one rip-relative load instead of a GOT load plus a load. */
+extern __thread struct epoch_tls map_epoch_tls
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern _Atomic uint64_t map_epoch_global __attribute__((visibility("hidden")));
+extern bool map_epoch_membarrier __attribute__((visibility("hidden")));
 void map_epoch_enter_slow(void);
 void map_epoch_exit_unregistered(void);
 

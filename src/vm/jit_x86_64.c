@@ -185,9 +185,10 @@ static void main_prologue(struct gen *g)
 		jit_mov_rr(b, true, X_R10, X_RDI);
 		jit_mov_rr(b, true, X_R11, X_RSI);
 	}
-	/* registers other than r1/r2 start at zero, as in the interpreter */
+	/* registers other than r1/r2 start at zero, as in the interpreter (unless the code
+	 * writes them before any read: jit_analysis.written_first) */
 	for (int r = 0; r < 10; r++)
-		if (r != 1 && r != 2 && an->used[r])
+		if (r != 1 && r != 2 && an->used[r] && !an->written_first[r])
 			jit_xor_zero(b, g->rm[r]);
 	if (!args_in_place) {
 		jit_mov_rr(b, true, g->rm[1], X_R10);
@@ -404,7 +405,9 @@ static void emit_alu(struct gen *g, const struct bpf_insn *in)
 		break;
 	case BPF_MOV:
 		if (!x) {
-			if (w)
+			if (imm == 0) /* flags are dead between BPF instructions */
+				jit_xor_zero(b, d);
+			else if (w)
 				jit_mov_imm64(b, d, (uint64_t)(int64_t)imm);
 			else
 				jit_mov_imm32(b, d, (uint32_t)imm);

@@ -137,6 +137,9 @@ struct jit_analysis {
 	bool *lddw_tail;      /* second slot of an LDDW */
 	struct nb_map **inline_map; /* per call insn: array map to inline, or NULL */
 	bool used[BPF_NREGS]; /* BPF register appears in the program */
+	/* used, but the entry's straight-line prefix writes it before anything reads it: the
+	 * prologue need not zero it (every path starts with that prefix) */
+	bool written_first[BPF_NREGS];
 	bool has_calls;       /* any local call (or bpf_loop) */
 	size_t *cbs;          /* functions whose address is taken (bpf_loop callbacks) */
 	size_t cb_cnt;

@@ -236,6 +236,48 @@ void jit_analysis_free(struct jit_analysis *an)
 	memset(an, 0, sizeof(*an));
 }
 
+/* Registers that the entry's first straight-line run of instructions (up to the first
+ * jump, call or exit, which every execution starts with) writes in full before reading
+ * them: the prologue's zeroing of them is dead. Only moves, loads, 64-bit immediates and
+ * plain ALU operations are followed; anything else ends the run. The interpreter's result
+ * stays exact: a register it would read as zero is never in the set. */
+static void entry_prefix_writes(const struct bpf_insn *insns, size_t n, struct jit_analysis *an)
+{
+	bool written[BPF_NREGS] = { false }, read_first[BPF_NREGS] = { false };
+	written[1] = written[2] = true; /* the arguments */
+	for (size_t pc = 0; pc < n; pc++) {
+		const struct bpf_insn *in = &insns[pc];
+		uint8_t cls = BPF_CLASS(in->code), d = in->dst_reg, s = in->src_reg;
+		if (d >= BPF_NREGS || s >= BPF_NREGS)
+			break;
+		if (in->code == BPF_LDDW && in->src_reg != BPF_PSEUDO_FUNC) {
+			written[d] = true;
+			pc++;
+			continue;
+		}
+		bool alu = cls == BPF_ALU || cls == BPF_ALU64;
+		uint8_t op = BPF_OP(in->code);
+		if (alu && op != BPF_NEG && op != BPF_END && op != BPF_DIV && op != BPF_MOD) {
+			if (BPF_SRC(in->code) == BPF_X && !written[s])
+				read_first[s] = true;
+			if (op != BPF_MOV && !written[d])
+				read_first[d] = true;
+			written[d] = true;
+			continue;
+		}
+		if (cls == BPF_LDX && (BPF_MODE(in->code) == BPF_MEM ||
+				       BPF_MODE(in->code) == BPF_MEMSX)) {
+			if (!written[s])
+				read_first[s] = true;
+			written[d] = true;
+			continue;
+		}
+		break;
+	}
+	for (int r = 0; r < BPF_NREGS; r++)
+		an->written_first[r] = written[r] && !read_first[r];
+}
+
 int jit_analyze(const struct vm_program *prog, const struct vm_jit_options *opts,
 		struct jit_analysis *an, char *err, size_t errlen)
 {
@@ -388,6 +430,8 @@ bad_insn_why:
 	}
 	if (an->has_calls || an->falls_off_end)
 		an->may_fault = true;
+
+	entry_prefix_writes(insns, n, an);
 
 	/* pass 3: array-map lookups to inline */
 	if (opts && opts->inline_array_lookup && opts->maps && opts->map_cnt && prog->helpers &&
