@@ -22,7 +22,10 @@
  * map_epoch_min_active() > T.
  *
  * Thread exit: a pthread key destructor clears the record and marks it free, so a dead
- * thread never blocks reclamation and records do not leak. */
+ * thread never blocks reclamation and records do not leak.
+ *
+ * Counted readers (struct epoch_seq_reader, epoch_fast.h: tuner communicators) carry no
+ * epoch; map_epoch_min_active bounds them from what the previous scan saw. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -41,6 +44,10 @@ static atomic_size_t record_count;
  * is reclaimed (correct, merely slower; only after malloc failed for 64 bytes). */
 static atomic_uint unregistered_readers;
 static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Counted readers and the scanners' state in them. Taken around whole scans, so that each
+ * reader's state moves from one scan to the next in order. */
+static pthread_mutex_t seq_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct epoch_seq_reader *seq_readers;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
@@ -88,20 +95,39 @@ static void epoch_thread_exit(void *arg)
 	}
 }
 
+/* The counted readers' list stays consistent across fork(): the forking thread holds its
+ * lock over the fork. */
+static void epoch_atfork_prepare(void)
+{
+	pthread_mutex_lock(&seq_lock);
+}
+
+static void epoch_atfork_parent(void)
+{
+	pthread_mutex_unlock(&seq_lock);
+}
+
 /* In a forked child only the forking thread exists: records of the parent's other
- * threads would pin their epochs forever. Release them. */
+ * threads would pin their epochs forever. Release them. Counted readers are objects that
+ * live on in the child, as they were (a section the forking thread had open stays open). */
 static void epoch_atfork_child(void)
 {
 	pthread_mutex_init(&register_lock, NULL);
+	pthread_mutex_init(&seq_lock, NULL);
 	/* Single-threaded now: safe to (re)decide the fence mode for the child's mm. */
-	if (use_membarrier)
+	if (use_membarrier) {
 		use_membarrier = membarrier_setup();
+		/* their sections carry no fence of their own: without membarrier no scan can be
+		 * ordered against them, so nothing is reclaimed while they live */
+		for (struct epoch_seq_reader *r = seq_readers; r && !use_membarrier; r = r->next)
+			r->unordered = true;
+	}
 	atomic_store_explicit(&unregistered_readers, !tls.rec && tls.nesting ? 1 : 0,
 			      memory_order_relaxed);
 	for (struct epoch_record *rec = atomic_load_explicit(&records, memory_order_relaxed); rec;
 	     rec = atomic_load_explicit(&rec->next, memory_order_relaxed)) {
-		if (rec == tls.rec || rec->object)
-			continue; /* ours, or an object's: the object lives on in the child */
+		if (rec == tls.rec)
+			continue;
 		atomic_store_explicit(&rec->epoch, 0, memory_order_relaxed);
 		atomic_store_explicit(&rec->in_use, false, memory_order_relaxed);
 	}
@@ -110,13 +136,12 @@ static void epoch_atfork_child(void)
 static void epoch_init_once(void)
 {
 	exit_key_ok = pthread_key_create(&exit_key, epoch_thread_exit) == 0;
-	pthread_atfork(NULL, NULL, epoch_atfork_child);
+	pthread_atfork(epoch_atfork_prepare, epoch_atfork_parent, epoch_atfork_child);
 	use_membarrier = membarrier_setup();
 }
 
-/* Takes a free record or allocates one, for a thread or an object. NULL only if malloc
- * fails. */
-static struct epoch_record *record_take(bool object)
+/* Takes a free record or allocates one. NULL only if malloc fails. */
+static struct epoch_record *record_take(void)
 {
 	struct epoch_record *rec;
 
@@ -137,35 +162,47 @@ static struct epoch_record *record_take(bool object)
 			atomic_fetch_add_explicit(&record_count, 1, memory_order_relaxed);
 		}
 	}
-	if (rec) {
-		rec->object = object;
+	if (rec)
 		atomic_store_explicit(&rec->in_use, true, memory_order_relaxed);
-	}
 	pthread_mutex_unlock(&register_lock);
 	return rec;
 }
 
-struct epoch_record *map_epoch_record_acquire(void)
+void map_epoch_seq_register(struct epoch_seq_reader *r, const _Atomic uint64_t *enters)
 {
-	return record_take(true);
+	pthread_once(&key_once, epoch_init_once);
+	pthread_mutex_lock(&seq_lock);
+	r->enters = enters;
+	uint64_t now = atomic_load_explicit(enters, memory_order_acquire);
+	atomic_store_explicit(&r->exits, now, memory_order_release);
+	r->seen = now;
+	r->bound = 0;
+	/* a section opened after this starts after this load: nothing retired before it */
+	r->seen_global = atomic_load_explicit(&global_epoch, memory_order_seq_cst);
+	r->unordered = false;
+	r->next = seq_readers;
+	seq_readers = r;
+	pthread_mutex_unlock(&seq_lock);
 }
 
-void map_epoch_record_release(struct epoch_record *rec)
+void map_epoch_seq_unregister(struct epoch_seq_reader *r)
 {
-	if (!rec)
-		return;
-	pthread_mutex_lock(&register_lock);
-	atomic_store_explicit(&rec->epoch, 0, memory_order_release);
-	rec->object = false;
-	atomic_store_explicit(&rec->in_use, false, memory_order_release);
-	pthread_mutex_unlock(&register_lock);
+	pthread_mutex_lock(&seq_lock);
+	for (struct epoch_seq_reader **pp = &seq_readers; *pp; pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	}
+	r->next = NULL;
+	pthread_mutex_unlock(&seq_lock);
 }
 
 /* Slow path, once per thread: take a free record or allocate one. Returns NULL only if
  * malloc fails; the caller then runs without a record (see map_epoch_enter). */
 static __attribute__((noinline)) struct epoch_record *epoch_register(void)
 {
-	struct epoch_record *rec = record_take(false);
+	struct epoch_record *rec = record_take();
 
 	if (rec) {
 		tls.rec = rec;
@@ -215,27 +252,60 @@ uint64_t map_epoch_retire_tag(void)
 	return atomic_fetch_add_explicit(&global_epoch, 1, memory_order_seq_cst);
 }
 
+/* The bound of a counted reader (under seq_lock): the smallest epoch a section of it that
+ * is open now may have started in, UINT64_MAX when none is open. `global` was read before
+ * this scan's fence. */
+static uint64_t seq_bound(struct epoch_seq_reader *r, uint64_t global)
+{
+	/* enters first: exits == that count then means that section is over (a later one
+	 * opened after this read, so after our membarrier) */
+	uint64_t in = atomic_load_explicit(r->enters, memory_order_acquire);
+	uint64_t out = atomic_load_explicit(&r->exits, memory_order_acquire);
+	uint64_t b = UINT64_MAX;
+	if (out != in)
+		/* open at the previous scan: the bound it had; opened since: it started after
+		 * that scan's membarrier, so after everything retired before its global epoch */
+		b = in == r->seen && r->bound ? r->bound : r->seen_global;
+	r->seen = in;
+	r->bound = b == UINT64_MAX ? 0 : b;
+	r->seen_global = global;
+	return b;
+}
+
 uint64_t map_epoch_min_active(void)
 {
 	uint64_t min = UINT64_MAX;
 
+	pthread_once(&key_once, epoch_init_once);
+	pthread_mutex_lock(&seq_lock);
+	/* before the fence: what counted readers that open a section after this scan cannot
+	 * hold (everything retired before it) */
+	uint64_t global = atomic_load_explicit(&global_epoch, memory_order_seq_cst);
 	/* Pairs with the fence in map_epoch_enter: either we see the reader's epoch, or
 	 * the reader sees the unlink that happened before the caller got here. */
-	pthread_once(&key_once, epoch_init_once);
 	atomic_thread_fence(memory_order_seq_cst);
 #ifdef SYS_membarrier
 	if (use_membarrier &&
-	    syscall(SYS_membarrier, NB_MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0)
+	    syscall(SYS_membarrier, NB_MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0) {
+		pthread_mutex_unlock(&seq_lock);
 		return 0; /* cannot order against readers now: reclaim nothing */
+	}
 #endif
 	if (atomic_load_explicit(&unregistered_readers, memory_order_acquire))
-		return 0;
+		min = 0;
 	for (struct epoch_record *rec = atomic_load_explicit(&records, memory_order_acquire); rec;
 	     rec = atomic_load_explicit(&rec->next, memory_order_acquire)) {
 		uint64_t e = atomic_load_explicit(&rec->epoch, memory_order_acquire);
 		if (e && e < min)
 			min = e;
 	}
+	/* every counted reader is scanned, so that its state follows each scan */
+	for (struct epoch_seq_reader *r = seq_readers; r; r = r->next) {
+		uint64_t b = r->unordered ? 0 : seq_bound(r, global);
+		if (b < min)
+			min = b;
+	}
+	pthread_mutex_unlock(&seq_lock);
 	return min;
 }
 

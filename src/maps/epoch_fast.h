@@ -12,8 +12,7 @@
 
 struct epoch_record {
 	_Atomic uint64_t epoch;      /* 0 = not in a critical section */
-	atomic_bool in_use;          /* owned by a live thread (or an object, below) */
-	bool object;                 /* owned by an object (map_epoch_record_acquire) */
+	atomic_bool in_use;          /* owned by a live thread */
 	_Atomic(struct epoch_record *) next; /* global list, append-only */
 	char pad[64 - 24];           /* one record per cache line: no false sharing */
 };
@@ -46,22 +45,54 @@ static inline void map_epoch_publish(struct epoch_record *rec)
 		atomic_thread_fence(memory_order_seq_cst);
 }
 
-/* A record of its own for an object whose read sections never overlap one another (a
- * tuner communicator: NCCL serializes getCollInfo per communicator). Its sections are one
- * store each way: no thread-local lookup, no nesting count. Sections on it do not nest with
- * the thread's (both are scanned; either keeps what it read alive). NULL when out of memory
- * (use the thread's sections). Kept across fork() (the object lives on in the child). */
-struct epoch_record *map_epoch_record_acquire(void);
-void map_epoch_record_release(struct epoch_record *rec);
+/* True when readers rely on membarrier() instead of a fence on every enter. */
+bool map_epoch_uses_membarrier(void);
 
-static inline void map_epoch_record_enter(struct epoch_record *rec)
+/* A reader whose sections never overlap one another and are already counted: a tuner
+ * communicator (NCCL serializes getCollInfo per communicator, and the plugin counts its
+ * calls anyway). Its section starts with the counter's increment, which the owner stores
+ * anyway, and ends with one store of that count into `exits`: no epoch load, no record of
+ * its own. In a section while exits != *enters.
+ *
+ * The reclaimer learns no epoch from such a reader, so it bounds it (epoch.c
+ * map_epoch_min_active): a section that was already open at the previous scan keeps the
+ * bound it had then; one that opened since started after that scan's membarrier, so it
+ * cannot hold anything retired before that scan's global epoch. A busy reader therefore
+ * delays reclamation by one scan, an idle one not at all.
+ *
+ * Only for a process whose fences are membarrier()'s (map_epoch_uses_membarrier(), checked
+ * by the owner before registering): the owner's only barrier between the increment and
+ * its first load is a compiler barrier. A forked child that cannot register membarrier
+ * again reclaims nothing while such readers live. */
+struct epoch_seq_reader {
+	_Atomic uint64_t exits;          /* *enters when the last section ended */
+	const _Atomic uint64_t *enters;  /* the owner's counter: +1 before each section */
+	/* the scanners' state (epoch.c, under its lock) */
+	uint64_t seen;                   /* *enters at the last scan */
+	uint64_t bound;                  /* the open section's bound then, 0 = was idle */
+	uint64_t seen_global;            /* the global epoch that scan read first */
+	bool unordered;                  /* forked child without membarrier */
+	struct epoch_seq_reader *next;
+};
+
+/* Registers r for the counter at enters, idle (exits = *enters): from now on every
+ * increment of *enters opens a section that map_epoch_seq_exit must close. Requires
+ * map_epoch_uses_membarrier(). */
+void map_epoch_seq_register(struct epoch_seq_reader *r, const _Atomic uint64_t *enters);
+/* Unregisters r (idle) before its memory goes. */
+void map_epoch_seq_unregister(struct epoch_seq_reader *r);
+
+/* Opens the section: call right after storing the increment of *enters, before the first
+ * load of anything the section protects (the membarrier() of a scan is the other half). */
+static inline void map_epoch_seq_enter(void)
 {
-	map_epoch_publish(rec);
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
-static inline void map_epoch_record_exit(struct epoch_record *rec)
+/* Closes the section opened when *enters became `count`. */
+static inline void map_epoch_seq_exit(struct epoch_seq_reader *r, uint64_t count)
 {
-	atomic_store_explicit(&rec->epoch, 0, memory_order_release);
+	atomic_store_explicit(&r->exits, count, memory_order_release);
 }
 
 static inline void map_epoch_enter_fast(void)

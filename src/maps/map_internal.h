@@ -34,8 +34,6 @@ uint64_t map_epoch_retire_tag(void);
 uint64_t map_epoch_min_active(void);
 /* True if the calling thread is inside map_epoch_enter/exit. */
 bool map_epoch_in_section(void);
-/* True when readers rely on membarrier() instead of a fence on every enter. */
-bool map_epoch_uses_membarrier(void);
 /* Number of thread records ever allocated (records are reused after thread exit). */
 size_t map_epoch_record_count(void);
 

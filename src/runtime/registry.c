@@ -28,6 +28,7 @@
 pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 struct registry_obj *registry_objs;
 _Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT];
+_Atomic(const struct nb_hook_chain *) runtime_hook_direct[NB_HOOK_COUNT];
 
 static struct nb_hook_chain *retired;        /* waiting for readers, under the lock */
 static size_t retired_cnt;
@@ -169,6 +170,17 @@ void registry_chain_discard(struct nb_hook_chain *c)
 	free(c);
 }
 
+/* Recomputes runtime_hook_direct[h] from the slot (under the lock, after every store to
+ * the slot or to its chain's gate, and before retiring what they replaced: a reader that
+ * still finds the old chain there is inside a section that the retire tag covers). */
+static void direct_update(unsigned h)
+{
+	const struct nb_hook_chain *c = atomic_load_explicit(&runtime_hook_slots[h],
+							     memory_order_relaxed);
+	bool direct = c && c->direct_entry && !atomic_load_explicit(&c->gated, memory_order_relaxed);
+	atomic_store_explicit(&runtime_hook_direct[h], direct ? c : NULL, memory_order_seq_cst);
+}
+
 static void retire(struct nb_hook_chain *c)
 {
 	if (!c)
@@ -266,6 +278,7 @@ void registry_publish(struct nb_hook_chain *chains[NB_HOOK_COUNT], unsigned mask
 			}
 		}
 		atomic_store_explicit(&runtime_hook_slots[h], c, memory_order_seq_cst);
+		direct_update(h);
 		if (gated && c)
 			continue; /* old stays as c->prev until the activation ends */
 		if (old && atomic_load_explicit(&old->gated, memory_order_relaxed) && old->prev)
@@ -295,9 +308,11 @@ int runtime_activation_done(uint64_t version, bool committed)
 			/* readers that still pick prev are inside a section: the retire tag
 			 * taken after the ungate covers them */
 			atomic_store_explicit(&c->gated, 0, memory_order_seq_cst);
+			direct_update(h);
 			retire(prev);
 		} else {
 			atomic_store_explicit(&runtime_hook_slots[h], prev, memory_order_seq_cst);
+			direct_update(h);
 			retire(c);
 		}
 	}
@@ -321,6 +336,7 @@ void runtime_unload_policies(void)
 {
 	pthread_mutex_lock(&registry_lock);
 	for (size_t h = 0; h < NB_HOOK_COUNT; h++) {
+		atomic_store(&runtime_hook_direct[h], NULL);
 		struct nb_hook_chain *c = atomic_exchange(&runtime_hook_slots[h], NULL);
 		if (c && atomic_load(&c->gated) && c->prev)
 			registry_chain_discard((struct nb_hook_chain *)c->prev);

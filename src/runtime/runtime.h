@@ -121,7 +121,17 @@ struct runtime_registry_stats {
 void runtime_registry_stats(struct runtime_registry_stats *out);
 
 /* ---- the decision path ---- */
-extern _Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT];
+/* hidden in the declaration too: one rip-relative load per decision (epoch_fast.h) */
+extern _Atomic(struct nb_hook_chain *) runtime_hook_slots[NB_HOOK_COUNT]
+	__attribute__((visibility("hidden")));
+/* The straight-path view of each slot: the published chain when its direct_entry can be
+ * called as is (one JIT program, cannot fault, no epoch, no agreed map) and no gate is
+ * open on it; NULL otherwise. A decision path that finds a chain here needs no other
+ * check (one load and one test instead of four); it reads it inside its section, like
+ * the slot, and the registry retires nothing a reader could find here before the usual
+ * grace period (registry.c direct_update). */
+extern _Atomic(const struct nb_hook_chain *) runtime_hook_direct[NB_HOOK_COUNT]
+	__attribute__((visibility("hidden")));
 
 /* Enters a reader section and returns the hook's chain (NULL when nothing is attached). The
  * chain stays valid until runtime_chain_exit. No lock, no allocation; sections nest. */

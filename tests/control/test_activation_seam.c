@@ -2,11 +2,15 @@
  * by a stand-in for the agreement layer: a reload is staged (published gated), each
  * communicator keeps the old chain until the layer names its activation seq, then switches
  * exactly at that collective; an abandoned activation restores the old chain for every
- * communicator, and frees the staged one. While one is pending, further reloads get -EBUSY. */
+ * communicator, and frees the staged one. While one is pending, further reloads get -EBUSY.
+ * Run twice: with chains of two programs (reload_a/b), and with one program per version
+ * (argv: reload_one's one_a and one_b), which the tuner's straight path calls directly
+ * whenever no gate is open (runtime_hook_direct, checked at each step). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -16,6 +20,7 @@
 #include "runtime/control.h"
 #include "runtime/runtime.h"
 #include "test_util.h"
+#include "vm/vm.h"
 
 #define COMMS 4
 #define CALLS 20000
@@ -54,6 +59,25 @@ static int seam_poll(uint64_t version, void *arg)
 	return version == atomic_load(&begun_version) ? atomic_load(&poll_verdict) : 0;
 }
 
+/* The straight path's view of the slot (runtime_hook_direct): nothing while a gate is open
+ * (every communicator takes the gated general path), else the published chain when its
+ * program can be called directly (reload_one's can, where the JIT runs). */
+static bool expect_direct;
+static void check_direct(int line, bool gated_now)
+{
+	const struct nb_hook_chain *t = runtime_hook_chain(NB_HOOK_TUNER);
+	const struct nb_hook_chain *d =
+		atomic_load_explicit(&runtime_hook_direct[NB_HOOK_TUNER], memory_order_acquire);
+	const struct nb_hook_chain *want = !gated_now && t && t->direct_entry ? t : NULL;
+	if (d != want) {
+		fprintf(stderr, "line %d: runtime_hook_direct %p, want %p (slot %p)\n", line,
+			(const void *)d, (const void *)want, (const void *)t);
+		CHECK(d == want);
+	}
+	if (expect_direct && t && !gated_now && vm_jit_available())
+		CHECK(d == t);
+}
+
 static void *worker(void *arg)
 {
 	int c = (int)(long)arg;
@@ -90,12 +114,16 @@ static void run_round(pthread_t *th)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	const char *spec_a = argc > 2 ? argv[1] : "tests/progs/reload_a.bpf.o";
+	const char *spec_b = argc > 2 ? argv[2] : "tests/progs/reload_b.bpf.o";
+	expect_direct = argc > 2;
+	const int n_progs = expect_direct ? 1 : 2; /* what a reload attaches */
 	char msg[8192];
 	pthread_t th[COMMS];
 	setenv("NCCLBPF_CONTROL", "off", 1);
-	setenv("NCCLBPF_POLICY", "tests/progs/reload_a.bpf.o", 1);
+	setenv("NCCLBPF_POLICY", spec_a, 1);
 	struct runtime_activation_ops ops = {seam_begin, seam_seq, NULL, NULL};
 	runtime_set_activation_ops(&ops);
 	for (int c = 0; c < COMMS; c++) {
@@ -106,14 +134,15 @@ int main(void)
 	/* round 1: staged at ~2000, activation seqs named at ~5000, committed at the end */
 	run_round(th);
 	wait_progress(2000);
-	int rc = runtime_reload("tests/progs/reload_b.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg));
-	CHECK(rc == 2);
+	int rc = runtime_reload(spec_b, NB_HOOK_TUNER, 0, msg, sizeof(msg));
+	CHECK(rc == n_progs);
 	CHECK_STR_CONTAINS(msg, "staged (activating across ranks at an agreed seq)");
 	uint64_t v = atomic_load(&begun_version);
 	uint64_t content_b = atomic_load(&begun_content);
 	CHECK(v > 0 && runtime_activation_pending() == v);
 	CHECK(content_b != 0);
-	CHECK_EQ_U64(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)),
+	check_direct(__LINE__, true);
+	CHECK_EQ_U64(runtime_reload(spec_a, NB_HOOK_TUNER, 0, msg, sizeof(msg)),
 		     (uint64_t)-EBUSY);
 	CHECK_STR_CONTAINS(msg, "still activating across ranks");
 	wait_progress(5000);
@@ -127,6 +156,7 @@ int main(void)
 		pthread_join(th[c], NULL);
 	CHECK_EQ_U64(runtime_activation_done(v, true), 0);
 	CHECK_EQ_U64(runtime_activation_pending(), 0);
+	check_direct(__LINE__, false); /* the gate opened: B, directly */
 	CHECK(runtime_activation_done(v, true) == -ENOENT);
 	for (int c = 0; c < COMMS; c++) {
 		long bad = 0;
@@ -141,13 +171,15 @@ int main(void)
 		atomic_store(&act_seq[c], UINT64_MAX); /* the layer has not decided yet */
 	run_round(th);
 	wait_progress(1000);
-	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)) == 2);
+	CHECK(runtime_reload(spec_a, NB_HOOK_TUNER, 0, msg, sizeof(msg)) == n_progs);
 	uint64_t v2 = atomic_load(&begun_version);
 	CHECK(v2 > v);
 	/* the content hash identifies what is activated, not the reload's number */
 	CHECK(atomic_load(&begun_content) != content_b);
 	wait_progress(3000);
+	check_direct(__LINE__, true);
 	CHECK_EQ_U64(runtime_activation_done(v2, false), 0);
+	check_direct(__LINE__, false); /* abandoned: B again, directly */
 	for (int c = 0; c < COMMS; c++)
 		pthread_join(th[c], NULL);
 	for (int c = 0; c < COMMS; c++) {
@@ -158,12 +190,17 @@ int main(void)
 	}
 	/* the same object from another path: the same content hash (ranks on other nodes) */
 	uint64_t content_a = atomic_load(&begun_content);
-	char copy[64];
+	char copy[64], copy_spec[160], file_a[256];
 	snprintf(copy, sizeof(copy), "/tmp/nbseam-%d.bpf.o", (int)getpid());
-	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "cp tests/progs/reload_a.bpf.o %s", copy);
+	snprintf(file_a, sizeof(file_a), "%s", spec_a);
+	char *prog = strrchr(file_a, ':');
+	if (prog)
+		*prog++ = '\0';
+	snprintf(copy_spec, sizeof(copy_spec), "%s%s%s", copy, prog ? ":" : "", prog ? prog : "");
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "cp %s %s", file_a, copy);
 	CHECK(system(cmd) == 0);
-	CHECK(runtime_reload(copy, NB_HOOK_TUNER, 0, msg, sizeof(msg)) == 2);
+	CHECK(runtime_reload(copy_spec, NB_HOOK_TUNER, 0, msg, sizeof(msg)) == n_progs);
 	CHECK_EQ_U64(atomic_load(&begun_content), content_a);
 	CHECK_EQ_U64(runtime_activation_done(atomic_load(&begun_version), false), 0);
 	unlink(copy);
@@ -178,7 +215,7 @@ int main(void)
 	/* the control thread's poll ends an activation when the layer says so */
 	struct runtime_activation_ops ops_poll = {seam_begin, seam_seq, seam_poll, NULL};
 	runtime_set_activation_ops(&ops_poll);
-	CHECK(runtime_reload("tests/progs/reload_b.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)) == 2);
+	CHECK(runtime_reload(spec_b, NB_HOOK_TUNER, 0, msg, sizeof(msg)) == n_progs);
 	runtime_activation_poll();
 	CHECK(runtime_activation_pending() == atomic_load(&begun_version)); /* 0: not yet */
 	atomic_store(&poll_verdict, -1);
@@ -190,19 +227,23 @@ int main(void)
 	/* without a layer (or when it declines), a tuner reload in a multi-rank job is
 	 * refused: ranks would switch at different collectives */
 	runtime_set_activation_ops(NULL);
-	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, 0, msg, sizeof(msg)) ==
+	CHECK(runtime_reload(spec_a, NB_HOOK_TUNER, 0, msg, sizeof(msg)) ==
 	      -EPERM);
 	CHECK_STR_CONTAINS(msg, "can deadlock NCCL");
 	CHECK(runtime_detach(NB_HOOK_TUNER, 0, msg, sizeof(msg)) == -EPERM);
 	t = runtime_hook_chain(NB_HOOK_TUNER);
 	CHECK(t && t->version == v); /* unchanged */
 	/* ... unless forced: then it switches at once */
-	CHECK(runtime_reload("tests/progs/reload_a.bpf.o", NB_HOOK_TUNER, RUNTIME_RELOAD_FORCE, msg,
-			     sizeof(msg)) == 2);
+	CHECK(runtime_reload(spec_a, NB_HOOK_TUNER, RUNTIME_RELOAD_FORCE, msg,
+			     sizeof(msg)) == n_progs);
 	CHECK_STR_CONTAINS(msg, "active version");
 	t = runtime_hook_chain(NB_HOOK_TUNER);
 	CHECK(t && !atomic_load(&t->gated));
+	check_direct(__LINE__, false);
 	for (int c = 0; c < COMMS; c++)
 		tuner_comm_close(ctx[c]);
+	runtime_unload_policies();
+	check_direct(__LINE__, false); /* nothing attached: NULL */
+	CHECK(atomic_load(&runtime_hook_direct[NB_HOOK_TUNER]) == NULL);
 	TEST_DONE();
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "maps/epoch_fast.h"
 #include "maps/map_internal.h"
 #include "test_util.h"
 

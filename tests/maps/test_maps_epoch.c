@@ -1,10 +1,13 @@
 /* Epoch-based reclamation, white-box: retired elements wait for readers (same thread,
  * other thread, nested sections), a thread that exits inside a section does not block
  * reclamation, thread records are reused, writers outside a section wait for readers
- * when the pool is exhausted, writers inside one get -ENOMEM instead of deadlocking. */
+ * when the pool is exhausted, writers inside one get -ENOMEM instead of deadlocking, and
+ * counted readers (epoch_seq_reader) keep exactly what their open sections may hold. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -241,39 +244,56 @@ static void test_fork(void)
 	map_free(m);
 }
 
-/* An object's own record (map_epoch_record_acquire: the tuner communicator's): a section
- * on it keeps retired elements alive exactly like a thread's, one on another thread's
- * stack does not interfere, it survives fork() in the child (the object does), and a
- * released record is reused. */
-static void test_object_record(void)
+/* A counted reader (epoch_seq_reader: the tuner communicator's): a section it opened before
+ * an element was retired keeps the element until it closes; one opened after a scan does
+ * not keep what was retired before that scan; closing releases; a forked child keeps the
+ * reader as it was and, once it has lost membarrier, reclaims nothing while it lives. */
+static void test_seq_reader(void)
 {
+	if (!map_epoch_uses_membarrier()) {
+		printf("  (membarrier unavailable: counted readers are not used here)\n");
+		return;
+	}
 	struct nb_map *m = mk_hash(8);
 	if (!m)
 		return;
-	struct epoch_record *rec = map_epoch_record_acquire();
-	CHECK(rec != NULL);
-	if (!rec) {
-		map_free(m);
-		return;
-	}
+	_Atomic uint64_t calls = 5;
+	struct epoch_seq_reader r;
+	map_epoch_seq_register(&r, &calls);
+	CHECK_EQ_U64(atomic_load(&r.exits), 5);
+	CHECK_EQ_U64(map_epoch_min_active(), UINT64_MAX); /* idle: no bound */
+
 	CHECK_EQ_U64(put(m, 1, 0x1111, NB_ANY), 0);
-	map_epoch_record_enter(rec);
-	uint64_t held = atomic_load(&rec->epoch);
-	CHECK(held != 0);
-	CHECK(map_epoch_min_active() <= held);
-	CHECK_EQ_U64(put(m, 1, 0x2222, NB_EXIST), 0); /* retires the old element */
+	atomic_store(&calls, 6); /* opens section 6 */
+	map_epoch_seq_enter();
+	CHECK_EQ_U64(put(m, 1, 0x2222, NB_EXIST), 0); /* retires 0x1111 */
 	map_epoch_reclaim();
-	CHECK(map_pool_pending(m) >= 1); /* our section keeps it */
-	/* the thread's own sections are independent of the object's */
-	map_epoch_enter();
-	map_epoch_exit();
+	CHECK(map_pool_pending(m) >= 1); /* section 6 may hold it */
+	map_epoch_reclaim(); /* still the same section at the next scan: same bound */
 	CHECK(map_pool_pending(m) >= 1);
+	map_epoch_seq_exit(&r, 6);
+	map_epoch_reclaim();
+	CHECK_EQ_U64(map_pool_pending(m), 0);
+
+	/* retire, scan once (idle), then open a section: it started after that scan, so it
+	 * cannot hold the element retired before it */
+	CHECK_EQ_U64(put(m, 1, 0x3333, NB_EXIST), 0);
+	uint64_t min = map_epoch_min_active(); /* the scan that sees the reader idle */
+	CHECK_EQ_U64(min, UINT64_MAX);
+	atomic_store(&calls, 7);
+	map_epoch_seq_enter();
+	map_epoch_reclaim();
+	CHECK_EQ_U64(map_pool_pending(m), 0);
+	/* but what is retired now stays */
+	CHECK_EQ_U64(put(m, 1, 0x4444, NB_EXIST), 0);
+	map_epoch_reclaim();
+	CHECK(map_pool_pending(m) >= 1);
+
 	pid_t pid = fork();
-	if (pid == 0) { /* the child: the object's record is still in use and in a section */
-		int ok = atomic_load(&rec->in_use) && atomic_load(&rec->epoch) == held;
+	if (pid == 0) { /* the reader lives on, as it was: section 7 open */
 		map_epoch_reclaim();
-		ok = ok && map_pool_pending(m) >= 1;
-		map_epoch_record_exit(rec);
+		int ok = map_pool_pending(m) >= 1;
+		map_epoch_seq_exit(&r, 7);
 		map_epoch_reclaim();
 		ok = ok && map_pool_pending(m) == 0;
 		_exit(ok ? 0 : 1);
@@ -283,16 +303,112 @@ static void test_object_record(void)
 	if (pid > 0)
 		waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	map_epoch_record_exit(rec);
+
+	/* a child that cannot register membarrier again (NCCLBPF_EPOCH_FENCE makes the setup
+	 * fail) cannot order its scans against the reader: it reclaims nothing */
+	map_epoch_seq_exit(&r, 7);
+	setenv("NCCLBPF_EPOCH_FENCE", "1", 1);
+	pid = fork();
+	if (pid == 0) {
+		int ok = !map_epoch_uses_membarrier();
+		CHECK_EQ_U64(put(m, 1, 0x5555, NB_EXIST), 0);
+		map_epoch_reclaim();
+		ok = ok && map_pool_pending(m) >= 1; /* the reader is idle, yet nothing goes */
+		map_epoch_seq_unregister(&r);
+		map_epoch_reclaim();
+		ok = ok && map_pool_pending(m) == 0; /* gone with it */
+		_exit(ok ? 0 : 1);
+	}
+	unsetenv("NCCLBPF_EPOCH_FENCE");
+	status = -1;
+	CHECK(pid > 0);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(map_epoch_uses_membarrier()); /* the parent is unaffected */
+
 	map_epoch_reclaim();
 	CHECK_EQ_U64(map_pool_pending(m), 0);
-	size_t count = map_epoch_record_count();
-	map_epoch_record_release(rec);
-	struct epoch_record *again = map_epoch_record_acquire();
-	CHECK(again != NULL);
-	CHECK_EQ_U64(map_epoch_record_count(), count); /* reused, not allocated */
-	map_epoch_record_release(again);
+	map_epoch_seq_unregister(&r);
 	map_free(m);
+}
+
+/* Property: whatever the interleaving of counted readers' sections (each loads the
+ * current object one or more times), replacements and scans, no scan frees an object
+ * that an open section loaded, and once all sections are closed one scan frees every
+ * retired object. Sequential steps in one thread (the fences' part is the membarrier
+ * argument in epoch_fast.h; this checks the bookkeeping of the bounds). */
+#define MODEL_READERS 3
+#define MODEL_OBJECTS 4096
+static void test_seq_reader_model(void)
+{
+	if (!map_epoch_uses_membarrier())
+		return;
+	_Atomic uint64_t calls[MODEL_READERS];
+	struct epoch_seq_reader r[MODEL_READERS];
+	bool open[MODEL_READERS] = { false };
+	/* held[i][o]: reader i's open section loaded object o */
+	static bool held[MODEL_READERS][MODEL_OBJECTS];
+	static uint64_t tag[MODEL_OBJECTS];
+	static bool retired[MODEL_OBJECTS], freed[MODEL_OBJECTS];
+	for (int i = 0; i < MODEL_READERS; i++) {
+		atomic_init(&calls[i], (uint64_t)i * 100);
+		map_epoch_seq_register(&r[i], &calls[i]);
+	}
+	unsigned cur = 0, n_obj = 1, violations = 0, scans = 0;
+	uint64_t freed_count = 0;
+	uint32_t x = 12345;
+	for (int step = 0; step < 20000 && n_obj < MODEL_OBJECTS; step++) {
+		x = x * 1103515245u + 12345u;
+		unsigned what = (x >> 16) % 8, i = (x >> 8) % MODEL_READERS;
+		if (what <= 1) { /* open, then load */
+			if (!open[i]) {
+				atomic_fetch_add(&calls[i], 1);
+				map_epoch_seq_enter();
+				open[i] = true;
+				held[i][cur] = true;
+			}
+		} else if (what == 2) { /* another load inside the section */
+			if (open[i])
+				held[i][cur] = true;
+		} else if (what <= 4) { /* close */
+			if (open[i]) {
+				map_epoch_seq_exit(&r[i], atomic_load(&calls[i]));
+				open[i] = false;
+				memset(held[i], 0, sizeof(held[i]));
+			}
+		} else if (what <= 6) { /* replace the current object, retire the old one */
+			unsigned old = cur;
+			cur = n_obj++;
+			tag[old] = map_epoch_retire_tag();
+			retired[old] = true;
+		} else { /* scan and free */
+			uint64_t min = map_epoch_min_active();
+			scans++;
+			for (unsigned o = 0; o < n_obj; o++) {
+				if (!retired[o] || freed[o] || tag[o] >= min)
+					continue;
+				freed[o] = true;
+				freed_count++;
+				for (int k = 0; k < MODEL_READERS; k++)
+					if (open[k] && held[k][o])
+						violations++;
+			}
+		}
+	}
+	CHECK_EQ_U64(violations, 0);
+	CHECK(scans > 1000 && freed_count > 100); /* progress while sections come and go */
+	for (int i = 0; i < MODEL_READERS; i++)
+		if (open[i])
+			map_epoch_seq_exit(&r[i], atomic_load(&calls[i]));
+	uint64_t min = map_epoch_min_active();
+	unsigned left = 0;
+	for (unsigned o = 0; o < n_obj; o++)
+		if (retired[o] && !freed[o] && tag[o] >= min)
+			left++;
+	CHECK_EQ_U64(left, 0);
+	for (int i = 0; i < MODEL_READERS; i++)
+		map_epoch_seq_unregister(&r[i]);
 }
 
 int main(void)
@@ -304,6 +420,7 @@ int main(void)
 	test_record_reuse();
 	test_writer_waits();
 	test_fork();
-	test_object_record();
+	test_seq_reader();
+	test_seq_reader_model();
 	TEST_DONE();
 }

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "maps/epoch_fast.h"
 #include "ncclbpf/policy.h"
 #include "plugin/tuner/nccl_tuner_abi.h"
 #include "runtime/control.h"
@@ -129,12 +130,10 @@ struct tuner_comm {
 	uint32_t n_nodes;
 	uint32_t ranks_per_node; /* n_ranks / n_nodes if even, else 0 (ctx->ranks_per_node) */
 	uint32_t abi_version;
-	/* decisions may take the straight path (tuner_core.c comm_straight): no inner plugin,
-	 * no metrics, no reload agreement, a passive agreement layer */
+	/* decisions take the straight path (tuner_core.c comm_go_straight: no inner plugin, no
+	 * metrics, no reload agreement, a passive agreement layer, membarrier fences; `reader`
+	 * registered): the one test that selects it */
 	bool straight;
-	/* this communicator's own epoch record: getCollInfo's chain sections are one store
-	 * each way (NULL: out of memory, the thread's sections are used) */
-	struct epoch_record *epoch;
 	/* from init (v5+), 0 = unknown */
 	uint32_t n_nvl_domains, min_ranks_per_nvl_domain, max_ranks_per_nvl_domain;
 	bool pin; /* NCCLBPF_TUNER_SYM=pin (default) */
@@ -147,6 +146,9 @@ struct tuner_comm {
 	 * a policy changed the table or the channels, faults, clamps: read by `ncclbpf ctl
 	 * status` on the control thread, hence relaxed atomics (single writer: no lock prefix) */
 	struct runtime_comm_stats stats;
+	/* the straight path's sections (maps/epoch_fast.h): counted by stats.calls, closed by
+	 * one store; registered when the communicator becomes straight */
+	struct epoch_seq_reader reader;
 	/* reload activation across ranks (tuner_reload.c) */
 	int reload_slot;
 	bool reload_staged;

@@ -56,7 +56,7 @@ void tuner_note_issue(enum tuner_issue issue, const char *label, const char *det
 		note_issues(1u << issue, label, detail);
 }
 
-static bool comm_straight(const struct tuner_comm *tc);
+static void comm_go_straight(struct tuner_comm *tc);
 
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out)
@@ -97,8 +97,7 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->metrics = metrics_tuner_open(comm_id);
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
 	tuner_reload_comm_open(tc);
-	tc->epoch = map_epoch_record_acquire();
-	tc->straight = comm_straight(tc); /* recomputed after each general-path decision */
+	comm_go_straight(tc); /* tried again after each general-path decision */
 	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
 		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
@@ -146,7 +145,10 @@ void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_lo
 	if (ok) {
 		tc->inner = inner;
 		tc->inner_ctx = ictx;
-		tc->straight = false; /* the inner plugin runs on the general path */
+		/* the inner plugin runs on the general path */
+		if (tc->straight)
+			map_epoch_seq_unregister(&tc->reader);
+		tc->straight = false;
 	}
 }
 
@@ -164,7 +166,8 @@ int tuner_comm_close(void *ctx)
 	agree_comm_tuner_close(tc->agree);
 	if (tc->inner)
 		chain_tuner_finalize(tc->inner, tc->inner_ctx);
-	map_epoch_record_release(tc->epoch);
+	if (tc->straight)
+		map_epoch_seq_unregister(&tc->reader);
 	free(tc);
 	return NB_NCCL_SUCCESS;
 }
@@ -183,15 +186,22 @@ static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t
 	*comm_seq = n;
 }
 
-/* A communicator whose decisions may take the straight path when its chain allows it: its
- * own epoch record, no inner plugin, no metrics, no reload agreement, and an agreement layer
- * with nothing to do (agree_tuner_passive). Once true it stays true (record, inner, metrics
- * and reload slot are fixed at init, passive never reverts): computed at init and after
- * general-path decisions until it holds. */
-static bool comm_straight(const struct tuner_comm *tc)
+/* Lets the communicator's decisions take the straight path when its chain allows it: no
+ * inner plugin, no metrics, no reload agreement, and an agreement layer with nothing to do
+ * (agree_tuner_passive). Its sections are counted (epoch_seq_reader: the call count opens
+ * one, a store closes it) with a compiler barrier only, the reclaimer's membarrier()
+ * supplying the hardware one: without membarrier every decision takes the general path,
+ * whose thread sections use full fences. Once straight it stays so (inner, metrics and
+ * reload slot are fixed at init, passive never reverts; a forked child that loses
+ * membarrier stops reclaiming instead: epoch.c): tried at init and after general-path
+ * decisions until it holds. */
+static void comm_go_straight(struct tuner_comm *tc)
 {
-	return tc->epoch && !tc->inner && !tc->metrics && tc->reload_slot < 0 &&
-	       agree_tuner_passive(tc->agree);
+	if (!tc->straight && !tc->inner && !tc->metrics && tc->reload_slot < 0 &&
+	    map_epoch_uses_membarrier() && agree_tuner_passive(tc->agree)) {
+		map_epoch_seq_register(&tc->reader, &tc->stats.calls);
+		tc->straight = true;
+	}
 }
 
 /* The inputs every path fills the same way (the constant ones precomputed at init). */
@@ -220,12 +230,20 @@ static inline void ctx_fill_inputs(struct ncclbpf_tuner_ctx *c, const struct tun
 	c->ranks_per_node = tc->ranks_per_node;
 }
 
-/* Leaves the decision's section: the communicator's record (straight path) or the
- * thread's. */
-static inline void apply_exit(const struct tuner_comm *tc, bool straight)
+/* Closes the straight path's section, which the call count opened (tuner_next_seq). The
+ * count is loaded again rather than kept in a register across the program call (measured
+ * cheaper: no callee-saved register to spill). */
+static inline void straight_exit(struct tuner_comm *tc)
+{
+	map_epoch_seq_exit(&tc->reader,
+			   atomic_load_explicit(&tc->stats.calls, memory_order_relaxed));
+}
+
+/* Leaves the decision's section: the communicator's (straight path) or the thread's. */
+static inline void apply_exit(struct tuner_comm *tc, bool straight)
 {
 	if (straight)
-		map_epoch_record_exit(tc->epoch);
+		straight_exit(tc);
 	else
 		runtime_chain_exit();
 }
@@ -239,10 +257,8 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 	    uint64_t comm_seq, int coll_type, size_t n_bytes, float *table, int num_algo,
 	    int num_proto, int *n_channels, bool straight)
 {
-	if (__builtin_expect(atomic_load_explicit(&tc->stats.chain_version,
-						  memory_order_relaxed) != chain->version, 0))
-		atomic_store_explicit(&tc->stats.chain_version, chain->version,
-				      memory_order_relaxed);
+	/* stored every time: cheaper than comparing first (a load and a branch) */
+	atomic_store_explicit(&tc->stats.chain_version, chain->version, memory_order_relaxed);
 	if (tuner_ctx_keeps(c)) {
 		apply_exit(tc, straight);
 		if (tc->pin) /* the table is as the fill read it */
@@ -300,12 +316,13 @@ tuner_decide_epoch(struct tuner_comm *tc, const struct nb_hook_chain *chain, uin
 }
 
 /* The decision path. The common case (a straight communicator, comm_straight, and a
- * direct chain: one JIT-compiled program that cannot fault, needs no epoch and reads no
- * agreed map) is one predictable branch, then a straight line: fill, one call of the JIT
- * code, apply. A program that uses hash/LRU maps takes the same line inside the thread's
- * epoch section. Everything optional (inner plugin, agreement, reload gates, decision log,
- * metrics, several programs, faults, interpreters) is on the general path, which keeps the
- * order the straight path implies: inner plugin, agreement verdict, gate, chain, apply. */
+ * direct chain: runtime_hook_direct, one JIT-compiled program that cannot fault, needs no
+ * epoch, reads no agreed map and has no gate open) is two predictable branches, then a
+ * straight line: fill, one call of the JIT code, apply. A program that uses hash/LRU maps
+ * takes the same line inside the thread's epoch section. Everything optional (inner
+ * plugin, agreement, reload gates, decision log, metrics, several programs, faults,
+ * interpreters) is on the general path, which keeps the order the straight path implies:
+ * inner plugin, agreement verdict, gate, chain, apply. */
 int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_ops,
 			float **cost_table, int num_algo, int num_proto, int reg_buff,
 			int *n_channels)
@@ -320,15 +337,15 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	float *table = (float *)cost_table;
 	if (__builtin_expect(tc->straight, 1)) {
 		/* The chain stays valid until the section ends (a reload frees it only after). The
-		 * section is on the communicator's own epoch record (a straight communicator has
-		 * one): NCCL serializes getCollInfo per communicator (the seq counters rely on it
-		 * too), so its sections never overlap, and one store each way replaces the thread's
-		 * nesting count and TLS lookups (~1 ns per decision, measured). */
-		map_epoch_record_enter(tc->epoch);
+		 * section is the communicator's own, opened by the call count tuner_next_seq
+		 * stored: NCCL serializes getCollInfo per communicator (the seq counters rely on
+		 * it too), so its sections never overlap, and one store at the end replaces the
+		 * thread's nesting count, TLS lookups and epoch stores (measured: docs/results.md
+		 * "decision path"). */
+		map_epoch_seq_enter();
 		const struct nb_hook_chain *chain =
-			atomic_load_explicit(&runtime_hook_slots[NB_HOOK_TUNER], memory_order_acquire);
-		if (__builtin_expect(chain && chain->direct_entry &&
-				     !atomic_load_explicit(&chain->gated, memory_order_relaxed), 1)) {
+			atomic_load_explicit(&runtime_hook_direct[NB_HOOK_TUNER], memory_order_acquire);
+		if (__builtin_expect(chain != NULL, 1)) {
 			struct ncclbpf_tuner_ctx c;
 			struct tuner_fill_info fill;
 			ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table,
@@ -339,13 +356,14 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 				    num_proto, n_channels, true);
 			return NB_NCCL_SUCCESS;
 		}
+		chain = atomic_load_explicit(&runtime_hook_slots[NB_HOOK_TUNER], memory_order_acquire);
 		if (chain && chain->epoch_entry &&
 		    !atomic_load_explicit(&chain->gated, memory_order_relaxed)) {
 			tuner_decide_epoch(tc, chain, seq, comm_seq, coll_type, n_bytes, num_pipe_ops,
 					   table, num_algo, num_proto, reg_buff, n_channels);
 			return NB_NCCL_SUCCESS;
 		}
-		map_epoch_record_exit(tc->epoch);
+		straight_exit(tc);
 	}
 	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
 	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
@@ -355,8 +373,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	if (tc->metrics)
 		metrics_tuner_note(tc->metrics, changed);
 	runtime_stat_inc(&tc->stats.general);
-	if (!tc->straight)
-		tc->straight = comm_straight(tc);
+	comm_go_straight(tc);
 	return NB_NCCL_SUCCESS;
 }
 
