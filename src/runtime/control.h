@@ -38,7 +38,11 @@ struct runtime_comm_stats {
 	uint64_t comm_id;
 	uint32_t n_ranks, n_nodes, abi_version;
 	_Atomic uint64_t calls, changed, faults, clamps;
-	_Atomic uint64_t chain_version; /* version of the chain the last decision ran */
+	/* version of the chain the last general-path decision ran, and `calls` right after
+	 * it. Straight-path decisions store neither (nothing but what they must on the
+	 * decision path): they run the active chain, which `ctl status` reports for a
+	 * communicator whose decisions since general_mark were straight. */
+	_Atomic uint64_t chain_version, general_mark;
 	/* decisions that took the tuner's general path, not the straight line (tuner_core.c) */
 	_Atomic uint64_t general;
 };

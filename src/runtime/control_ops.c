@@ -84,6 +84,7 @@ struct status_ctx {
 	const struct nbc_request *req;
 	struct ctl_buf *o;
 	int n;
+	uint64_t tuner_active; /* version of the tuner chain straight decisions run, 0: none */
 };
 
 static void status_comm(const struct runtime_comm_stats *s, void *arg)
@@ -95,6 +96,11 @@ static void status_comm(const struct runtime_comm_stats *s, void *arg)
 	uint64_t clamps = atomic_load_explicit(&s->clamps, memory_order_relaxed);
 	uint64_t ver = atomic_load_explicit(&s->chain_version, memory_order_relaxed);
 	uint64_t general = atomic_load_explicit(&s->general, memory_order_relaxed);
+	/* decisions since the last general-path one took the straight path: they run the
+	 * active chain (straight decisions run only while no gate is open) */
+	if (calls != atomic_load_explicit(&s->general_mark, memory_order_relaxed) &&
+	    sc->tuner_active)
+		ver = sc->tuner_active;
 	if (JSON(sc->req))
 		cb_printf(sc->o, "%s{\"kind\":\"%s\",\"comm\":\"0x%016" PRIx64 "\",\"ranks\":%u,"
 			  "\"nodes\":%u,\"abi\":%u,\"decisions\":%" PRIu64 ",\"changed\":%" PRIu64
@@ -209,6 +215,8 @@ static void status(const struct nbc_request *req, struct ctl_buf *o)
 			  pending ? "; a reload is activating across ranks" : "");
 	}
 	pthread_mutex_lock(&registry_lock);
+	const struct nb_hook_chain *tuner = runtime_hook_chain(NB_HOOK_TUNER);
+	uint64_t tuner_active = tuner && !atomic_load(&tuner->gated) ? tuner->version : 0;
 	int nh = 0;
 	for (unsigned h = NB_HOOK_TUNER; h < NB_HOOK_COUNT; h++) {
 		const struct nb_hook_chain *c = runtime_hook_chain((enum nb_hook_type)h);
@@ -232,7 +240,7 @@ static void status(const struct nbc_request *req, struct ctl_buf *o)
 			cb_printf(o, "]}");
 	}
 	pthread_mutex_unlock(&registry_lock);
-	struct status_ctx sc = {req, o, 0};
+	struct status_ctx sc = {req, o, 0, tuner_active};
 	if (JSON(req)) {
 		cb_printf(o, "],\"communicators\":[");
 	} else {

@@ -154,6 +154,13 @@ int main(int argc, char **argv)
 	atomic_store(&seqs_named, true);
 	for (int c = 0; c < COMMS; c++)
 		pthread_join(th[c], NULL);
+	/* gated to the end: every decision took the general path, which records the version
+	 * it ran (runtime/control.h general_mark) */
+	for (int c = 0; c < COMMS; c++) {
+		const struct tuner_comm *tc = ctx[c];
+		CHECK_EQ_U64(atomic_load(&tc->stats.general_mark), atomic_load(&tc->stats.calls));
+		CHECK_EQ_U64(atomic_load(&tc->stats.chain_version), v);
+	}
 	CHECK_EQ_U64(runtime_activation_done(v, true), 0);
 	CHECK_EQ_U64(runtime_activation_pending(), 0);
 	check_direct(__LINE__, false); /* the gate opened: B, directly */
@@ -187,6 +194,15 @@ int main(int argc, char **argv)
 		for (uint64_t s = 0; s < CALLS; s++)
 			bad += picked[c][s] != 'B';
 		CHECK_EQ_U64(bad, 0);
+		/* after the abandon, a directly callable B runs on the straight path, which
+		 * records nothing (`ctl status` shows the active version for it) */
+		const struct tuner_comm *tc = ctx[c];
+		uint64_t calls = atomic_load(&tc->stats.calls);
+		uint64_t mark = atomic_load(&tc->stats.general_mark);
+		if (expect_direct && vm_jit_available())
+			CHECK(mark < calls);
+		else
+			CHECK_EQ_U64(mark, calls);
 	}
 	/* the same object from another path: the same content hash (ranks on other nodes) */
 	uint64_t content_a = atomic_load(&begun_content);
