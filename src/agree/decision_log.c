@@ -108,8 +108,11 @@ void agree_decision_log_drain(bool final)
 {
 	if (!log_file)
 		return;
-	pthread_mutex_lock(&log_lock);
+	/* the registry's lock first: the service thread already holds it when it drains for a
+	 * closing communicator (step_comms), and a tuner close drains on NCCL's thread; the
+	 * other order deadlocked the two (test_agree_close_race) */
 	agree_registry_lock();
+	pthread_mutex_lock(&log_lock);
 	for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
 		struct agree_comm *ac = agree_registry_at(i);
 		if (ac && ac->log_ring)

@@ -113,7 +113,7 @@ static void epoch_atfork_parent(void)
 static void epoch_atfork_child(void)
 {
 	pthread_mutex_init(&register_lock, NULL);
-	pthread_mutex_init(&seq_lock, NULL);
+	pthread_mutex_unlock(&seq_lock); /* taken by epoch_atfork_prepare in this thread */
 	/* Single-threaded now: safe to (re)decide the fence mode for the child's mm. */
 	if (use_membarrier) {
 		use_membarrier = membarrier_setup();

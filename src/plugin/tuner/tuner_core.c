@@ -320,7 +320,7 @@ tuner_decide_epoch(struct tuner_comm *tc, const struct nb_hook_chain *chain, uin
 		    num_proto, n_channels, true);
 }
 
-/* The decision path. The common case (a straight communicator, comm_straight, and a
+/* The decision path. The common case (a straight communicator, comm_go_straight, and a
  * direct chain: runtime_hook_direct, one JIT-compiled program that cannot fault, needs no
  * epoch, reads no agreed map and has no gate open) is two predictable branches, then a
  * straight line: fill, one call of the JIT code, apply. A program that uses hash/LRU maps

@@ -1,0 +1,65 @@
+/* Communicators closing while the agreement service drains the decision log
+ * (NCCLBPF_DECISION_LOG): a tuner close (NCCL's thread) drains too, and the two used to take
+ * the log's lock and the registry's in opposite orders - a close could wait forever on the
+ * service thread, and NCCL with it (ThreadSanitizer: lock-order inversion, found on
+ * test_tuner_mock's decision-log scenario). Threads open, decide on and close communicators
+ * in a loop while the service detaches the closed ones; a watchdog fails the test instead
+ * of letting a deadlock hang CI. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agree/agree.h"
+#include "test_util.h"
+
+#define THREADS 4
+#define ROUNDS 400
+
+static void *worker(void *arg)
+{
+	long t = (long)arg;
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t id = 0xc105e000ull + (uint64_t)t * 100000 + (uint64_t)r;
+		struct agree_comm *ac = agree_comm_tuner_open(id, 8);
+		for (uint64_t s = 0; s < 8; s++)
+			agree_log_decision(ac, s, 4, 4096, 1, 2, 0);
+		agree_comm_tuner_close(ac);
+		if (r % 16 == 0)
+			usleep(200); /* let the service pass in between */
+	}
+	return NULL;
+}
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	sleep(60);
+	fprintf(stderr, "test_agree_close_race: no progress in 60 s (deadlock)\n");
+	_exit(1);
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/nbclose-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	setenv("NCCLBPF_DECISION_LOG", dir, 1);
+	unsetenv("NCCLBPF_AGREE");
+	pthread_t wd, th[THREADS];
+	pthread_create(&wd, NULL, watchdog, NULL);
+	pthread_detach(wd);
+	for (long t = 0; t < THREADS; t++)
+		pthread_create(&th[t], NULL, worker, (void *)t);
+	for (long t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	/* every decision reached the log (the closes drained them) */
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "test $(cat %s/* | grep -c '\"seq\"') -eq %d", dir,
+		 THREADS * ROUNDS * 8);
+	CHECK(system(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+	TEST_DONE();
+}
