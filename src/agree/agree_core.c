@@ -226,6 +226,12 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 	if (comm_id == 0)
 		return NULL;
 	agree_config();
+	/* the decision log's ring is attached under the registry lock: the service thread's
+	 * drain reads it under that lock (attached after it, the drain could read a ring whose
+	 * capacity it does not see yet; ThreadSanitizer) */
+	const uint32_t log_cap = 1u << 16;
+	struct agree_decision *ring =
+		agree_decision_log_enabled() ? calloc(log_cap, sizeof(*ring)) : NULL;
 	pthread_mutex_lock(&registry_lock);
 	struct agree_comm *ac = get_or_create_locked(comm_id, n_ranks);
 	if (ac) {
@@ -234,8 +240,14 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 		ac->tuner_open = true;
 		ac->tuner_seen = true;
 		atomic_fetch_add(&ac->refs, 1);
+		if (ring && !ac->log_ring) {
+			ac->log_cap = log_cap;
+			ac->log_ring = ring;
+			ring = NULL;
+		}
 	}
 	pthread_mutex_unlock(&registry_lock);
+	free(ring); /* not attached: no state, or one already there */
 	if (!ac && n_ranks > 1 && (ac = unlisted_comm(comm_id, n_ranks)) != NULL) {
 		if (agree_decision_log_enabled()) /* the fallback itself is logged by setup_streams */
 			runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%" PRIx64 ": all %d "
@@ -247,12 +259,6 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 		runtime_log(NB_LOG_WARN, NB_LOG_TUNING,
 			    "agree: no state for comm 0x%" PRIx64 " (out of memory or %d "
 			    "communicators): its agreed maps read as zeros", comm_id, AGREE_MAX_COMMS);
-	if (ac && agree_decision_log_enabled()) {
-		ac->log_cap = 1u << 16;
-		ac->log_ring = calloc(ac->log_cap, sizeof(*ac->log_ring));
-		if (!ac->log_ring)
-			ac->log_cap = 0;
-	}
 	if (ac && ac->log_ring)
 		agree_service_start(); /* the writer; agreement starts it at the first collective */
 	return ac;
