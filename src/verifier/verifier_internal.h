@@ -368,6 +368,8 @@ int verifier_bpf_loop_call(struct verifier_env *env, const struct bpf_insn *insn
 int verifier_bpf_loop_exit(struct verifier_env *env);
 /* state helpers for it (verifier_state.c) */
 void *varena_alloc(struct verifier_env *env, size_t size);
+/* out = st with its frames copied into the arena (shared, never changed after) */
+int vstate_snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st);
 /* marks every scalar of every frame precise in the current path's stored states and
  * clears their origins (a state that is copied or joined as a whole) */
 void vstate_mark_all_precise(struct verifier_env *env);

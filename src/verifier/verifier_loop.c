@@ -31,23 +31,6 @@ static bool is_ptr(const struct vreg *r)
 	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
 }
 
-/* Arena copy of the frames of st (shared, never changed). */
-static int snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st)
-{
-	*out = *st;
-	for (uint32_t i = 0; i < st->nframes; i++) {
-		const struct vframe *src = st->frames[i];
-		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
-		struct vframe *f = varena_alloc(env, used);
-		if (!f)
-			return -ENOMEM;
-		memcpy(f, src, used);
-		f->cap = f->nslots;
-		out->frames[i] = f;
-	}
-	return 0;
-}
-
 /* The state after the call: the caller frames of `from`, r1-r5 clobbered, r0 a number. */
 static int push_after(struct verifier_env *env, const struct vstate *from, uint32_t callsite,
 		      uint32_t taint)
@@ -172,7 +155,7 @@ int verifier_bpf_loop_call(struct verifier_env *env, const struct bpf_insn *insn
 	sc_sync(&idx);
 	vreg_set_scalar(&lp->idx, &idx);
 	lp->idx.taint = nr_taint; /* how far it counts is as rank-local as nr_loops */
-	int err = snapshot(env, &lp->in, &env->cur);
+	int err = vstate_snapshot(env, &lp->in, &env->cur);
 	if (!err)
 		err = push_after(env, &env->cur, (uint32_t)pc, nr_taint);
 	if (err || hi == 0) { /* never calls back: only the path after the call */

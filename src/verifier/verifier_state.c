@@ -504,6 +504,22 @@ void *varena_alloc(struct verifier_env *env, size_t size)
 	return p;
 }
 
+int vstate_snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st)
+{
+	*out = *st;
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		const struct vframe *src = st->frames[i];
+		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
+		struct vframe *f = varena_alloc(env, used);
+		if (!f)
+			return -ENOMEM;
+		memcpy(f, src, used);
+		f->cap = f->nslots;
+		out->frames[i] = f;
+	}
+	return 0;
+}
+
 void varena_free(struct varena *a)
 {
 	while (a) {
@@ -539,17 +555,9 @@ int vstate_store(struct verifier_env *env)
 		else
 			top->slots[pos - BPF_NREGS].spill.org = o;
 	}
-	rec->st = env->cur;
-	for (uint32_t i = 0; i < env->cur.nframes; i++) {
-		const struct vframe *src = env->cur.frames[i];
-		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
-		struct vframe *f = varena_alloc(env, used);
-		if (!f)
-			return -ENOMEM;
-		memcpy(f, src, used);
-		f->cap = f->nslots;
-		rec->st.frames[i] = f;
-	}
+	int err = vstate_snapshot(env, &rec->st, &env->cur);
+	if (err)
+		return err;
 	env->cur.rec = rec;
 	env->cur.stored_at = env->stats.insns_processed;
 	/* every cycle of the program passes a loop head: only there can a state repeat */

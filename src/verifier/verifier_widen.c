@@ -349,22 +349,6 @@ static int fail(struct verifier_env *env, struct vwiden *w, bool contain)
 	return 2;
 }
 
-static int snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st)
-{
-	*out = *st;
-	for (uint32_t i = 0; i < st->nframes; i++) {
-		const struct vframe *src = st->frames[i];
-		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
-		struct vframe *f = varena_alloc(env, used);
-		if (!f)
-			return -ENOMEM;
-		memcpy(f, src, used);
-		f->cap = f->nslots;
-		out->frames[i] = f;
-	}
-	return 0;
-}
-
 static void unlink_rec(struct vrecord **link, const struct vrecord *r, bool hash)
 {
 	while (*link && *link != r)
@@ -534,7 +518,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	w->mask = (uint8_t)((1u << w->ncand) - 1);
 	w->tag = env->next_tag + 1;
 	env->next_tag += VWIDEN_MAX_CAND;
-	int err = snapshot(env, &w->saved, &env->cur); /* to undo it */
+	int err = vstate_snapshot(env, &w->saved, &env->cur); /* to undo it */
 	if (err)
 		return err;
 	for (unsigned r = 0; r < BPF_REG_FP; r++)
