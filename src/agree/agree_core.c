@@ -154,6 +154,25 @@ void agree_comm_release(struct agree_comm *ac)
 		free_comm(ac);
 }
 
+/* A communicator's state before anyone uses it, with one reference; NULL when out of
+ * memory. */
+static struct agree_comm *comm_alloc(uint64_t comm_id, uint32_t n_ranks)
+{
+	struct agree_comm *ac = calloc(1, sizeof(*ac));
+	if (!ac)
+		return NULL;
+	ac->comm_id = comm_id;
+	ac->token = agree_job_token(comm_id);
+	ac->n_ranks = n_ranks;
+	atomic_init(&ac->rank, -1);
+	atomic_init(&ac->refs, 1);
+	atomic_init(&ac->fallback_seq, AGREE_NO_FALLBACK);
+	ac->fd = -1;
+	ac->read_bind.mode = NB_BIND_READ;
+	ac->write_bind.mode = NB_BIND_WRITE;
+	return ac;
+}
+
 /* Creates or finds the state of comm_id under the lock; NULL when the table is full. */
 static struct agree_comm *get_or_create_locked(uint64_t comm_id, uint32_t n_ranks)
 {
@@ -168,18 +187,9 @@ static struct agree_comm *get_or_create_locked(uint64_t comm_id, uint32_t n_rank
 		}
 	if (free_slot == AGREE_MAX_COMMS)
 		return NULL;
-	ac = calloc(1, sizeof(*ac));
+	ac = comm_alloc(comm_id, n_ranks); /* its reference: the registry's (service side) */
 	if (!ac)
 		return NULL;
-	ac->comm_id = comm_id;
-	ac->token = agree_job_token(comm_id);
-	ac->n_ranks = n_ranks;
-	atomic_init(&ac->rank, -1);
-	atomic_init(&ac->refs, 1); /* the registry's (service side) */
-	atomic_init(&ac->fallback_seq, AGREE_NO_FALLBACK);
-	ac->fd = -1;
-	ac->read_bind.mode = NB_BIND_READ;
-	ac->write_bind.mode = NB_BIND_WRITE;
 	registry[free_slot] = ac;
 	atomic_store_explicit(&lookup_table[free_slot], ac, memory_order_release);
 	return ac;
@@ -203,18 +213,9 @@ static bool remove_locked(struct agree_comm *ac)
  * forever while the others agreed or fell back. NULL when out of memory. */
 static struct agree_comm *unlisted_comm(uint64_t comm_id, uint32_t n_ranks)
 {
-	struct agree_comm *ac = calloc(1, sizeof(*ac));
+	struct agree_comm *ac = comm_alloc(comm_id, n_ranks); /* its reference: the tuner's only */
 	if (!ac)
 		return NULL;
-	ac->comm_id = comm_id;
-	ac->token = agree_job_token(comm_id);
-	ac->n_ranks = n_ranks;
-	atomic_init(&ac->rank, -1);
-	atomic_init(&ac->refs, 1); /* the tuner's only */
-	atomic_init(&ac->fallback_seq, AGREE_NO_FALLBACK);
-	ac->fd = -1;
-	ac->read_bind.mode = NB_BIND_READ;
-	ac->write_bind.mode = NB_BIND_WRITE;
 	ac->tuner_open = ac->tuner_seen = true;
 	ac->unlisted = true;
 	ac->detached = true; /* no group to leave */
