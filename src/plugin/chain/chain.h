@@ -31,6 +31,10 @@ struct chain_inner_lib {
 int chain_inner_open(const char *path, const char *sym_prefix, int vmax, int vmin,
 		     bool (*is_self)(const void *table), struct chain_inner_lib *out,
 		     char *err, size_t errlen);
+/* The WARN for a chain_inner_open failure (rc < 0) of the inner plugin that env (its
+ * variable) named; the job runs without it. kind: "tuner" or "profiler". */
+void chain_inner_warn(int rc, const char *kind, const char *env, const char *path,
+		      const char *why, unsigned log_flags);
 
 /* ---- tuner ---- */
 struct chain_tuner; /* the process-wide inner tuner (NULL when none) */

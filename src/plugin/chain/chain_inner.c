@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "plugin/chain/chain.h"
+#include "runtime/runtime.h"
 
 int chain_inner_open(const char *path, const char *sym_prefix, int vmax, int vmin,
 		     bool (*is_self)(const void *table), struct chain_inner_lib *out,
@@ -37,4 +38,19 @@ int chain_inner_open(const char *path, const char *sym_prefix, int vmax, int vmi
 	dlclose(dl);
 	snprintf(err, errlen, "exports no %s%d..v%d", sym_prefix, vmin, vmax);
 	return -ENOSYS;
+}
+
+void chain_inner_warn(int rc, const char *kind, const char *env, const char *path,
+		      const char *why, unsigned log_flags)
+{
+	if (rc == -ELOOP)
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | log_flags,
+			    "%s: %s=%s is ncclbpf itself: ignored", kind, env, path);
+	else if (rc == -ENOSYS) /* why: "exports no <symbols>" */
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | log_flags,
+			    "%s: inner plugin %s %s: running without it", kind, path, why);
+	else if (rc < 0)
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | log_flags,
+			    "%s: inner plugin %s=%s not loaded: %s; running without it", kind, env,
+			    path, why);
 }

@@ -76,19 +76,9 @@ const struct chain_profiler *chain_profiler_get(void)
 			runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
 				    "profiler: inner plugin %s (ncclProfiler_v%d) gets every event first",
 				    path, loaded.version);
-		} else if (rc == -ELOOP) {
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
-				    "profiler: NCCLBPF_PROFILER_INNER=%s is ncclbpf itself: ignored", path);
-		} else if (rc == -ENOSYS) {
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
-				    "profiler: inner plugin %s exports no ncclProfiler_v1..v7: running "
-				    "without it",
-				    path);
-		} else if (rc < 0) {
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_PROFILE,
-				    "profiler: inner plugin NCCLBPF_PROFILER_INNER=%s not loaded: %s; "
-				    "running without it",
-				    path, why);
+		} else {
+			chain_inner_warn(rc, "profiler", "NCCLBPF_PROFILER_INNER", path, why,
+					 NB_LOG_PROFILE);
 		}
 		atomic_store_explicit(&load_state, st, memory_order_release);
 	}

@@ -73,19 +73,8 @@ const struct chain_tuner *chain_tuner_get(void)
 				    path, loaded.version,
 				    *(const char *const *)loaded.table ? *(const char *const *)loaded.table
 								       : "?");
-		} else if (rc == -ELOOP) {
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-				    "tuner: NCCLBPF_TUNER_INNER=%s is ncclbpf itself: ignored", path);
-		} else if (rc == -ENOSYS) {
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-				    "tuner: inner plugin %s exports no ncclTunerPlugin_v3..v6: running "
-				    "without it",
-				    path);
-		} else if (rc < 0) {
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-				    "tuner: inner plugin NCCLBPF_TUNER_INNER=%s not loaded: %s; running "
-				    "without it",
-				    path, why);
+		} else {
+			chain_inner_warn(rc, "tuner", "NCCLBPF_TUNER_INNER", path, why, NB_LOG_TUNING);
 		}
 		atomic_store_explicit(&load_state, st, memory_order_release);
 	}
