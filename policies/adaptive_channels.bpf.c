@@ -79,41 +79,15 @@ int adaptive_channels_record(struct ncclbpf_profiler_ctx *ctx)
 	return 0;
 }
 
-/* Why parts of the tuner are branch-free (as in bandit.bpf.c): the verifier walks every path
- * of a program, and paths that leave different numbers in a register it still needs do not
- * merge. Written with if's, the size bucket's five halving steps (the bucket is part of the
- * map key) and "keep the faster slot" in the scan below multiplied into ~4,000 instructions
- * processed and > 1 ms to verify (~2,100 with only the bucket branch-free, ~2,800 with only
- * the scan). These compute with ALU operations only; the empty asm keeps the optimizer from
- * turning the arithmetic back into compares and branches. */
-static __always_inline __u64 opaque(__u64 x)
-{
-	asm volatile("" : "+r"(x));
-	return x;
-}
-/* a < b for any two __u64 (latencies from the map): the borrow out of a - b */
-#define LT(a, b) ((opaque((~(__u64)(a) & (__u64)(b)) | \
-			  (~((__u64)(a) ^ (__u64)(b)) & ((__u64)(a) - (__u64)(b)))) >> 63) & 1)
-#define NZ(a) ((opaque((__u64)(a) | -(__u64)(a)) >> 63) & 1) /* a != 0 */
-#define SEL(bit, x, y) ((__u64)(y) ^ (((__u64)(x) ^ (__u64)(y)) & opaque(-(__u64)(bit))))
-
-/* floor(log2(n)) (0 for 0): ncclbpf_size_bucket without branches */
-static __always_inline __u32 log2_bucket(__u64 n)
-{
-	__u64 b = 0, t;
-	t = NZ(n >> 32) << 5; n >>= t; b |= t;
-	t = NZ(n >> 16) << 4; n >>= t; b |= t;
-	t = NZ(n >> 8) << 3;  n >>= t; b |= t;
-	t = NZ(n >> 4) << 2;  n >>= t; b |= t;
-	t = NZ(n >> 2) << 1;  n >>= t; b |= t;
-	b |= NZ(n >> 1);
-	return (__u32)b;
-}
+/* Why the scan below is branch-free (policy.h "branch-free arithmetic"): written with if's,
+ * the size bucket's five halving steps (the bucket is part of the map key) and "keep the
+ * faster slot" multiplied into ~4,000 instructions processed and > 1 ms to verify (~2,100
+ * with only the bucket branch-free, ~2,800 with only the scan). */
 
 SEC("tuner")
 int adaptive_channels(struct ncclbpf_tuner_ctx *ctx)
 {
-	__u32 bucket = log2_bucket(ctx->n_bytes);
+	__u32 bucket = ncclbpf_size_bucket(ctx->n_bytes);
 	if (ctx->coll_type >= NCCLBPF_NUM_COLLS || bucket >= AC_BUCKETS)
 		return 0;
 	__u32 cap_key = AC_CAP_KEY;
@@ -141,9 +115,9 @@ int adaptive_channels(struct ncclbpf_tuner_ctx *ctx)
 			return 0;
 		}
 		__u64 ns = e->ewma_ns[s];
-		__u64 faster = LT(ns, best_ns);
-		best_ns = SEL(faster, ns, best_ns);
-		best = SEL(faster, s, best);
+		__u64 faster = NCCLBPF_LT(ns, best_ns);
+		best_ns = NCCLBPF_SEL(faster, ns, best_ns);
+		best = NCCLBPF_SEL(faster, s, best);
 	}
 	if (best == 0)
 		return 0;

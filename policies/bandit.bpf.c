@@ -164,23 +164,14 @@ struct {
 	__type(value, struct bandit_window);
 } bandit_windows SEC(".maps");
 
-/* Branch-free selection. A verifier explores every path of the program; written with
- * if/else, eight arms' worth of "keep the smaller one" would multiply into millions of
- * paths. These do the same with ALU operations only, on values below 2^63 (latencies in
- * ns, counts, indices). The empty asm hides the arithmetic from the optimizer, which would
- * otherwise turn it back into compares and branches. */
-static __always_inline __u64 opaque(__u64 x)
-{
-	asm volatile("" : "+r"(x));
-	return x;
-}
-#define LT(a, b) ((opaque((__u64)(a) - (__u64)(b)) >> 63) & 1)      /* a < b */
-#define NZ(a) ((opaque((__u64)(a) | -(__u64)(a)) >> 63) & 1)       /* a != 0 */
-#define EQ(a, b) (1 - NZ((__u64)(a) ^ (__u64)(b)))                  /* a == b */
-#define SEL(bit, x, y) (((__u64)(x) & opaque(-(__u64)(bit))) | ((__u64)(y) & ~opaque(-(__u64)(bit))))
+/* Branch-free selection (policy.h "branch-free arithmetic"): written with if/else, eight
+ * arms' worth of "keep the smaller one" would multiply into millions of verifier paths.
+ * LT is the cheaper form for values below 2^63 (latencies in ns, counts, indices). */
+#define LT(a, b) ((ncclbpf_opaque((__u64)(a) - (__u64)(b)) >> 63) & 1) /* a < b */
+#define EQ(a, b) (1 - NCCLBPF_NZ((__u64)(a) ^ (__u64)(b)))            /* a == b */
 #define BIG (1ull << 62)
 /* published counts are stored as 1 + count (0 = no rank contributed) */
-#define COUNT(v) ((((v) & 0xffff) - 1) & -NZ((v) & 0xffff))
+#define COUNT(v) ((((v) & 0xffff) - 1) & -NCCLBPF_NZ((v) & 0xffff))
 
 /* M: valid samples per arm before exploitation, for a collective of n_bytes (constant
  * within a band as long as the thresholds are powers of two, as they are by default). */
@@ -192,26 +183,13 @@ static __always_inline __u64 explore_samples(__u64 n_bytes)
 	return (__u64)(w < 1 ? 1 : w > 4 ? 4 : w) * BANDIT_WINDOW;
 }
 
-/* ncclbpf_size_bucket (floor(log2(n)), 0 for 0) without branches: the verifier would
- * otherwise follow every combination of the five halving steps. */
-static __always_inline __u32 size_bucket(__u64 n)
-{
-	__u64 b = 0, t;
-	t = NZ(n >> 32) << 5; n >>= t; b |= t;
-	t = NZ(n >> 16) << 4; n >>= t; b |= t;
-	t = NZ(n >> 8) << 3;  n >>= t; b |= t;
-	t = NZ(n >> 4) << 2;  n >>= t; b |= t;
-	t = NZ(n >> 2) << 1;  n >>= t; b |= t;
-	b |= NZ(n >> 1);
-	return (__u32)b;
-}
 
 /* Band index of a collective, or -1 when the bandit leaves it to NCCL. */
 static __always_inline int band_of(__u32 coll, __u64 n_bytes, __u32 n_nodes)
 {
 	if (coll >= NCCLBPF_NUM_COLLS || !((cfg_coll_mask >> coll) & 1) || n_nodes < cfg_min_nodes)
 		return -1;
-	__u32 b = size_bucket(n_bytes);
+	__u32 b = ncclbpf_size_bucket(n_bytes);
 	__u32 lo = cfg_bucket_min;
 	if (b < lo || b - lo >= BANDIT_BUCKETS)
 		return -1;
@@ -233,7 +211,7 @@ static __always_inline __u64 arm_find(__s32 algo, __s32 proto, __u64 *arm)
 	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
 		__u64 m = arm_valid(a) & EQ((__u32)cfg_arm_algo[a], (__u32)algo) &
 			  EQ((__u32)cfg_arm_proto[a], (__u32)proto) & (1 - found);
-		idx = SEL(m, a, idx);
+		idx = NCCLBPF_SEL(m, a, idx);
 		found |= m;
 	}
 	*arm = idx;
@@ -268,7 +246,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		__u64 idx = ((__u64)(__u32)cfg_arm_algo[a] * NCCLBPF_NUM_PROTOS + (__u32)cfg_arm_proto[a]) & 31;
 		__u64 ok = arm_valid(a) & ((ctx->avail_mask >> idx) & 1);
 		__u64 c = COUNT(cnt->v[a]);
-		minc = SEL(ok & LT(c, minc), c, minc);
+		minc = NCCLBPF_SEL(ok & LT(c, minc), c, minc);
 		avail |= ok << a;
 	}
 	if (!avail)
@@ -281,8 +259,8 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	for (int i = 0; i < NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS; i++) {
 		__u64 bits = ((const __u32 *)ctx->cost)[i];
 		__u64 m = ((ctx->avail_mask >> i) & 1) & LT(bits, auto_bits);
-		auto_bits = SEL(m, bits, auto_bits);
-		auto_idx = SEL(m, i, auto_idx);
+		auto_bits = NCCLBPF_SEL(m, bits, auto_bits);
+		auto_idx = NCCLBPF_SEL(m, i, auto_idx);
 	}
 	__u64 auto_algo = auto_idx / NCCLBPF_NUM_PROTOS, auto_proto = auto_idx % NCCLBPF_NUM_PROTOS;
 
@@ -304,8 +282,8 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
 			__u64 in = ((avail >> a) & 1) & LT(COUNT(cnt->v[a]), m);
 			__u64 pick = in & EQ(cum, j);
-			algo = SEL(pick, (__u32)cfg_arm_algo[a], algo);
-			proto = SEL(pick, (__u32)cfg_arm_proto[a], proto);
+			algo = NCCLBPF_SEL(pick, (__u32)cfg_arm_algo[a], algo);
+			proto = NCCLBPF_SEL(pick, (__u32)cfg_arm_proto[a], proto);
 			cum += in;
 		}
 		/* AUTO's turn: keep NCCL's choice rather than forcing the same pair, so AUTO is
@@ -326,12 +304,12 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		__u64 ok = (avail >> a) & 1;
 		__u64 is_auto = ok & EQ((__u32)cfg_arm_algo[a], auto_algo) &
 				EQ((__u32)cfg_arm_proto[a], auto_proto) & (1 - auto_found);
-		auto_ns = SEL(is_auto, v, auto_ns);
+		auto_ns = NCCLBPF_SEL(is_auto, v, auto_ns);
 		auto_found |= is_auto;
-		__u64 better = ok & NZ(v) & LT(v, best_ns);
-		best_ns = SEL(better, v, best_ns);
-		best_algo = SEL(better, (__u32)cfg_arm_algo[a], best_algo);
-		best_proto = SEL(better, (__u32)cfg_arm_proto[a], best_proto);
+		__u64 better = ok & NCCLBPF_NZ(v) & LT(v, best_ns);
+		best_ns = NCCLBPF_SEL(better, v, best_ns);
+		best_algo = NCCLBPF_SEL(better, (__u32)cfg_arm_algo[a], best_algo);
+		best_proto = NCCLBPF_SEL(better, (__u32)cfg_arm_proto[a], best_proto);
 	}
 	if (!auto_found || !auto_ns || best_ns >= BIG)
 		return 0; /* NCCL's choice is not a measured arm: nothing to compare it with */
@@ -352,7 +330,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 #define CSWAP(x, i, j)                                                         \
 	do {                                                                   \
 		__u64 sw_ = LT(x[j], x[i]);                                    \
-		__u64 lo_ = SEL(sw_, x[j], x[i]), hi_ = SEL(sw_, x[i], x[j]);  \
+		__u64 lo_ = NCCLBPF_SEL(sw_, x[j], x[i]), hi_ = NCCLBPF_SEL(sw_, x[i], x[j]);  \
 		x[i] = lo_;                                                    \
 		x[j] = hi_;                                                    \
 	} while (0)
@@ -375,7 +353,7 @@ static __always_inline __u64 trimmed_mean(const struct bandit_window *w)
 	__u64 q3 = x[5] + (x[6] - x[5]) / 4;       /* h = 5.25 */
 	__u64 iqr = q3 - q1;
 	__u64 span = iqr + iqr / 2;
-	__u64 lo = SEL(LT(span, q1), q1 - span, 0), hi = q3 + span;
+	__u64 lo = NCCLBPF_SEL(LT(span, q1), q1 - span, 0), hi = q3 + span;
 	__u64 sum = 0, n = 0;
 #pragma clang loop unroll(full)
 	for (int i = 0; i < BANDIT_WINDOW; i++) {
@@ -387,7 +365,7 @@ static __always_inline __u64 trimmed_mean(const struct bandit_window *w)
 		return x[3];
 	/* the asm keeps the division below the check (a BPF divide by zero yields 0, so the
 	 * compiler may otherwise compute it first; the verifier rejects that) */
-	return sum / opaque(n);
+	return sum / ncclbpf_opaque(n);
 }
 
 /* The all-zero record new windows start from (a map value: no 112-byte stack copy). */
@@ -524,7 +502,7 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	 * the tuner started re-exploring (another rank saw drift): start afresh too, or this
 	 * rank's old statistics would dominate the MAX. The run must outlast the overshoot at
 	 * the end of an exploration (the published counts lag by up to two epochs). */
-	if (NZ(bs->restart) | ((1 - EQ(bs->last_arm_plus1, arm + 1)) & (1 - LT(bs->run, BANDIT_RESTART_RUN)))) {
+	if (NCCLBPF_NZ(bs->restart) | ((1 - EQ(bs->last_arm_plus1, arm + 1)) & (1 - LT(bs->run, BANDIT_RESTART_RUN)))) {
 		restart_band(ctx->comm_id, key, cnt, st);
 		/* this sample opens the new exploration: it counts as a warm-up one */
 		w->seen = 1;
@@ -536,7 +514,7 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	}
 	__u64 same = EQ(bs->last_arm_plus1, arm + 1);
 	__u64 complete = 1 - LT(w->n, m);
-	bs->run = SEL(same, SEL(complete, bs->run + 1, 0), complete);
+	bs->run = NCCLBPF_SEL(same, NCCLBPF_SEL(complete, bs->run + 1, 0), complete);
 	bs->last_arm_plus1 = arm + 1;
 	/* sampling: every collective while the band explores; once one arm has run long past
 	 * its exploration (exploitation), a burst now and then for the drift check - and every
@@ -556,12 +534,12 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	__u64 slot = w->n % BANDIT_WINDOW;
 #pragma clang loop unroll(full)
 	for (int i = 0; i < BANDIT_WINDOW; i++)
-		w->lat[i] = SEL(EQ(slot, i), lat, w->lat[i]);
+		w->lat[i] = NCCLBPF_SEL(EQ(slot, i), lat, w->lat[i]);
 	w->n++;
 	__u64 n = w->n < 250 ? w->n : 250;
 #pragma clang loop unroll(disable)
 	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
-		cnt->v[a] = SEL(EQ(arm, a), 1 + n, cnt->v[a]);
+		cnt->v[a] = NCCLBPF_SEL(EQ(arm, a), 1 + n, cnt->v[a]);
 	if (w->n % BANDIT_WINDOW)
 		return 0;
 	__u64 tm = trimmed_mean(w); /* a full window of fresh samples */
@@ -574,7 +552,7 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 		w->ref = stat ? stat : 1;
 #pragma clang loop unroll(disable)
 		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
-			st->v[a] = SEL(EQ(arm, a), w->ref, st->v[a]);
+			st->v[a] = NCCLBPF_SEL(EQ(arm, a), w->ref, st->v[a]);
 		return 0;
 	}
 

@@ -25,29 +25,6 @@ struct {
 	__type(value, struct net_conn_stats);
 } net_conn SEC(".maps");
 
-/* floor(log2(n)) (0 for 0): ncclbpf_size_bucket without branches. With its five if's each
- * halving step doubles the paths the verifier walks through the rest of the program (the
- * bucket indexes the histogram, so paths with different buckets do not merge): up to 64
- * paths, ~3,000 instructions processed, ~2 ms to verify. Here it is one path. The empty
- * asm keeps the optimizer from turning the arithmetic back into compares and branches. */
-static __always_inline __u64 opaque(__u64 x)
-{
-	asm volatile("" : "+r"(x));
-	return x;
-}
-#define NZ(a) ((opaque((__u64)(a) | -(__u64)(a)) >> 63) & 1) /* a != 0 */
-static __always_inline __u32 log2_bucket(__u64 n)
-{
-	__u64 b = 0, t;
-	t = NZ(n >> 32) << 5; n >>= t; b |= t;
-	t = NZ(n >> 16) << 4; n >>= t; b |= t;
-	t = NZ(n >> 8) << 3;  n >>= t; b |= t;
-	t = NZ(n >> 4) << 2;  n >>= t; b |= t;
-	t = NZ(n >> 2) << 1;  n >>= t; b |= t;
-	b |= NZ(n >> 1);
-	return (__u32)b;
-}
-
 SEC("net")
 int net_accounting(struct ncclbpf_net_ctx *ctx)
 {
@@ -78,7 +55,7 @@ int net_accounting(struct ncclbpf_net_ctx *ctx)
 		s->lifetime_ns = ctx->duration_ns;
 		return 0;
 	}
-	__u32 b = log2_bucket(ctx->duration_ns >> 10); /* ~us */
+	__u32 b = ncclbpf_size_bucket(ctx->duration_ns >> 10); /* ~us */
 	if (b >= NET_HIST_BUCKETS)
 		b = NET_HIST_BUCKETS - 1;
 	if (op == NCCLBPF_NET_OP_SEND_DONE) {

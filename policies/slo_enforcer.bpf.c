@@ -81,36 +81,10 @@ int slo_enforcer_record(struct ncclbpf_profiler_ctx *ctx)
 	return 0;
 }
 
-/* Why parts of the tuner are branch-free (as in bandit.bpf.c): the verifier walks every path
- * of a program, and paths that leave different numbers in a register it still needs do not
- * merge. Written with if's, the size bucket's five halving steps (the bucket is part of the
- * map key) and one scan over the levels keeping four running results, each updated under
- * its own if, multiplied into ~4,400 instructions processed and > 1 ms to verify. These
- * compute with ALU operations only; the empty asm keeps the optimizer from turning the
- * arithmetic back into compares and branches. */
-static __always_inline __u64 opaque(__u64 x)
-{
-	asm volatile("" : "+r"(x));
-	return x;
-}
-/* a < b for any two __u64 (latencies from the map): the borrow out of a - b */
-#define LT(a, b) ((opaque((~(__u64)(a) & (__u64)(b)) | \
-			  (~((__u64)(a) ^ (__u64)(b)) & ((__u64)(a) - (__u64)(b)))) >> 63) & 1)
-#define NZ(a) ((opaque((__u64)(a) | -(__u64)(a)) >> 63) & 1) /* a != 0 */
-#define SEL(bit, x, y) ((__u64)(y) ^ (((__u64)(x) ^ (__u64)(y)) & opaque(-(__u64)(bit))))
-
-/* floor(log2(n)) (0 for 0): ncclbpf_size_bucket without branches */
-static __always_inline __u32 log2_bucket(__u64 n)
-{
-	__u64 b = 0, t;
-	t = NZ(n >> 32) << 5; n >>= t; b |= t;
-	t = NZ(n >> 16) << 4; n >>= t; b |= t;
-	t = NZ(n >> 8) << 3;  n >>= t; b |= t;
-	t = NZ(n >> 4) << 2;  n >>= t; b |= t;
-	t = NZ(n >> 2) << 1;  n >>= t; b |= t;
-	b |= NZ(n >> 1);
-	return (__u32)b;
-}
+/* Why parts of the tuner are branch-free (policy.h "branch-free arithmetic"): written with
+ * if's, the size bucket's five halving steps (the bucket is part of the map key) and one
+ * scan over the levels keeping four running results, each updated under its own if,
+ * multiplied into ~4,400 instructions processed and > 1 ms to verify. */
 
 /* The level to run for a band's measurements e, or SLO_LEVELS when none is measured
  * (NCCL's choice). Each question is its own scan that returns at the first answer, so a
@@ -139,9 +113,9 @@ static __always_inline __u64 pick_level(const struct slo_lat *e, __u64 target)
 #pragma unroll
 	for (__u32 l = 0; l < SLO_LEVELS; l++) {
 		__u64 ns = e->ewma_ns[l];
-		__u64 faster = NZ(e->count[l]) & LT(ns, fastest_ns);
-		fastest_ns = SEL(faster, ns, fastest_ns);
-		fastest = SEL(faster, l, fastest);
+		__u64 faster = NCCLBPF_NZ(e->count[l]) & NCCLBPF_LT(ns, fastest_ns);
+		fastest_ns = NCCLBPF_SEL(faster, ns, fastest_ns);
+		fastest = NCCLBPF_SEL(faster, l, fastest);
 	}
 	return fastest;
 }
@@ -153,7 +127,7 @@ int slo_enforcer(struct ncclbpf_tuner_ctx *ctx)
 	__u64 *target = bpf_map_lookup_elem(&slo_targets, &coll);
 	if (!target || *target == 0)
 		return 0;
-	__u32 bucket = log2_bucket(ctx->n_bytes);
+	__u32 bucket = ncclbpf_size_bucket(ctx->n_bytes);
 	if (coll >= NCCLBPF_NUM_COLLS || bucket >= SLO_BUCKETS)
 		return 0;
 	__u32 cap_key = SLO_CAP_KEY;

@@ -231,17 +231,40 @@ struct ncclbpf_env_ctx {
 						     * (strtoll, base 0); INT64_MIN if not */
 };                         /* 168 bytes */
 
-/* Size buckets used by the built-in latency map: floor(log2(n_bytes)), 0 for 0 bytes. */
-static inline __u32 ncclbpf_size_bucket(__u64 n)
+/* ---- branch-free arithmetic ----
+ * The verifier walks every path of a program, and paths that leave different values in
+ * registers still needed later do not merge: a run of if's that each update a running
+ * result (keep the smaller, pick a bucket) multiplies the paths, and with them the
+ * verification time (a histogram bucket written with five if's: up to 64 paths, ~2 ms).
+ * These compute with ALU operations only: one path. ncclbpf_opaque's empty asm keeps the
+ * optimizer from turning the arithmetic back into compares and branches. Unsigned, full
+ * 64-bit range; bits are 0 or 1. */
+static inline __attribute__((always_inline)) __u64 ncclbpf_opaque(__u64 x)
 {
-	__u32 b = 0;
-	if (n >= (1ull << 32)) { b += 32; n >>= 32; }
-	if (n >= (1ull << 16)) { b += 16; n >>= 16; }
-	if (n >= (1ull << 8)) { b += 8; n >>= 8; }
-	if (n >= (1ull << 4)) { b += 4; n >>= 4; }
-	if (n >= (1ull << 2)) { b += 2; n >>= 2; }
-	if (n >= (1ull << 1)) { b += 1; }
-	return b;
+	__asm__ volatile("" : "+r"(x));
+	return x;
+}
+#define NCCLBPF_NZ(a) ((ncclbpf_opaque((__u64)(a) | -(__u64)(a)) >> 63) & 1) /* a != 0 */
+/* a < b: the borrow out of a - b */
+#define NCCLBPF_LT(a, b)                                                                   \
+	((ncclbpf_opaque((~(__u64)(a) & (__u64)(b)) |                                      \
+			 (~((__u64)(a) ^ (__u64)(b)) & ((__u64)(a) - (__u64)(b)))) >> 63) & 1)
+/* bit ? x : y */
+#define NCCLBPF_SEL(bit, x, y)                                                             \
+	((__u64)(y) ^ (((__u64)(x) ^ (__u64)(y)) & ncclbpf_opaque(-(__u64)(bit))))
+
+/* Size buckets used by the built-in latency map: floor(log2(n_bytes)), 0 for 0 bytes.
+ * Branch-free (one verifier path whatever the size). */
+static inline __attribute__((always_inline)) __u32 ncclbpf_size_bucket(__u64 n)
+{
+	__u64 b = 0, t;
+	t = NCCLBPF_NZ(n >> 32) << 5; n >>= t; b |= t;
+	t = NCCLBPF_NZ(n >> 16) << 4; n >>= t; b |= t;
+	t = NCCLBPF_NZ(n >> 8) << 3;  n >>= t; b |= t;
+	t = NCCLBPF_NZ(n >> 4) << 2;  n >>= t; b |= t;
+	t = NCCLBPF_NZ(n >> 2) << 1;  n >>= t; b |= t;
+	b |= NCCLBPF_NZ(n >> 1);
+	return (__u32)b;
 }
 
 /* ---- built-in latency statistics, filled by the profiler, read by tuner policies ---- */
