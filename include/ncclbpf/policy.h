@@ -92,7 +92,12 @@ struct ncclbpf_tuner_ctx {
 	__u32 min_ranks_per_nvl_domain; /* 164                                             rank-invariant */
 	__u32 max_ranks_per_nvl_domain; /* 168                                             rank-invariant */
 	__u32 ranks_per_node;           /* 172: n_ranks / n_nodes if even, else 0          rank-invariant */
-};                           /* 176 bytes */
+	/* appended (issue 22): collectives tuned so far on this communicator with the same
+	 * coll_type and size band (ncclbpf_size_bucket(n_bytes)), 0 for the first. A band's own
+	 * clock: it advances by one per collective of the band, whatever else runs between
+	 * them, on every rank alike. */
+	__u64 band_seq;                 /* 176                                             rank-invariant */
+};                           /* 184 bytes */
 
 /* Cost entries are floats; BPF has no FPU. Compare their bit patterns: for non-negative
  * IEEE-754 floats the order of the bits as unsigned integers is the order of the values. */
@@ -158,7 +163,16 @@ struct ncclbpf_profiler_ctx {
 	__u64 user_tag;    /* 80: ncclCollConfig_t.userProfilerTag (profiler v7, NCCL 2.31+), 0 = none */
 	__u32 flags;       /* 88: NCCLBPF_PROF_F_* */
 	__u32 _pad;        /* 92 */
-};                         /* 96 bytes */
+	/* appended (issue 22): where the collective stands in the communicator's sequence, and
+	 * its GPU interval on the host clock */
+	__u64 comm_seq;     /*  96: collectives of the communicator started before this one, all
+			     *      types (the tuner's comm_seq when NCCL tuned every collective) */
+	__u64 band_seq;     /* 104: of those, with the same coll_type and size_bucket (the
+			     *      tuner's band_seq) */
+	__u64 gpu_start_ns; /* 112: the kernel's start (earliest KernelCh start), CLOCK_MONOTONIC
+			     *      ns like start_ns; 0 unless NCCLBPF_PROF_F_GPU_TIMED */
+	__u64 gpu_end_ns;   /* 120: its end (latest KernelCh stop), same clock; 0 unless timed */
+};                          /* 128 bytes */
 #define NCCLBPF_PROF_F_GPU_TIMED 0x1u /* gpu_ns comes from KernelCh timestamps (sampled) */
 #define NCCLBPF_PROF_F_SYMMETRIC 0x2u /* a symmetric kernel ran (algo = NCCLBPF_ALGO_SYMMETRIC) */
 

@@ -125,6 +125,56 @@ static void test_order_and_timing(int v, const char *mode)
 	CHECK(ph_comm_finalize(&c) == 0);
 }
 
+/* Where a completed collective stands (comm_seq: the communicator's collectives before it,
+ * band_seq: those of its type and size band, counted as the tuner counts them), and its GPU
+ * interval on the host clock. A reused context starts counting from 0 again. */
+static void test_sequence_and_gpu_interval(int v)
+{
+	prof_set_mode("coll");
+	for (int round = 0; round < 2; round++) {
+		struct ph_host h;
+		ph_open_table(&h, v, prof_table(v));
+		struct ph_comm c;
+		uint64_t comm = 0x5e9000 + (uint64_t)v;
+		CHECK(ph_comm_init(&h, &c, comm, "t", 2, 2, 0) == 0);
+		atomic_store(&ob.n, 0);
+		profiler_set_observer(obs_fn, &ob);
+		/* AllReduce 4 KiB, AllGather 4 KiB (2 x 512 floats: the same band, another type),
+		 * AllReduce 4 KiB, AllReduce 8 KiB (the next band), AllReduce 4 KiB */
+		static const struct { int coll; uint64_t count; uint64_t band_seq; } calls[] = {
+			{NCCLBPF_COLL_ALLREDUCE, 1024, 0}, {NCCLBPF_COLL_ALLGATHER, 512, 0},
+			{NCCLBPF_COLL_ALLREDUCE, 1024, 1}, {NCCLBPF_COLL_ALLREDUCE, 2048, 0},
+			{NCCLBPF_COLL_ALLREDUCE, 1024, 2},
+		};
+		for (int i = 0; i < 5; i++) {
+			struct ph_coll k = {.coll_type = calls[i].coll, .count = calls[i].count,
+					    .algo = NCCLBPF_ALGO_RING, .proto = NCCLBPF_PROTO_LL,
+					    .n_channels = 2, .gpu_ns = 40000 + 1000 * (uint64_t)i,
+					    .stagger_ns = 500};
+			uint64_t before = profiler_now_ns();
+			ph_coll_run(&c, &k);
+			CHECK(atomic_load(&ob.n) == i + 1);
+			const struct ncclbpf_profiler_ctx *pc = &ob.last;
+			CHECK_EQ_U64(pc->comm_seq, (uint64_t)i);
+			CHECK_EQ_U64(pc->band_seq, calls[i].band_seq);
+			if (pc->flags & NCCLBPF_PROF_F_GPU_TIMED) {
+				/* the same offset converts both ends: exactly gpu_ns apart; the start
+				 * no earlier than the host clock when the kernel was modelled to start
+				 * (the offset over-estimates by the callback delay only) */
+				CHECK_EQ_U64(pc->gpu_end_ns - pc->gpu_start_ns, pc->gpu_ns);
+				CHECK_EQ_U64(pc->gpu_ns, 40000 + 1000 * (uint64_t)i);
+				CHECK(pc->gpu_start_ns >= before && pc->gpu_start_ns <= profiler_now_ns());
+			} else {
+				CHECK_EQ_U64(pc->gpu_start_ns, 0);
+				CHECK_EQ_U64(pc->gpu_end_ns, 0);
+			}
+		}
+		CHECK(v < 4 || (ob.last.flags & NCCLBPF_PROF_F_GPU_TIMED));
+		profiler_set_observer(NULL, NULL);
+		CHECK(ph_comm_finalize(&c) == 0);
+	}
+}
+
 /* NCCLBPF_PROFILE_MASK overrides the event mask NCCL gets: unknown bits are dropped, junk
  * keeps the mode's mask, and without KernelCh a collective completes at its Coll stop. */
 static void test_mask_override(int v)
@@ -432,6 +482,7 @@ int main(void)
 		test_order_and_timing(v, "coll");
 		test_mask_override(v);
 		test_order_and_timing(v, "full");
+		test_sequence_and_gpu_interval(v);
 		test_null_and_stale(v);
 		test_pxn(v);
 		test_pool_exhaustion(v);

@@ -641,6 +641,33 @@ static void sc_nvl_fields(void)
 	}
 }
 
+/* band_seq counts the collectives of one (type, size band) on a communicator, whatever
+ * runs between them; every release, and 2.31's call-per-collective rule with pinning. */
+static void sc_band_seq(void)
+{
+	/* AllReduce 4 KiB, 64 KiB, AllGather 4 KiB, AllReduce 5000 B (the 4 KiB band), 64 KiB,
+	 * 7 KiB (4 KiB band), 8 KiB (the next) */
+	static const struct { int coll; size_t bytes; int want, per_round; } calls[] = {
+		{4, 4 * KiB, 0, 3}, {4, 64 * KiB, 0, 2}, {2, 4 * KiB, 0, 1}, {4, 5000, 1, 3},
+		{4, 64 * KiB, 1, 2}, {4, 7 * KiB, 2, 3}, {4, 8 * KiB, 0, 1},
+	};
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0xba4d + r, 8, 1) == 0);
+		for (int round = 0; round < 3; round++)
+			for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+				float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+				int nch;
+				mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, calls[i].coll, calls[i].bytes, 8, 1);
+				CHECK(call_checked(&c, calls[i].coll, calls[i].bytes, before, after, &nch) == 0);
+				CHECK(nch == round * calls[i].per_round + calls[i].want + 1);
+			}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+}
+
 /* tuner/init edits NCCL's tuning constants within bounds (v5/v6 hosts; v3/v4 pass none). */
 static void sc_init_constants(void)
 {
@@ -896,6 +923,8 @@ int main(int argc, char **argv)
 		     sc_231_seq_compete);
 	run_scenario("NVLink-domain info + shape in ctx", PROG("probes") ":nvl_probe", NULL,
 		     sc_nvl_fields);
+	run_scenario("band_seq per (type, size band)", PROG("probes") ":band_probe", NULL,
+		     sc_band_seq);
 	static const char *const info[] = { "NCCL_DEBUG", "INFO", NULL };
 	run_scenario("tuner/init: NCCL's tuning constants", PROG("probes") ":init_probe", info,
 		     sc_init_constants);

@@ -277,7 +277,8 @@ static void test_ctx_fill(void)
 	/* Layout the policies rely on (policy.h offsets). */
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, cost) == 56);
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, algo) == 140);
-	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 176);
+	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 184);
+	CHECK(offsetof(struct ncclbpf_tuner_ctx, band_seq) == 176);
 }
 
 /* The one-pass fill + pin (tuner_ctx_fill_info, tuner_pin_filled: the decision path's
@@ -329,6 +330,7 @@ static void ref_fill(struct ncclbpf_tuner_ctx *ctx, const float *table, int na, 
 	ctx->proto = NCCLBPF_PROTO_KEEP;
 	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
 	ctx->comm_seq = 0;
+	ctx->band_seq = 0;
 }
 
 static void test_fill_pin_property(void)

@@ -126,6 +126,7 @@ struct profiler_event {
 	_Atomic uint64_t stop_ns;
 	/* collectives */
 	uint64_t seq;
+	uint64_t comm_seq, band_seq; /* its place in the communicator's / band's sequence */
 	uint64_t n_bytes;
 	uint64_t user_tag;
 	int32_t coll_type, algo, proto, n_channels;
@@ -262,6 +263,11 @@ struct profiler_ctx {
 	_Alignas(64) struct profiler_pool pool;
 	/* KernelCh sampling state (profiler_sample.c), application thread only */
 	_Alignas(64) struct profiler_sampler sampler;
+	/* Coll starts so far, all types and per (type, size band): the tuner's comm_seq and
+	 * band_seq of each collective (ctx->comm_seq, ctx->band_seq). Application thread only,
+	 * like the sampler: NCCL starts a communicator's Coll events one at a time. */
+	uint64_t coll_started;
+	uint64_t band_started[NCCLBPF_NUM_COLLS][PROFILER_BANDS];
 	struct profiler_stat_slot stats[NCCLBPF_NUM_COLLS][65];
 };
 

@@ -243,6 +243,8 @@ static struct profiler_ctx *ctx_alloc(uint32_t cap)
 
 static void ctx_reset_stats(struct profiler_ctx *c)
 {
+	c->coll_started = 0;
+	memset(c->band_started, 0, sizeof(c->band_started));
 	for (int t = 0; t < NCCLBPF_NUM_COLLS; t++)
 		for (int b = 0; b < 65; b++) {
 			atomic_flag_clear(&c->stats[t][b].lock);
@@ -642,6 +644,12 @@ static int start_own(void *context, void **handle, const struct profiler_desc *d
 			    d->coll_type == NCCLBPF_COLL_REDUCESCATTER)
 				bytes *= (uint64_t)(c->n_ranks > 0 ? c->n_ranks : 1);
 			e->seq = d->seq;
+			e->comm_seq = c->coll_started;
+			e->band_seq = 0;
+			if (d->coll_type >= 0 && d->coll_type < NCCLBPF_NUM_COLLS) {
+				c->coll_started++;
+				e->band_seq = c->band_started[d->coll_type][ncclbpf_size_bucket(bytes)]++;
+			}
 			e->n_bytes = bytes;
 			e->coll_type = d->coll_type;
 			e->algo = d->algo;

@@ -50,6 +50,12 @@ static void coll_complete(struct profiler_event *e)
 	pc.user_tag = e->user_tag;
 	pc.flags = (pc.gpu_ns ? NCCLBPF_PROF_F_GPU_TIMED : 0) |
 		   (e->is_sym ? NCCLBPF_PROF_F_SYMMETRIC : 0);
+	pc.comm_seq = e->comm_seq;
+	pc.band_seq = e->band_seq;
+	if (pc.gpu_ns) {
+		pc.gpu_start_ns = profiler_gpu_to_host(c, g0);
+		pc.gpu_end_ns = profiler_gpu_to_host(c, g1);
+	}
 
 	if (e->coll_type >= 0 && e->coll_type < NCCLBPF_NUM_COLLS) {
 		const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_PROFILER);

@@ -123,6 +123,7 @@ bool tuner_pin_filled(float *table, int num_algo, int num_proto,
 		      const struct tuner_fill_info *info);
 
 /* ---- per-communicator shim state (tuner_core.c) ---- */
+#define TUNER_BANDS 65 /* ncclbpf_size_bucket: 0..64 */
 struct agree_comm;
 struct tuner_comm {
 	uint64_t comm_id;  /* NCCL commHash (v5/v6), 0 for v3/v4 */
@@ -142,6 +143,10 @@ struct tuner_comm {
 	void *inner_ctx;
 	/* getCollInfo is serialized per comm by NCCL: plain counters are enough */
 	uint64_t seq[NCCLBPF_NUM_COLLS];
+	/* per (collective type, size band = ncclbpf_size_bucket): ctx->band_seq; band_now is
+	 * the current call's, set by tuner_next_seq for the context fill */
+	uint64_t band_seq[NCCLBPF_NUM_COLLS][TUNER_BANDS];
+	uint64_t band_now;
 	/* calls (the per-communicator collective seq that reload activation uses), calls where
 	 * a policy changed the table or the channels, faults, clamps: read by `ncclbpf ctl
 	 * status` on the control thread, hence relaxed atomics (single writer: no lock prefix) */

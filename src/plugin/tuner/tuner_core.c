@@ -172,13 +172,15 @@ int tuner_comm_close(void *ctx)
 	return NB_NCCL_SUCCESS;
 }
 
-/* Counts one NCCL collective: the per-type sequence (ctx->seq) and the per-communicator
- * one (ctx->comm_seq) that agreed-map epochs and activations use. The one place that
- * decides what advances them (rank-invariant: every rank counts the same calls). */
-static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, uint64_t *seq,
-				  uint64_t *comm_seq)
+/* Counts one NCCL collective: the per-type sequence (ctx->seq), the per-communicator
+ * one (ctx->comm_seq) that agreed-map epochs and activations use, and the per-band one
+ * (ctx->band_seq, left in tc->band_now for the fill). The one place that decides what
+ * advances them (rank-invariant: every rank counts the same calls). */
+static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, size_t n_bytes,
+				  uint64_t *seq, uint64_t *comm_seq)
 {
 	*seq = tc->seq[coll_type]++;
+	tc->band_now = tc->band_seq[coll_type][ncclbpf_size_bucket(n_bytes)]++;
 	/* the communicator's sequence is its call count: one counter, read by `ctl status`
 	 * (relaxed: only getCollInfo, serialized per communicator by NCCL, writes it) */
 	uint64_t n = atomic_load_explicit(&tc->stats.calls, memory_order_relaxed);
@@ -228,6 +230,7 @@ static inline void ctx_fill_inputs(struct ncclbpf_tuner_ctx *c, const struct tun
 	c->min_ranks_per_nvl_domain = tc->min_ranks_per_nvl_domain;
 	c->max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
 	c->ranks_per_node = tc->ranks_per_node;
+	c->band_seq = tc->band_now;
 }
 
 /* Closes the straight path's section, which the call count opened (tuner_next_seq). The
@@ -337,7 +340,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	    coll_type >= NCCLBPF_NUM_COLLS || num_algo <= 0 || num_proto <= 0)
 		return NB_NCCL_SUCCESS;
 	uint64_t seq, comm_seq;
-	tuner_next_seq(tc, coll_type, &seq, &comm_seq);
+	tuner_next_seq(tc, coll_type, n_bytes, &seq, &comm_seq);
 	/* costTable is float[numAlgo][numProto] cast to float** (ABI dossier §2.3). */
 	float *table = (float *)cost_table;
 	if (__builtin_expect(tc->straight, 1)) {

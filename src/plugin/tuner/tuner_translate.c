@@ -43,6 +43,7 @@ static void ctx_fill_outputs(struct ncclbpf_tuner_ctx *ctx)
 	memcpy(&ctx->algo, &keep2, sizeof(keep2));
 	ctx->n_channels = NCCLBPF_CHANNELS_KEEP;
 	ctx->comm_seq = 0;
+	ctx->band_seq = 0;
 }
 
 #if defined(__SSE2__)

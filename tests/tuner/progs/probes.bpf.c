@@ -21,6 +21,13 @@ SEC("tuner") int nvl_probe(struct ncclbpf_tuner_ctx *ctx)
 	return 0;
 }
 
+/* band_seq, per (collective type, size band): 1..60 */
+SEC("tuner") int band_probe(struct ncclbpf_tuner_ctx *ctx)
+{
+	ctx->n_channels = (__s32)(ctx->band_seq % 60) + 1;
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* tuner/init: Ring/LL base latency doubled, one tree bandwidth set, one latency out of
