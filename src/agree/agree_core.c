@@ -508,7 +508,7 @@ static struct agree_version *wait_version(struct agree_comm *ac, struct agree_st
 			if (el >= agree_config()->wait_ns) {
 				/* the gate CAS decides between this timeout and a commit racing it */
 				if (atomic_compare_exchange_strong(&s->gate, &g, g | AGREE_GATE_FALLBACK)) {
-					char why[96];
+					char why[160]; /* fits the longest name (GCC -Wformat-truncation) */
 					snprintf(why, sizeof(why), "version %" PRIu64 " of '%s' not agreed "
 						 "within %" PRIu64 " ms", need, s->desc.name,
 						 agree_config()->wait_ns / 1000000);
