@@ -38,10 +38,54 @@ static const char *type_name(uint32_t type)
 	}
 }
 
-static int validate(const struct nb_map_spec *s, const char *name, char *err, size_t errlen)
+/* Map types of the kernel a policy written for it may declare, named in the refusal. */
+static const char *kernel_type_name(uint32_t type)
+{
+	static const char *const names[] = {
+		[3] = "prog_array", [4] = "perf_event_array", [5] = "percpu_hash",
+		[7] = "stack_trace", [8] = "cgroup_array", [10] = "lru_percpu_hash",
+		[11] = "lpm_trie", [12] = "array_of_maps", [13] = "hash_of_maps", [14] = "devmap",
+		[15] = "sockmap", [16] = "cpumap", [17] = "xskmap", [18] = "sockhash",
+		[19] = "cgroup_storage", [20] = "reuseport_sockarray",
+		[21] = "percpu_cgroup_storage", [22] = "queue", [23] = "stack",
+		[24] = "sk_storage", [25] = "devmap_hash", [26] = "struct_ops", [27] = "ringbuf",
+		[28] = "inode_storage", [29] = "task_storage", [30] = "bloom_filter",
+		[31] = "user_ringbuf", [32] = "cgrp_storage", [33] = "arena",
+	};
+	return type < sizeof(names) / sizeof(names[0]) && names[type] ? names[type] : NULL;
+}
+
+/* The storage each type allocates (map_array_init, map_hash_init, map_pool_init) stays
+ * within MAP_STORAGE_LIMIT; computed with the same formulas, before any allocation. */
+static int check_storage(const struct nb_map_spec *s, const char *name, bool is_array,
+			 char *err, size_t errlen)
+{
+	if (is_array) {
+		uint64_t bytes = (uint64_t)MAP_ROUND8(s->value_size) * s->max_entries;
+		if (bytes > MAP_STORAGE_LIMIT)
+			return fail(err, errlen, -E2BIG,
+				    "map '%s': %u entries of %u bytes exceed the 4 GiB limit", name,
+				    s->max_entries, (unsigned)MAP_ROUND8(s->value_size));
+		return 0;
+	}
+	if (s->max_entries > MAP_HASH_MAX_ENTRIES)
+		return fail(err, errlen, -E2BIG, "map '%s': max_entries %u too large for a hash map "
+			    "(limit %u)", name, s->max_entries, MAP_HASH_MAX_ENTRIES);
+	uint64_t stride = map_hash_elem_size(s->key_size, s->value_size);
+	uint64_t n = (uint64_t)s->max_entries + map_pool_slack(s->max_entries);
+	uint64_t buckets = (uint64_t)map_pow2_roundup(s->max_entries) * sizeof(struct map_bucket);
+	if (n >= UINT32_MAX || n * stride > MAP_STORAGE_LIMIT || buckets > MAP_STORAGE_LIMIT)
+		return fail(err, errlen, -E2BIG,
+			    "map '%s': %u entries of %llu bytes exceed the 4 GiB limit", name,
+			    s->max_entries, (unsigned long long)stride);
+	return 0;
+}
+
+int map_spec_check(const struct nb_map_spec *s, char *err, size_t errlen)
 {
 	uint32_t allowed;
 	bool is_array = s->type == NB_MAP_TYPE_ARRAY || s->type == NB_MAP_TYPE_PERCPU_ARRAY;
+	const char *name = s->name ? s->name : "";
 
 	switch (s->type) {
 	case NB_MAP_TYPE_ARRAY: allowed = ARRAY_FLAGS; break;
@@ -49,6 +93,10 @@ static int validate(const struct nb_map_spec *s, const char *name, char *err, si
 	case NB_MAP_TYPE_HASH:
 	case NB_MAP_TYPE_LRU_HASH: allowed = HASH_FLAGS; break;
 	default:
+		if (kernel_type_name(s->type))
+			return fail(err, errlen, -EINVAL, "map '%s': unsupported map type %u (%s, a "
+				    "kernel-only type); ncclbpf has hash, array, percpu_array and "
+				    "lru_hash", name, s->type, kernel_type_name(s->type));
 		return fail(err, errlen, -EINVAL, "map '%s': unsupported map type %u", name, s->type);
 	}
 	if (s->map_flags & NB_MAP_AGREED_BITS) {
@@ -85,7 +133,15 @@ static int validate(const struct nb_map_spec *s, const char *name, char *err, si
 	if (s->type == NB_MAP_TYPE_PERCPU_ARRAY && MAP_ROUND8(s->value_size) > NB_MAP_MAX_PERCPU_VALUE_SIZE)
 		return fail(err, errlen, -E2BIG, "map '%s': per-CPU value_size %u > %u", name,
 			    s->value_size, NB_MAP_MAX_PERCPU_VALUE_SIZE);
-	return 0;
+	return check_storage(s, name, is_array, err, errlen);
+}
+
+uint64_t map_spec_value_span(const struct nb_map_spec *s)
+{
+	bool is_array = s->type == NB_MAP_TYPE_ARRAY || s->type == NB_MAP_TYPE_PERCPU_ARRAY;
+	if (!is_array || (s->map_flags & NB_MAP_F_AGREED))
+		return 0;
+	return (uint64_t)MAP_ROUND8(s->value_size) * s->max_entries;
 }
 
 int map_create(const struct nb_map_spec *spec, struct nb_map **out, char *err, size_t errlen)
@@ -102,7 +158,7 @@ int map_create(const struct nb_map_spec *spec, struct nb_map **out, char *err, s
 	if (!spec)
 		return fail(err, errlen, -EINVAL, "map_create: no spec");
 	name = spec->name ? spec->name : "";
-	rc = validate(spec, name, err, errlen);
+	rc = map_spec_check(spec, err, errlen);
 	if (rc)
 		return rc;
 	m = calloc(1, sizeof(*m));

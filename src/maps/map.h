@@ -95,8 +95,16 @@ struct nb_map_spec {
 
 struct nb_map; /* opaque */
 
-/* Creates a map. Validates the spec like the kernel does (array key_size must be 4,
- * sizes > 0, value_size <= 1 MiB, max_entries > 0, known type). */
+/* Everything map_create checks before it allocates: known type (kernel-only types are named),
+ * flags per type, agreed-map attributes, sizes (array key_size 4, sizes > 0, value_size
+ * <= 1 MiB, storage <= 4 GiB). 0 or a negative errno with the reason in err. Allocation may
+ * still fail (-ENOMEM) in map_create, and agreed maps need a free slot (map_agreed_slots_free). */
+int map_spec_check(const struct nb_map_spec *spec, char *err, size_t errlen);
+/* Bytes a direct value reference (BPF_PSEUDO_MAP_VALUE: global data) may point into: the
+ * entries of an array map (map_array_base .. + stride * max_entries); 0 for other types and
+ * agreed maps, whose storage is per communicator. */
+uint64_t map_spec_value_span(const struct nb_map_spec *spec);
+/* Creates a map. Validates the spec with map_spec_check (the kernel's rules and errors). */
 int map_create(const struct nb_map_spec *spec, struct nb_map **out, char *err, size_t errlen);
 /* Frees the map. Caller guarantees no thread uses it any more. */
 void map_free(struct nb_map *map);
@@ -149,6 +157,8 @@ struct nb_map_agreed_desc {
 bool map_agreed_desc(uint32_t slot, struct nb_map_agreed_desc *out);
 /* Slot of an agreed map, or -1. */
 int map_agreed_slot(const struct nb_map *map);
+/* Agreed-map slots this process has left (map_create of an agreed map takes one). */
+unsigned map_agreed_slots_free(void);
 
 /* Read-side critical section for the calling thread. Cheap (no lock, no syscall; the
  * outermost enter is one store, plus a full fence only where membarrier() is

@@ -106,6 +106,16 @@ int map_agreed_init(struct nb_map *m, char *err, size_t errlen)
 	return 0;
 }
 
+unsigned map_agreed_slots_free(void)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&slots_lock);
+	for (int i = 0; i < NB_MAP_AGREED_SLOTS; i++)
+		n += !slot_used[i];
+	pthread_mutex_unlock(&slots_lock);
+	return n;
+}
+
 void map_agreed_destroy(struct nb_map *m)
 {
 	if (m->agreed_slot >= 0) {

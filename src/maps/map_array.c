@@ -13,19 +13,13 @@
 
 #include "maps/map_internal.h"
 
-#define MAP_ARRAY_LIMIT (1ull << 32) /* bytes */
-
+/* The size was checked by map_spec_check (map_create). */
 int map_array_init(struct nb_map *m, char *err, size_t errlen)
 {
 	uint64_t bytes;
 
 	m->stride = (uint32_t)MAP_ROUND8(m->value_size);
 	bytes = (uint64_t)m->stride * m->max_entries;
-	if (bytes > MAP_ARRAY_LIMIT) {
-		snprintf(err, errlen, "map '%s': %u entries of %u bytes exceed the 4 GiB limit",
-			 m->name, m->max_entries, m->stride);
-		return -E2BIG;
-	}
 	bytes = (bytes + 63) & ~63ull;
 	m->array_base = aligned_alloc(64, (size_t)bytes);
 	if (!m->array_base) {

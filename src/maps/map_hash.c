@@ -21,33 +21,15 @@ uint32_t map_hash_key(const struct nb_map *m, const void *key)
 	return map_hash_key_inline(m, key);
 }
 
-static uint32_t pow2_roundup(uint32_t v)
-{
-	uint32_t p = 1;
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
+/* Sizes were checked by map_spec_check (map_create). */
 int map_hash_init(struct nb_map *m, char *err, size_t errlen)
 {
 	uint32_t nb;
-	size_t elem;
 
-	if (m->max_entries > (1u << 31)) {
-		snprintf(err, errlen, "map '%s': max_entries %u too large for a hash map", m->name,
-			 m->max_entries);
-		return -E2BIG;
-	}
-	elem = sizeof(struct map_elem) + MAP_ROUND8(m->key_size) + MAP_ROUND8(m->value_size);
-	m->stride = (uint32_t)elem;
+	m->stride = (uint32_t)map_hash_elem_size(m->key_size, m->value_size);
 	m->key_off_value = (uint32_t)MAP_ROUND8(m->key_size);
-	nb = pow2_roundup(m->max_entries);
+	nb = map_pow2_roundup(m->max_entries);
 	m->bucket_mask = nb - 1;
-	if ((uint64_t)nb * sizeof(struct map_bucket) > (1ull << 32)) {
-		snprintf(err, errlen, "map '%s': too many buckets", m->name);
-		return -E2BIG;
-	}
 	int rc = map_pool_init(m, err, errlen);
 	if (rc)
 		return rc;

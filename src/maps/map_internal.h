@@ -13,6 +13,10 @@
 #include "maps/map.h"
 
 #define MAP_ROUND8(x) (((size_t)(x) + 7u) & ~(size_t)7u)
+/* Largest storage block one map allocates (array values, hash element pool). map_spec_check
+ * refuses larger maps before anything is allocated. */
+#define MAP_STORAGE_LIMIT (1ull << 32)
+#define MAP_HASH_MAX_ENTRIES (1u << 31)
 #define MAP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MAP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -219,6 +223,25 @@ int map_hash_get_next_key(struct nb_map *m, const void *key, void *next_key);
 
 /* ---- element pool (map_pool.c) ---- */
 int map_pool_init(struct nb_map *m, char *err, size_t errlen);
+/* Elements a hash map's pool holds beyond max_entries: clamped to [256, 8192]. They absorb
+ * the elements retired while some reader is still inside a section; a reader preempted
+ * inside one blocks reclamation for its whole time off the CPU. */
+static inline uint64_t map_pool_slack(uint32_t max_entries)
+{
+	return max_entries < 256 ? 256 : (max_entries > 8192 ? 8192 : max_entries);
+}
+/* Bytes of one hash element: header, key and value each rounded to 8. */
+static inline uint64_t map_hash_elem_size(uint32_t key_size, uint32_t value_size)
+{
+	return sizeof(struct map_elem) + MAP_ROUND8(key_size) + MAP_ROUND8(value_size);
+}
+static inline uint32_t map_pow2_roundup(uint32_t v)
+{
+	uint32_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
 void map_pool_destroy(struct nb_map *m);
 /* Pops a free element (reclaiming opportunistically); NULL when none is free now. */
 struct map_elem *map_pool_pop(struct nb_map *m);

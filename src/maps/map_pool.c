@@ -32,8 +32,6 @@
 #define MAP_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define MAP_POOL_LIMIT (1ull << 32) /* bytes; larger maps are refused with -E2BIG */
-
 static size_t elem_data_size(const struct nb_map *m)
 {
 	return m->stride - offsetof(struct map_elem, data);
@@ -45,21 +43,12 @@ static void pool_reclaim_domain(struct map_epoch_domain *d)
 	map_pool_reclaim(m, true);
 }
 
+/* The pool's size was checked by map_spec_check (map_create). */
 int map_pool_init(struct nb_map *m, char *err, size_t errlen)
 {
-	uint64_t slack, n, bytes;
+	uint64_t slack = map_pool_slack(m->max_entries);
+	uint64_t n = (uint64_t)m->max_entries + slack, bytes = n * m->stride;
 
-	/* Slack: max_entries clamped to [256, 8192]. It absorbs the elements retired while
-	 * some reader is still inside a section; a reader preempted inside one blocks
-	 * reclamation for its whole time off the CPU. */
-	slack = m->max_entries < 256 ? 256 : (m->max_entries > 8192 ? 8192 : m->max_entries);
-	n = (uint64_t)m->max_entries + slack;
-	bytes = n * m->stride;
-	if (n >= UINT32_MAX || bytes > MAP_POOL_LIMIT) {
-		snprintf(err, errlen, "map '%s': %u entries of %u bytes exceed the 4 GiB limit",
-			 m->name, m->max_entries, m->stride);
-		return -E2BIG;
-	}
 	m->n_elems = (uint32_t)n;
 	m->reclaim_threshold = (uint32_t)(slack / 2);
 	m->pool = aligned_alloc(64, (size_t)((bytes + 63) & ~63ull));
