@@ -43,22 +43,17 @@ void ncclbpf_object_close(struct ncclbpf_object *obj)
 	free(obj);
 }
 
+/* The declaration passed runtime_check_maps: creation can only fail for lack of memory or
+ * of an agreed-map slot taken meanwhile by another thread, or a pinned map of the same
+ * name created meanwhile with other attributes. */
 static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, const char *owner,
 		      char *err, size_t errlen)
 {
 	char why[512] = "";
-	struct nb_map_spec spec = {
-		.name = d->name,
-		.type = d->type,
-		.key_size = d->key_size,
-		.value_size = d->value_size,
-		.max_entries = d->max_entries,
-		.map_flags = d->map_flags,
-	};
+	struct nb_map_spec spec;
+	runtime_map_spec_of(d, &spec);
 	m->def = d;
-	m->readonly_prog = d->origin == NB_MAP_ORIGIN_RODATA || (d->map_flags & NB_MAP_F_RDONLY_PROG);
-	if (d->origin == NB_MAP_ORIGIN_RODATA)
-		spec.map_flags |= NB_MAP_F_RDONLY_PROG;
+	m->readonly_prog = (spec.map_flags & NB_MAP_F_RDONLY_PROG) != 0;
 	if (d->pinning == 1) {
 		char who[160];
 		snprintf(who, sizeof(who), "object '%s'", owner);
@@ -75,14 +70,8 @@ static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, const c
 			return rc;
 		}
 	}
-	if (d->init_data) {
-		uint8_t *base = map_array_base(m->map);
-		if (!base || d->max_entries < 1) {
-			snprintf(err, errlen, "map '%s': initial data for a non-array map", d->name);
-			return -EINVAL;
-		}
-		memcpy(base, d->init_data, d->value_size);
-	}
+	if (d->init_data) /* an array map (runtime_check_maps) */
+		memcpy(map_array_base(m->map), d->init_data, d->value_size);
 	return 0;
 }
 
@@ -91,8 +80,10 @@ static int create_map(struct ncclbpf_map *m, const struct nb_map_def *d, const c
 static int object_finish(struct ncclbpf_object *obj, const struct nb_object *nbo,
 			 struct ncclbpf_object **out, char *err, size_t errlen)
 {
-	int rc = -ENOMEM;
-
+	int rc = runtime_check_maps(nbo, obj->name, NULL, err, errlen);
+	if (rc < 0)
+		goto fail;
+	rc = -ENOMEM;
 	obj->progs = calloc(nbo->prog_cnt ? nbo->prog_cnt : 1, sizeof(*obj->progs));
 	obj->maps = calloc(nbo->map_cnt ? nbo->map_cnt : 1, sizeof(*obj->maps));
 	obj->map_handles = calloc(nbo->map_cnt ? nbo->map_cnt : 1, sizeof(*obj->map_handles));

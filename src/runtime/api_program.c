@@ -83,19 +83,13 @@ static int prepare_verify(struct ncclbpf_program *prog, const struct nb_hook_des
 		return -ENOMEM;
 	}
 	vopts.visited = prog->visited;
-	int rc = verifier_check(prog->nbp, nbo->maps, nbo->map_cnt, h, &vopts, &diag, NULL);
+	int rc = runtime_check_program(nbo, prog->nbp, h, &vopts, &diag, NULL, err, errlen);
 	if (rc == 0)
 		return 0;
 	free(prog->visited); /* rejected (or warn mode): nothing is known to be dead */
 	prog->visited = NULL;
-	if (rc != -EACCES) {
-		snprintf(err, errlen, "verifier failed on '%s': %s", prog->nbp->name,
-			 strerror(-rc));
+	if (rc != -EACCES || mode != NCCLBPF_VERIFY_WARN)
 		return rc;
-	}
-	verifier_format_diag(&diag, prog->nbp, err, errlen);
-	if (mode != NCCLBPF_VERIFY_WARN)
-		return -EACCES;
 	runtime_log(NB_LOG_WARN, NB_LOG_INIT,
 		    "NCCLBPF_VERIFY=warn: LOADING UNVERIFIED program '%s' of %s for hook %s in the "
 		    "checked interpreter (no JIT; faults and runaway loops are stopped and its "
@@ -222,18 +216,17 @@ int runtime_program_prepare_mem(struct ncclbpf_program *prog, enum ncclbpf_hook 
 	}
 	runtime_program_release(prog);
 
-	rc = isa_validate(prog->nbp->insns, prog->nbp->insn_cnt, err, errlen);
-	if (rc < 0)
-		return rc;
 	enum ncclbpf_verify_mode vmode = o.verify_mode;
 	if (vmode == NCCLBPF_VERIFY_DEFAULT)
 		vmode = runtime_env_verify_mode();
 	prog->unverified = vmode == NCCLBPF_VERIFY_OFF;
-	if (vmode != NCCLBPF_VERIFY_OFF) {
+	if (vmode != NCCLBPF_VERIFY_OFF)
 		rc = prepare_verify(prog, h, vmode, o.verify_budget, mem_size, err, errlen);
-		if (rc < 0)
-			return rc;
-	}
+	else /* instruction format and references are checked in every mode */
+		rc = runtime_check_program(nbo_of(prog->obj), prog->nbp, h, NULL, NULL, NULL, err,
+					   errlen);
+	if (rc < 0)
+		return rc;
 	prog->raw_verified = h->ctx_is_raw_memory && vmode == NCCLBPF_VERIFY_STRICT;
 	prog->raw_mem_size = mem_size;
 	rc = runtime_link_program(prog, err, errlen);

@@ -30,60 +30,26 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
 	memcpy(out, p->insns, p->insn_cnt * sizeof(*out));
 	prog->needs_epoch = false;
 	prog->uses_agreed = false;
-	for (size_t i = 0; i < p->insn_cnt; i++) {
+	/* runtime_check_program checked every reference below (index, form, value offset) */
+	for (size_t i = 0; i + 1 < p->insn_cnt; i++) {
 		struct bpf_insn *in = &out[i];
 		if (!isa_is_lddw(in))
 			continue;
-		if (i + 1 >= p->insn_cnt) {
-			snprintf(err, errlen, "insn %zu: incomplete lddw", i);
-			goto fail;
-		}
-		if (in->src_reg == 0) {
-			i++;
-			continue;
-		}
 		if (in->src_reg == BPF_PSEUDO_FUNC) {
 			/* bpf_loop callback: the absolute index of its function (vm.h) */
-			int64_t t = (int64_t)i + in->imm + 1;
-			if (t < 0 || (uint64_t)t >= p->insn_cnt) {
-				snprintf(err, errlen, "insn %zu: function address outside the program", i);
-				goto fail;
-			}
-			set_imm64(in, (uint64_t)t);
+			set_imm64(in, (uint64_t)((int64_t)i + in->imm + 1));
 			in->src_reg = BPF_PSEUDO_FUNC;
-			i++;
-			continue;
-		}
-		uint32_t idx = (uint32_t)in->imm;
-		if (in->src_reg != BPF_PSEUDO_MAP_FD && in->src_reg != BPF_PSEUDO_MAP_VALUE) {
-			snprintf(err, errlen, "insn %zu: unsupported lddw pseudo form src_reg=%u", i,
-				 in->src_reg);
-			goto fail;
-		}
-		if (idx >= obj->map_cnt) {
-			snprintf(err, errlen, "insn %zu: map index %u out of range (%zu maps)", i, idx,
-				 obj->map_cnt);
-			goto fail;
-		}
-		struct nb_map *m = obj->maps[idx].map;
-		if (map_flags(m) & NB_MAP_F_AGREED)
-			prog->uses_agreed = true;
-		if (in->src_reg == BPF_PSEUDO_MAP_FD) {
-			if (map_needs_epoch(m))
-				prog->needs_epoch = true;
-			set_imm64(in, (uint64_t)(uintptr_t)m);
-		} else {
-			uint32_t off = (uint32_t)out[i + 1].imm;
-			uint8_t *base = map_array_base(m);
-			uint64_t span = (uint64_t)map_array_stride(m) * map_max_entries(m);
-			if (!base || off >= span) {
-				snprintf(err, errlen,
-					 "insn %zu: value reference %s+%u invalid (%s)", i,
-					 map_name(m), off,
-					 base ? "offset past the map's storage" : "not an array map");
-				goto fail;
+		} else if (in->src_reg) {
+			struct nb_map *m = obj->maps[(uint32_t)in->imm].map;
+			if (map_flags(m) & NB_MAP_F_AGREED)
+				prog->uses_agreed = true;
+			if (in->src_reg == BPF_PSEUDO_MAP_FD) {
+				prog->needs_epoch |= map_needs_epoch(m);
+				set_imm64(in, (uint64_t)(uintptr_t)m);
+			} else {
+				uint32_t off = (uint32_t)out[i + 1].imm;
+				set_imm64(in, (uint64_t)(uintptr_t)(map_array_base(m) + off));
 			}
-			set_imm64(in, (uint64_t)(uintptr_t)(base + off));
 		}
 		i++;
 	}
@@ -104,7 +70,4 @@ int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen)
 	free(prog->linked);
 	prog->linked = out;
 	return 0;
-fail:
-	free(out);
-	return -EINVAL;
 }

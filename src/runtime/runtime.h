@@ -225,6 +225,19 @@ struct nb_map *runtime_pinned_map_owned(const struct nb_map_spec *spec, const ch
 					char *err, size_t errlen);
 /* Calls fn for every pinned map (control plane: maps, dump). */
 void runtime_pinned_foreach(void (*fn)(struct nb_map *m, void *arg), void *arg);
+/* The spec of a map the plugin pins itself ("ncclbpf_latency", "ncclbpf_sample_ctl"), or
+ * NULL. The profiler creates them from these specs. */
+#define RUNTIME_SAMPLE_CTL_ENTRIES 65 /* the profiler's size bands (PROFILER_BANDS) */
+const struct nb_map_spec *runtime_builtin_pinned(const char *name);
+/* true when the process already has a pinned map of that name: its spec (name pointing
+ * into the registry, valid until exit) and who declared it. */
+bool runtime_pinned_find(const char *name, struct nb_map_spec *spec, char *owner,
+			 size_t ownerlen);
+/* true (err filled: both declarations, every attribute) when `want` may not bind to the
+ * pinned map `have`: every attribute must match. */
+bool runtime_pinned_conflict(const struct nb_map_spec *have, const char *have_owner,
+			     const struct nb_map_spec *want, const char *want_owner, char *err,
+			     size_t errlen);
 
 /* Finds a map by name in the attached policies (first match), or NULL. The pointer is
  * valid until the next reload: use it as a presence test, or with no reload running. */
@@ -306,8 +319,46 @@ int runtime_object_from_insns(const void *insns, size_t bytes, const char *name,
 			      struct ncclbpf_object **obj, char *err, size_t errlen);
 
 /* Link step (link.c): copies the program replacing pseudo LDDW forms by map addresses;
- * sets prog->needs_epoch. Returns 0 or -EINVAL with err. */
+ * sets prog->needs_epoch. The references were checked by runtime_check_program. Returns 0
+ * or -ENOMEM with err. */
 int runtime_link_program(struct ncclbpf_program *prog, char *err, size_t errlen);
+
+/* ---- load checks (load_check.c): everything the runtime refuses at load, in one place.
+ * ncclbpf_object_open_* and ncclbpf_program_prepare call them before they create or link
+ * anything; `ncclbpf verify` calls them on a model of one process (struct runtime_load_sim)
+ * so that it accepts exactly what the runtime loads. Messages end in a code: [E-MAP] for a
+ * map the runtime cannot create, [E-MAP-SHARED] for a pinned map that conflicts with
+ * another declaration, [E-BAD-INSN] / [E-BAD-JUMP] for malformed instructions. */
+struct nb_verifier_opts;
+struct nb_verifier_diag;
+struct nb_verifier_stats;
+
+/* What loading objects into one process leaves behind for the next object: pinned maps
+ * (they live until exit) and agreed-map slots taken by objects that stay loaded. */
+struct runtime_load_sim;
+struct runtime_load_sim *runtime_load_sim_new(void);
+void runtime_load_sim_free(struct runtime_load_sim *sim);
+/* The object stays loaded (some program of it attached): its own agreed maps keep their
+ * slots. */
+void runtime_load_sim_hold(struct runtime_load_sim *sim, const struct nb_object *nbo);
+
+/* The spec the runtime creates for a map declaration (.rodata is read-only to programs). */
+void runtime_map_spec_of(const struct nb_map_def *d, struct nb_map_spec *spec);
+/* Every map of the object can be created or bound in this process (sim NULL: the live
+ * process; else the model, which then records the object's pinned maps): each declaration
+ * passes map_spec_check, pinning is 0 or 1 (LIBBPF_PIN_BY_NAME), a pinned map matches the
+ * one of that name declared before (by an object or the plugin), and enough agreed-map
+ * slots are free. Nothing is created. 0, or a negative errno with err. */
+int runtime_check_maps(const struct nb_object *nbo, const char *owner,
+		       struct runtime_load_sim *sim, char *err, size_t errlen);
+/* Program checks of ncclbpf_program_prepare for hook h: instruction format (isa_validate),
+ * the map and function references the link step resolves, then the verifier when vopts is
+ * non-NULL. 0; -EACCES when the verifier rejects it (diag filled, err formatted); another
+ * negative errno with err. */
+int runtime_check_program(const struct nb_object *nbo, const struct nb_program *p,
+			  const struct nb_hook_desc *h, const struct nb_verifier_opts *vopts,
+			  struct nb_verifier_diag *diag, struct nb_verifier_stats *stats,
+			  char *err, size_t errlen);
 
 /* ncclbpf_program_disasm on the loader's program and map declarations: inspection that
  * needs no maps created (`ncclbpf disasm`). */

@@ -1,5 +1,6 @@
-/* `ncclbpf verify [options] OBJ...`: verifies every program of each object for its hook
- * (from the section name, or --type) and prints compiler-style diagnostics: location,
+/* `ncclbpf verify [options] OBJ...`: checks each object as the runtime loads it, with the
+ * runtime's own checks (runtime_check_maps, then runtime_check_program for every program and
+ * its hook, from the section name or --type), and prints compiler-style diagnostics: location,
  * message and error code, the source line with a caret under the column, the instruction.
  * Colour only on a terminal without NO_COLOR. Rank-local tuner decisions are rejected
  * unless --allow-rank-local or NCCLBPF_RANK_LOCAL=allow (as when the runtime loads them).
@@ -121,8 +122,11 @@ static void json_diag(struct cli_json *j, const struct nb_verifier_diag *d,
 	cli_json_end(j);
 }
 
-/* Returns the object's status (CLI_EXIT_OK or CLI_EXIT_REFUSED). */
-static int verify_object(const char *path, const struct verify_opts *vo, struct cli_json *j)
+/* Returns the object's status (CLI_EXIT_OK or CLI_EXIT_REFUSED). The checks are the
+ * runtime's (runtime_check_maps / runtime_check_program), on `sim`: what loading the
+ * objects before this one into one process left behind (pinned maps, agreed-map slots). */
+static int verify_object(const char *path, const struct verify_opts *vo, struct cli_json *j,
+			 struct runtime_load_sim *sim)
 {
 	char err[1024];
 	struct nb_object *obj = NULL;
@@ -130,7 +134,12 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 		cli_json_object(j, NULL);
 		cli_json_str(j, "file", path);
 	}
-	if (loader_open_file(path, &obj, err, sizeof(err)) < 0) {
+	int lrc = loader_open_file(path, &obj, err, sizeof(err));
+	if (lrc == 0 && runtime_check_maps(obj, obj->name, sim, err, sizeof(err)) < 0) {
+		loader_close(obj);
+		lrc = -EINVAL;
+	}
+	if (lrc < 0) {
 		if (vo->json) {
 			cli_json_str(j, "error", err);
 			cli_json_array(j, "programs");
@@ -142,6 +151,7 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 		return CLI_EXIT_REFUSED;
 	}
 	int status = CLI_EXIT_OK;
+	bool any_accepted = false;
 	const char *obj_error = NULL;
 	if (obj->prog_cnt == 0 && !vo->allow_empty) {
 		obj_error = "no programs (nothing to verify; --allow-empty accepts this)";
@@ -161,6 +171,7 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 		char notebuf[2048 + 512];
 		struct nb_verifier_diag diag;
 		struct nb_verifier_stats st;
+		char cerr[1024];
 		memset(&st, 0, sizeof(st));
 		memset(&diag, 0, sizeof(diag));
 		int rc = 0;
@@ -187,7 +198,8 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 			}
 			struct nb_verifier_opts opts = { .budget = vo->budget,
 							 .allow_rank_local = vo->allow_rank_local };
-			rc = verifier_check(p, obj->maps, obj->map_cnt, hook, &opts, &diag, &st);
+			rc = runtime_check_program(obj, p, hook, &opts, &diag, &st, cerr,
+						   sizeof(cerr));
 			if (rc == -EACCES) {
 				verdict = "rejected";
 				status = CLI_EXIT_REFUSED;
@@ -199,13 +211,13 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 			} else if (rc) {
 				verdict = "error";
 				status = CLI_EXIT_REFUSED;
-				snprintf(notebuf, sizeof(notebuf), "verifying '%s' failed: %s", p->name,
-					 strerror(-rc));
+				snprintf(notebuf, sizeof(notebuf), "program '%s': %s", p->name, cerr);
 				note = notebuf;
 				if (!vo->json)
 					fprintf(stderr, "%s: error: %s\n", path, note);
 			} else {
 				verdict = "accepted";
+				any_accepted = true;
 				if (!vo->json)
 					printf("%s: program '%s' (%s): OK\n", path, p->name, hook->name);
 			}
@@ -252,6 +264,8 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 		cli_json_end(j);
 		cli_json_end(j);
 	}
+	if (any_accepted) /* the runtime keeps such an object loaded */
+		runtime_load_sim_hold(sim, obj);
 	loader_close(obj);
 	return status;
 }
@@ -310,9 +324,15 @@ static int cmd_verify(int argc, char **argv)
 		cli_json_array(&j, "objects");
 	}
 	int status = CLI_EXIT_OK;
+	struct runtime_load_sim *sim = runtime_load_sim_new();
+	if (!sim) {
+		fprintf(stderr, "verify: out of memory\n");
+		return CLI_EXIT_REFUSED;
+	}
 	for (int i = 0; i < nobj; i++)
-		if (verify_object(objs[i], &vo, &j) != CLI_EXIT_OK)
+		if (verify_object(objs[i], &vo, &j, sim) != CLI_EXIT_OK)
 			status = CLI_EXIT_REFUSED;
+	runtime_load_sim_free(sim);
 	if (vo.json) {
 		cli_json_end(&j);
 		cli_json_bool(&j, "ok", status == CLI_EXIT_OK);
@@ -332,6 +352,13 @@ NCCLBPF_CLI_COMMAND(
 		"diagnostic: location,\nmessage and error code (docs/verifier.md), the source "
 		"line with a caret under the\ncolumn, and the instruction. Colour on a terminal "
 		"unless NO_COLOR is set.\n"
+		"\n"
+		"It accepts exactly what the runtime loads: the runtime's own checks of maps "
+		"([E-MAP]:\nkernel-only types, agreed-map attributes, sizes) and instructions "
+		"run first. Several\nobjects are checked as one process loading them in this "
+		"order (NCCLBPF_POLICY=a.o,b.o):\na shared (pinned) map declared differently "
+		"([E-MAP-SHARED]) or agreed-map slots used\nup by earlier objects are refused "
+		"as the runtime refuses them.\n"
 		"\n"
 		"options:\n"
 		"  --type HOOK         verify as tuner, tuner/chunk, profiler, net or env instead "

@@ -25,16 +25,9 @@ void profiler_latency_map_init(void)
 {
 	if (atomic_load_explicit(&latency_map_state, memory_order_acquire))
 		return;
-	struct nb_map_spec spec = {
-		.name = "ncclbpf_latency",
-		.type = NB_MAP_TYPE_HASH,
-		.key_size = sizeof(struct ncclbpf_latency_key),
-		.value_size = sizeof(struct ncclbpf_latency_stats),
-		.max_entries = 4096,
-		.map_flags = 0,
-	};
 	char err[256] = "";
-	struct nb_map *m = runtime_pinned_map(&spec, err, sizeof(err));
+	struct nb_map *m = runtime_pinned_map(runtime_builtin_pinned("ncclbpf_latency"), err,
+					      sizeof(err));
 	if (m) {
 		atomic_store_explicit(&latency_map, m, memory_order_release);
 		atomic_store_explicit(&latency_map_state, 1, memory_order_release);

@@ -85,6 +85,8 @@ static void set_kch_bit(int *p, bool on)
 		__atomic_store_n(p, want, __ATOMIC_RELAXED);
 }
 
+_Static_assert(PROFILER_BANDS == RUNTIME_SAMPLE_CTL_ENTRIES, "ncclbpf_sample_ctl has a slot per band");
+
 void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 {
 	struct profiler_sampler *s = &c->sampler;
@@ -125,16 +127,9 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	 * collective while it explores and a few bursts afterwards). It lives until exit. */
 	s->ctl = NULL;
 	if (s->on) {
-		struct nb_map_spec spec = {
-			.name = "ncclbpf_sample_ctl",
-			.type = NB_MAP_TYPE_ARRAY,
-			.key_size = sizeof(uint32_t),
-			.value_size = sizeof(uint32_t),
-			.max_entries = PROFILER_BANDS,
-			.map_flags = 0,
-		};
 		char err[256] = "";
-		s->ctl = runtime_pinned_map(&spec, err, sizeof(err));
+		s->ctl = runtime_pinned_map(runtime_builtin_pinned("ncclbpf_sample_ctl"), err,
+					    sizeof(err));
 		if (!s->ctl)
 			runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
 				    "profiler: cannot create the ncclbpf_sample_ctl map: %s", err);
