@@ -40,6 +40,7 @@
 #include "maps/map.h"
 #include "ncclbpf/ncclbpf.h"
 #include "ncclbpf/policy.h"
+#include "runtime/decision_src.h"
 #include "runtime/runtime.h"
 
 static uint64_t now_ns(void)
@@ -122,7 +123,8 @@ static int bench_lookup(const char *obj_path, int batches, int calls)
 		}
 		uint64_t t3 = now_ns();
 		for (int i = 0; i < calls; i++)
-			agree_log_decision(ac, (uint64_t)(b * calls + i), 4, c.n_bytes, -1, -1, 8);
+			agree_log_decision(ac, (uint64_t)(b * calls + i), 4, c.n_bytes, -1, -1, 8,
+					   NB_DSRC_POLICY, 0);
 		uint64_t t4 = now_ns();
 		agree_decision_log_drain(false); /* what the service thread does, untimed */
 		map_agreed_bind(&bind);

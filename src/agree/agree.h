@@ -70,9 +70,11 @@ void agree_profiler_end(void);
 /* ---- decision log (NCCLBPF_DECISION_LOG) ---- */
 bool agree_decision_log_enabled(void);
 /* Records the decision the tuner chain applied (algo/proto -1 = NCCL's, channels 0 =
- * unchanged). Appends to a per-communicator ring; the service thread formats and writes. */
+ * unchanged), who made it (src: enum nb_dsrc, runtime/decision_src.h) and the policy id
+ * when a policy did (0 otherwise). Appends to a per-communicator ring; the service thread
+ * formats and writes. */
 void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t n_bytes,
-			int algo, int proto, int n_channels);
+			int algo, int proto, int n_channels, unsigned src, uint32_t policy);
 
 /* ---- host API ---- */
 /* Writes a rank-local contribution of this process to an agreed map of a communicator. */

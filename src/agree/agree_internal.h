@@ -148,6 +148,7 @@ struct agree_comm {
 struct agree_decision {
 	uint64_t seq, n_bytes;
 	int32_t coll, algo, proto, channels;
+	uint32_t src, policy; /* provenance: enum nb_dsrc, policy id (runtime/decision_src.h) */
 };
 
 /* ---- process-wide (agree_core.c) ---- */

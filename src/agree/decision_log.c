@@ -12,6 +12,7 @@
 
 #include "agree/agree_internal.h"
 #include "ncclbpf/policy.h"
+#include "runtime/decision_src.h"
 #include "runtime/runtime.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
@@ -44,7 +45,7 @@ bool agree_decision_log_enabled(void)
 }
 
 void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t n_bytes,
-			int algo, int proto, int n_channels)
+			int algo, int proto, int n_channels, unsigned src, uint32_t policy)
 {
 	if (!ac || !ac->log_ring)
 		return;
@@ -61,6 +62,8 @@ void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t 
 	d->algo = algo;
 	d->proto = proto;
 	d->channels = n_channels;
+	d->src = src;
+	d->policy = policy;
 	atomic_store_explicit(&ac->log_head, head + 1, memory_order_release);
 	/* the service thread drains on every pass (<= 100 ms apart); wake it early once, when
 	 * the ring crosses half full, not on every append after that (one syscall each) */
@@ -82,6 +85,22 @@ static void put_name(char *buf, size_t len, int v, const char *const *names, int
 		snprintf(buf, len, "\"%s\"", names[v]);
 }
 
+/* A JSON string (labels are file names: quote, backslash and control bytes escaped). */
+static void json_put_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
 static void drain_comm(struct agree_comm *ac)
 {
 	static const char *algos[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS",
@@ -92,13 +111,21 @@ static void drain_comm(struct agree_comm *ac)
 	int rank = atomic_load(&ac->rank);
 	for (; tail < head; tail++) {
 		const struct agree_decision *d = &ac->log_ring[tail & (ac->log_cap - 1)];
-		char a[32], p[32];
+		char a[32], p[32], pol[160];
 		put_name(a, sizeof(a), d->algo, algos, 7);
 		put_name(p, sizeof(p), d->proto, protos, 3);
+		nb_policy_name(d->policy, pol, sizeof(pol));
 		fprintf(log_file,
 			"{\"comm\":\"0x%" PRIx64 "\",\"rank\":%d,\"seq\":%" PRIu64 ",\"coll\":\"%s\","
-			"\"bytes\":%" PRIu64 ",\"algo\":%s,\"proto\":%s,\"channels\":%d}\n",
-			ac->comm_id, rank, d->seq, coll_name(d->coll), d->n_bytes, a, p, d->channels);
+			"\"bytes\":%" PRIu64 ",\"algo\":%s,\"proto\":%s,\"channels\":%d,"
+			"\"src\":\"%s\"",
+			ac->comm_id, rank, d->seq, coll_name(d->coll), d->n_bytes, a, p, d->channels,
+			nb_dsrc_name(d->src));
+		if (pol[0]) {
+			fputs(",\"policy\":", log_file);
+			json_put_str(log_file, pol);
+		}
+		fputs("}\n", log_file);
 		AGREE_STAT(decisions_logged, 1);
 	}
 	atomic_store_explicit(&ac->log_tail, tail, memory_order_release);

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/decision_src.h"
+
 /* Plugin init / finalize: the first user starts the socket and its thread, the last one
  * stops it and removes the socket. Never fails NCCL: problems are logged once. */
 void runtime_control_acquire(void);
@@ -45,7 +47,16 @@ struct runtime_comm_stats {
 	_Atomic uint64_t chain_version, general_mark;
 	/* decisions that took the tuner's general path, not the straight line (tuner_core.c) */
 	_Atomic uint64_t general;
+	/* decision provenance (decision_src.h): general-path decisions by source, and how many
+	 * of them also counted `changed`. Straight-path decisions are not counted one by one
+	 * (a store each): they are the policy's when they changed something, else keep_src's
+	 * (runtime_comm_sources adds them) */
+	_Atomic uint64_t src[NB_DSRC_COUNT];
+	_Atomic uint64_t src_changed;
+	uint8_t keep_src; /* the source of a decision that keeps NCCL's choice (set at init) */
 };
+/* Decisions per source, straight-path ones included (out[NB_DSRC_COUNT]). */
+void runtime_comm_sources(const struct runtime_comm_stats *s, uint64_t *out);
 static inline void runtime_stat_inc(_Atomic uint64_t *c)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,

@@ -87,6 +87,27 @@ struct status_ctx {
 	uint64_t tuner_active; /* version of the tuner chain straight decisions run, 0: none */
 };
 
+void runtime_comm_sources(const struct runtime_comm_stats *s, uint64_t *out)
+{
+	uint64_t counted = 0;
+	for (int i = 0; i < NB_DSRC_COUNT; i++) {
+		out[i] = atomic_load_explicit(&s->src[i], memory_order_relaxed);
+		counted += out[i];
+	}
+	/* the rest took the straight path: the policy's when they changed something, else
+	 * keep_src's (counters read without a lock: clamped, never negative) */
+	uint64_t calls = atomic_load_explicit(&s->calls, memory_order_relaxed);
+	uint64_t changed = atomic_load_explicit(&s->changed, memory_order_relaxed);
+	uint64_t gen_changed = atomic_load_explicit(&s->src_changed, memory_order_relaxed);
+	uint64_t straight = calls > counted ? calls - counted : 0;
+	uint64_t straight_changed = changed > gen_changed ? changed - gen_changed : 0;
+	if (straight_changed > straight)
+		straight_changed = straight;
+	out[NB_DSRC_POLICY] += straight_changed;
+	out[s->keep_src < NB_DSRC_COUNT ? s->keep_src : NB_DSRC_UNKNOWN] +=
+		straight - straight_changed;
+}
+
 static void status_comm(const struct runtime_comm_stats *s, void *arg)
 {
 	struct status_ctx *sc = arg;
@@ -101,17 +122,31 @@ static void status_comm(const struct runtime_comm_stats *s, void *arg)
 	if (calls != atomic_load_explicit(&s->general_mark, memory_order_relaxed) &&
 	    sc->tuner_active)
 		ver = sc->tuner_active;
-	if (JSON(sc->req))
+	uint64_t by_src[NB_DSRC_COUNT];
+	runtime_comm_sources(s, by_src);
+	if (JSON(sc->req)) {
 		cb_printf(sc->o, "%s{\"kind\":\"%s\",\"comm\":\"0x%016" PRIx64 "\",\"ranks\":%u,"
 			  "\"nodes\":%u,\"abi\":%u,\"decisions\":%" PRIu64 ",\"changed\":%" PRIu64
 			  ",\"faults\":%" PRIu64 ",\"clamps\":%" PRIu64 ",\"chain_version\":%" PRIu64
-			  ",\"general_path\":%" PRIu64 "}", sc->n ? "," : "", s->kind, s->comm_id,
-			  s->n_ranks, s->n_nodes, s->abi_version, calls, changed, faults, clamps, ver,
-			  general);
-	else
+			  ",\"general_path\":%" PRIu64 ",\"sources\":{", sc->n ? "," : "", s->kind,
+			  s->comm_id, s->n_ranks, s->n_nodes, s->abi_version, calls, changed, faults,
+			  clamps, ver, general);
+		for (int i = 0; i < NB_DSRC_COUNT; i++)
+			cb_printf(sc->o, "%s\"%s\":%" PRIu64, i ? "," : "", nb_dsrc_name((unsigned)i),
+				  by_src[i]);
+		cb_printf(sc->o, "}}");
+	} else {
 		cb_printf(sc->o, "  %-6s 0x%016" PRIx64 " %5u %5u  v%-2u %12" PRIu64 " %10" PRIu64
 			  " %7" PRIu64 " %7" PRIu64 "  %" PRIu64 "\n", s->kind, s->comm_id, s->n_ranks,
 			  s->n_nodes, s->abi_version, calls, changed, faults, clamps, ver);
+		int n = 0;
+		for (int i = 0; i < NB_DSRC_COUNT; i++)
+			if (by_src[i])
+				cb_printf(sc->o, "%s %s %" PRIu64, n++ ? "," : "         decided by:",
+					  nb_dsrc_name((unsigned)i), by_src[i]);
+		if (n)
+			cb_printf(sc->o, "\n");
+	}
 	sc->n++;
 }
 

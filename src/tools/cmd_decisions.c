@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "runtime/decision_src.h"
 #include "tools/cli.h"
 
 #define DECISIONS_EXIT_DIVERGENT 3
@@ -22,6 +23,7 @@
 struct drec {
 	uint64_t comm, seq, bytes;
 	int32_t rank, coll, algo, proto, channels;
+	int32_t src; /* who decided (runtime/decision_src.h), -1 when the line has none */
 	uint32_t file;
 };
 
@@ -100,7 +102,7 @@ static bool jint(struct jp *j, int64_t *out)
 }
 
 enum { K_COMM = 1, K_RANK = 2, K_SEQ = 4, K_COLL = 8, K_BYTES = 16, K_ALGO = 32, K_PROTO = 64,
-       K_CHANNELS = 128, K_ALL = 255 };
+       K_CHANNELS = 128, K_ALL = 255, K_SRC = 256, K_POLICY = 512 };
 
 /* 1 = a decision, 0 = a "dropped" line, -1 = error (j->err). */
 static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped)
@@ -214,6 +216,19 @@ static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped)
 					return -1;
 				}
 			}
+		} else if (KEY("src")) { /* provenance (optional: logs before issue 27 lack it) */
+			bit = K_SRC;
+			if (!jstring(j, &s, &sl))
+				return -1;
+			r->src = nb_dsrc_from_name(s, sl);
+			if (r->src < 0) {
+				j->err = "unknown decision source";
+				return -1;
+			}
+		} else if (KEY("policy")) {
+			bit = K_POLICY;
+			if (!jstring(j, &s, &sl))
+				return -1;
 		} else {
 			j->err = "unknown key";
 			return -1;
@@ -241,7 +256,7 @@ static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped)
 		j->err = "trailing characters after the object";
 		return -1;
 	}
-	if (seen != K_ALL) {
+	if ((seen & K_ALL) != K_ALL) {
 		j->err = "missing key (comm, rank, seq, coll, bytes, algo, proto, channels)";
 		return -1;
 	}
@@ -283,7 +298,7 @@ static int read_file(struct dset *d, const char *path)
 				path, lineno);
 			break;
 		}
-		struct drec r = {.file = file};
+		struct drec r = {.file = file, .src = -1};
 		struct jp j = {.p = line};
 		int k = parse_line(&j, &r, &d->dropped);
 		if (k < 0) {
@@ -363,10 +378,11 @@ static bool same_decision(const struct drec *a, const struct drec *b)
 
 static void print_decision(const struct dset *d, const struct drec *r)
 {
-	printf("  rank %d (%s): %s %" PRIu64 " bytes algo %s proto %s channels %d\n", r->rank,
+	printf("  rank %d (%s): %s %" PRIu64 " bytes algo %s proto %s channels %d%s%s\n", r->rank,
 	       d->files[r->file], coll_names[r->coll], r->bytes,
 	       r->algo >= 0 ? algo_names[r->algo] : "null",
-	       r->proto >= 0 ? proto_names[r->proto] : "null", r->channels);
+	       r->proto >= 0 ? proto_names[r->proto] : "null", r->channels,
+	       r->src >= 0 ? " decided by " : "", r->src >= 0 ? nb_dsrc_name((unsigned)r->src) : "");
 }
 
 static const char *algo_name(int32_t a)
@@ -453,6 +469,7 @@ static void json_decision(struct cli_json *j, const struct dset *d, const struct
 	cli_json_str(j, "algo", algo_name(r->algo));
 	cli_json_str(j, "proto", proto_name(r->proto));
 	cli_json_int(j, "channels", r->channels);
+	cli_json_str(j, "src", r->src >= 0 ? nb_dsrc_name((unsigned)r->src) : NULL);
 	cli_json_end(j);
 }
 
@@ -615,4 +632,5 @@ NCCLBPF_CLI_COMMAND(decisions, .name = "decisions", .run = cmd_decisions,
 			    "   \"consistent\": bool (exit 0), \"divergence\": null or the first divergent\n"
 			    "   collective {\"comm\", \"seq\", \"decisions\": [{\"rank\", \"file\", \"coll\",\n"
 			    "     \"bytes\", \"algo\", \"proto\": names or null (NCCL's choice),\n"
-			    "     \"channels\"}] (one per rank and file, in rank order)}}\n");
+			    "     \"channels\", \"src\": who decided, or null for a log without it}]\n"
+			    "     (one per rank and file, in rank order)}}\n");

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/decision_src.h"
 #include "tools/cli.h"
 
 /* ---- flat JSON object lines ---- */
@@ -159,6 +160,8 @@ struct tr_ev {
 	uint64_t comm;
 	int rank;
 	int tid; /* assigned */
+	int src;    /* coll_done: decision source (runtime/decision_src.h), -1 none */
+	long pol;   /* coll_done: index into tr_model.pols, -1 none */
 };
 
 struct tr_comm {
@@ -185,7 +188,11 @@ struct tr_model {
 	struct tr_file *files;
 	size_t nfiles;
 	size_t bad_lines;
+	/* policy names ("file.bpf.o:prog@version") of coll_done lines, each once */
+	char (*pols)[96];
+	size_t npol, cappol;
 };
+
 
 /* open-addressing map id -> event index of the currently open event (per file) */
 struct tr_idmap {
@@ -254,6 +261,19 @@ static void *tr_grow(void *p, size_t *cap, size_t n, size_t elem)
 	}
 	*cap = nc;
 	return q;
+}
+
+/* The index of a policy name in m->pols (added once), -1 for none. */
+static long pol_index(struct tr_model *m, const char *name)
+{
+	if (!name || !*name)
+		return -1;
+	for (size_t i = 0; i < m->npol; i++)
+		if (!strcmp(m->pols[i], name))
+			return (long)i;
+	m->pols = tr_grow(m->pols, &m->cappol, m->npol, sizeof(*m->pols));
+	snprintf(m->pols[m->npol], sizeof(m->pols[0]), "%s", name);
+	return (long)m->npol++;
 }
 
 static int lane_of(const char *type)
@@ -381,6 +401,9 @@ static void tr_load_file(struct tr_model *m, int fi, FILE *f)
 			e->proto = (int)tr_i64(&l, "proto", -1);
 			e->nch = (int)tr_i64(&l, "nch", 0);
 			e->rank = (int)tr_i64(&l, "rank", 0);
+			const char *src = tr_get(&l, "src");
+			e->src = src ? nb_dsrc_from_name(src, strlen(src)) : -1;
+			e->pol = pol_index(m, tr_get(&l, "policy"));
 			m->n++;
 		}
 	}
@@ -682,6 +705,13 @@ static int tr_write(struct tr_model *m, FILE *o)
 				   "\"gpu_us\":%.3f",
 				e->comm, e->rank, (double)(e->t1 - e->t0) / 1000.0,
 				e->gpu1 > e->gpu0 ? (double)(e->gpu1 - e->gpu0) / 1000.0 : 0.0);
+		if (e->lane == LANE_COLL && e->src >= 0)
+			fprintf(o, ",\"decided_by\":\"%s\"", nb_dsrc_name((unsigned)e->src));
+		if (e->lane == LANE_COLL && e->pol >= 0) {
+			fputs(",\"policy\":\"", o);
+			json_esc(o, m->pols[e->pol]);
+			fputs("\"", o);
+		}
 		if (e->ch >= 0)
 			fprintf(o, ",\"channel\":%d", e->ch);
 		if (e->peer >= 0)
@@ -737,6 +767,7 @@ static void tr_free(struct tr_model *m)
 	free(m->ev);
 	free(m->comms);
 	free(m->files);
+	free(m->pols);
 }
 
 static int has_suffix(const char *s, const char *suf)

@@ -114,6 +114,12 @@ expect_same_fallback() {
 		[ -n "$f" ] && [ "$f" != none ] || { die "rank $r did not fall back"; continue; }
 		[ -z "$first" ] && first=$f
 		[ "$f" = "$first" ] || die "rank $r fell back at $f, another rank at $first"
+		# provenance (issue 27): the rank's decisions from there on say who decided (a
+		# rank without a profiler does not know its rank: its lines say -1)
+		local rk=$r
+		cat "$DIR"/log/*.jsonl 2>/dev/null | grep -q "\"rank\":$r," || rk=-1
+		cat "$DIR"/log/*.jsonl 2>/dev/null | grep "\"rank\":$rk," | grep -q '"src":"fallback"' ||
+			die "rank $r: no decision logged with \"src\":\"fallback\""
 	done
 	echo "   every rank fell back at collective $first"
 }

@@ -15,6 +15,7 @@
 
 #include "agree/agree.h"
 #include "agree/agree_internal.h"
+#include "runtime/decision_src.h"
 #include "test_util.h"
 
 #define THREADS 4
@@ -33,7 +34,7 @@ static void *worker(void *arg)
 		if (ac && ac->log_ring)
 			atomic_fetch_add(&logged_comms, 1);
 		for (uint64_t s = 0; s < 8; s++)
-			agree_log_decision(ac, s, 4, 4096, 1, 2, 0);
+			agree_log_decision(ac, s, 4, 4096, 1, 2, 0, NB_DSRC_POLICY, 0);
 		agree_comm_tuner_close(ac);
 		if (r % 16 == 0)
 			usleep(200); /* let the service pass in between */

@@ -15,7 +15,9 @@
 #include "plugin/chain/chain.h"
 #include "plugin/metrics/metrics.h"
 #include "plugin/profiler/profiler.h"
+#include "plugin/provenance.h"
 #include "plugin/tuner/tuner.h"
+#include "runtime/decision_src.h"
 #include "runtime/runtime.h"
 
 #define MAX_COMMS 4096
@@ -23,6 +25,7 @@
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int cfg_state; /* 0 unread, 1 enabled, 2 disabled */
+static bool file_on;           /* NCCLBPF_METRICS_FILE (else OTLP metrics only) */
 static char path[1024];
 static unsigned interval_s = 10;
 
@@ -35,6 +38,7 @@ static size_t n_free;
 struct metrics_tuner {
 	uint64_t comm_id;
 	_Atomic uint64_t decisions, changed;
+	_Atomic uint64_t by_src[NB_DSRC_COUNT];
 };
 static struct metrics_tuner tuners[MAX_TUNER_COMMS];
 static _Atomic uint32_t n_tuners;
@@ -54,9 +58,29 @@ static const uint64_t bucket_le_ns[METRICS_BUCKETS] = {
 	2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000,
 	1000000, 2500000, 5000000, 10000000, 25000000, 50000000, 100000000, 1000000000};
 
+/* bytes/s: a small collective runs at MB/s, NVLink at hundreds of GB/s */
+static const double bw_le[METRICS_BW_BUCKETS] = {
+	1e6, 1e7, 1e8, 5e8, 1e9, 2.5e9, 5e9, 1e10, 2.5e10, 5e10, 1e11, 2e11, 3e11, 4e11, 5e11, 1e12};
+
 double metrics_bucket_le(int i)
 {
 	return i >= 0 && i < METRICS_BUCKETS ? bucket_le[i] : 0;
+}
+
+double metrics_bw_bucket_le(int i)
+{
+	return i >= 0 && i < METRICS_BW_BUCKETS ? bw_le[i] : 0;
+}
+
+static struct metrics_out_hook {
+	void (*fn)(struct metrics_out *o);
+} extra;
+
+void metrics_set_extra(void (*fn)(struct metrics_out *o))
+{
+	pthread_mutex_lock(&cfg_lock);
+	extra.fn = fn;
+	pthread_mutex_unlock(&cfg_lock);
 }
 
 static void resolve_path(const char *v)
@@ -85,9 +109,11 @@ bool metrics_enabled(void)
 	if (!st) {
 		const char *v = getenv("NCCLBPF_METRICS_FILE");
 		st = 2;
+		file_on = false;
 		if (v && *v && strlen(v) < 900) {
 			resolve_path(v);
 			st = 1;
+			file_on = true;
 			const char *iv = getenv("NCCLBPF_METRICS_INTERVAL");
 			interval_s = 10;
 			if (iv && *iv) {
@@ -113,33 +139,44 @@ bool metrics_enabled(void)
 	return st == 1;
 }
 
+bool metrics_file_enabled(void)
+{
+	return metrics_enabled() && file_on;
+}
+
 const char *metrics_path(void)
 {
-	return metrics_enabled() ? path : "";
+	return metrics_file_enabled() ? path : "";
 }
 
 /* ---- rendering ---- */
-struct out {
+struct metrics_out {
 	char *buf;
 	size_t len, cap;
 	bool overflow;
 };
+#define out metrics_out
 
-static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emit(struct out *o, const char *fmt, ...)
+static void vemit(struct out *o, const char *fmt, va_list ap)
 {
 	if (o->overflow)
 		return;
-	va_list ap;
-	va_start(ap, fmt);
 	int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-	va_end(ap);
 	if (n < 0 || (size_t)n >= o->cap - o->len) {
 		o->overflow = true;
 		return;
 	}
 	o->len += (size_t)n;
 }
+
+void metrics_emit(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vemit(o, fmt, ap);
+	va_end(ap);
+}
+#define emit metrics_emit
 
 /* Label value: backslash, double quote and newline escaped (text format 0.0.4). */
 static void escape(char *dst, size_t cap, const char *s)
@@ -159,13 +196,13 @@ static void escape(char *dst, size_t cap, const char *s)
 	dst[j] = 0;
 }
 
-static const char *coll_name(unsigned c)
+const char *metrics_coll_name(unsigned c)
 {
 	static const char *const n[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
 					"AllReduce"};
 	return c < 5 ? n[c] : "unknown";
 }
-static const char *algo_name(int a)
+const char *metrics_algo_name(int a)
 {
 	static const char *const n[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain",
 					"NVLS", "NVLSTree", "PAT"};
@@ -173,22 +210,32 @@ static const char *algo_name(int a)
 		return "Symmetric";
 	return a >= 0 && a < 7 ? n[a] : "unknown";
 }
-static const char *proto_name(int p)
+const char *metrics_proto_name(int p)
 {
 	static const char *const n[] = {"LL", "LL128", "Simple"};
 	return p >= 0 && p < 3 ? n[p] : "none";
 }
+#define coll_name metrics_coll_name
+#define algo_name metrics_algo_name
+#define proto_name metrics_proto_name
 
-/* key: 1 << 31 | coll << 16 | band << 8 | algo index << 4 | proto index */
-static uint32_t series_key(uint32_t coll, uint32_t band, int algo, int proto)
+/* key: 1 << 31 | policy << 21 | src << 18 | coll << 15 | band << 8 | algo index << 4 |
+ * proto index (policy ids are < NB_POLICY_IDS = 2^10) */
+_Static_assert(NB_POLICY_IDS <= 1024 && NB_DSRC_COUNT <= 8, "series key fields");
+static uint32_t series_key(uint32_t coll, uint32_t band, int algo, int proto, unsigned src,
+			   uint32_t policy)
 {
 	uint32_t ai = algo == NCCLBPF_ALGO_SYMMETRIC ? 8u : algo >= 0 && algo < 7 ? (uint32_t)algo + 1 : 0;
 	uint32_t pi = proto >= 0 && proto < 3 ? (uint32_t)proto + 1 : 0;
-	return 1u << 31 | (coll & 7u) << 16 | (band & 0x7fu) << 8 | ai << 4 | pi;
+	return 1u << 31 | (policy & 0x3ffu) << 21 | (src & 7u) << 18 | (coll & 7u) << 15 |
+	       (band & 0x7fu) << 8 | ai << 4 | pi;
 }
-static void key_parts(uint32_t k, unsigned *coll, unsigned *band, int *algo, int *proto)
+static void key_parts(uint32_t k, unsigned *coll, unsigned *band, int *algo, int *proto,
+		      unsigned *src, uint32_t *policy)
 {
-	*coll = (k >> 16) & 7u;
+	*policy = (k >> 21) & 0x3ffu;
+	*src = (k >> 18) & 7u;
+	*coll = (k >> 15) & 7u;
 	*band = (k >> 8) & 0x7fu;
 	unsigned ai = (k >> 4) & 0xfu, pi = k & 0xfu;
 	*algo = ai == 8 ? NCCLBPF_ALGO_SYMMETRIC : (int)ai - 1;
@@ -196,7 +243,7 @@ static void key_parts(uint32_t k, unsigned *coll, unsigned *band, int *algo, int
 }
 
 /* size band label: the band's lower bound, 2^band bytes */
-static void band_label(char *dst, size_t cap, unsigned band)
+void metrics_band_label(char *dst, size_t cap, unsigned band)
 {
 	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	unsigned u = band / 10;
@@ -204,6 +251,7 @@ static void band_label(char *dst, size_t cap, unsigned band)
 		u = 4;
 	snprintf(dst, cap, "%llu%s", 1ull << (band - u * 10), unit[u]);
 }
+#define band_label metrics_band_label
 
 struct labels {
 	char comm[24], name[140], rank[16];
@@ -228,7 +276,7 @@ static double bus_factor(unsigned coll, int n_ranks)
 
 #define SERIES_LABELS                                                                        \
 	"comm=\"%s\",comm_name=\"%s\",rank=\"%s\",coll=\"%s\",size_band=\"%s\",algo=\"%s\","   \
-	"proto=\"%s\""
+	"proto=\"%s\",source=\"%s\",policy=\"%s\""
 
 static void render_series_family(struct out *o, int which)
 {
@@ -241,14 +289,18 @@ static void render_series_family(struct out *o, int which)
 			uint32_t k = atomic_load_explicit(&se->key, memory_order_acquire);
 			if (!k)
 				continue;
-			unsigned coll, band;
+			unsigned coll, band, src;
 			int algo, proto;
-			key_parts(k, &coll, &band, &algo, &proto);
-			char bl[32];
+			uint32_t policy;
+			key_parts(k, &coll, &band, &algo, &proto, &src, &policy);
+			char bl[32], pn[160], pe[200];
 			band_label(bl, sizeof(bl), band);
+			escape(pe, sizeof(pe), nb_policy_name(policy, pn, sizeof(pn)));
 			uint64_t timed = atomic_load_explicit(&se->timed, memory_order_relaxed);
 			uint64_t sum = atomic_load_explicit(&se->sum_ns, memory_order_relaxed);
-#define LV l.comm, l.name, l.rank, coll_name(coll), bl, algo_name(algo), proto_name(proto)
+#define LV                                                                                    \
+	l.comm, l.name, l.rank, coll_name(coll), bl, algo_name(algo), proto_name(proto),          \
+		nb_dsrc_name(src), pe
 			if (which == 0) {
 				emit(o, "ncclbpf_collectives_total{" SERIES_LABELS "} %" PRIu64 "\n", LV,
 				     atomic_load_explicit(&se->count, memory_order_relaxed));
@@ -278,6 +330,30 @@ static void render_series_family(struct out *o, int which)
 				emit(o, "ncclbpf_collective_bus_bandwidth_bytes_per_second{" SERIES_LABELS
 					"} %.6g\n",
 				     LV, bytes / ((double)sum * 1e-9));
+			} else if (which == 3) {
+				/* the busbw of each timed collective; _sum / _count is their mean */
+				uint64_t cum = 0;
+				for (int b = 0; b < METRICS_BW_BUCKETS; b++) {
+					cum += atomic_load_explicit(&se->bw_bucket[b],
+								    memory_order_relaxed);
+					emit(o, "ncclbpf_collective_busbw_bytes_per_second_bucket{"
+						SERIES_LABELS ",le=\"%g\"} %" PRIu64 "\n",
+					     LV, bw_le[b], cum);
+				}
+				uint64_t bw_count =
+					atomic_load_explicit(&se->bw_count, memory_order_relaxed);
+				if (bw_count < cum)
+					bw_count = cum;
+				emit(o, "ncclbpf_collective_busbw_bytes_per_second_bucket{" SERIES_LABELS
+					",le=\"+Inf\"} %" PRIu64 "\n",
+				     LV, bw_count);
+				emit(o, "ncclbpf_collective_busbw_bytes_per_second_sum{" SERIES_LABELS
+					"} %.6g\n",
+				     LV, 1e3 * (double)atomic_load_explicit(&se->bw_sum_kbps,
+									    memory_order_relaxed));
+				emit(o, "ncclbpf_collective_busbw_bytes_per_second_count{" SERIES_LABELS
+					"} %" PRIu64 "\n",
+				     LV, bw_count);
 			}
 #undef LV
 		}
@@ -303,6 +379,10 @@ static void render_locked(struct out *o)
 	family(o, "ncclbpf_collective_bus_bandwidth_bytes_per_second", "gauge",
 	       "Average bus bandwidth of the timed collectives (nccl-tests busbw convention).");
 	render_series_family(o, 2);
+	family(o, "ncclbpf_collective_busbw_bytes_per_second", "histogram",
+	       "Bus bandwidth of each timed collective (nccl-tests busbw convention); _sum / "
+	       "_count is the mean per collective.");
+	render_series_family(o, 3);
 
 	family(o, "ncclbpf_tuner_decisions_total", "counter",
 	       "Tuner calls (getCollInfo) per communicator.");
@@ -317,6 +397,21 @@ static void render_locked(struct out *o)
 	for (uint32_t i = 0; i < nt; i++)
 		emit(o, "ncclbpf_tuner_decisions_changed_total{comm=\"0x%" PRIx64 "\"} %" PRIu64 "\n",
 		     tuners[i].comm_id, atomic_load_explicit(&tuners[i].changed, memory_order_relaxed));
+	family(o, "ncclbpf_tuner_decisions_by_source_total", "counter",
+	       "Tuner calls per communicator by who decided: nccl, policy, pinned, env, call, "
+	       "fallback, inner (docs/observability.md).");
+	for (uint32_t i = 0; i < nt; i++)
+		for (int src = 1; src < NB_DSRC_COUNT; src++)
+			emit(o, "ncclbpf_tuner_decisions_by_source_total{comm=\"0x%" PRIx64
+				"\",source=\"%s\"} %" PRIu64 "\n",
+			     tuners[i].comm_id, nb_dsrc_name((unsigned)src),
+			     atomic_load_explicit(&tuners[i].by_src[src], memory_order_relaxed));
+	struct prov_counters pv;
+	prov_get_counters(&pv);
+	family(o, "ncclbpf_decision_provenance_misses_total", "counter",
+	       "Completed collectives of a communicator with a tuner whose decision record was "
+	       "not found (their source is \"unknown\").");
+	emit(o, "ncclbpf_decision_provenance_misses_total %" PRIu64 "\n", pv.misses);
 
 	struct profiler_counters pc;
 	profiler_get_counters(&pc);
@@ -367,6 +462,8 @@ static void render_locked(struct out *o)
 	     cc.profiler_errors);
 	emit(o, "ncclbpf_inner_plugin_errors_total{plugin=\"profiler\",kind=\"init\"} %" PRIu64 "\n",
 	     cc.profiler_init_failures);
+	if (extra.fn)
+		extra.fn(o);
 	family(o, "ncclbpf_metrics_writes_total", "counter", "Metrics file writes, by result.");
 	emit(o, "ncclbpf_metrics_writes_total{result=\"ok\"} %" PRIu64 "\n", atomic_load(&writes_ok));
 	emit(o, "ncclbpf_metrics_writes_total{result=\"error\"} %" PRIu64 "\n",
@@ -420,7 +517,7 @@ static int write_file(const char *text, size_t len, char *err, size_t errlen)
 
 int metrics_write_now(char *err, size_t errlen)
 {
-	if (!metrics_enabled()) {
+	if (!metrics_file_enabled()) {
 		snprintf(err, errlen, "NCCLBPF_METRICS_FILE not set");
 		return -ENOENT;
 	}
@@ -481,7 +578,7 @@ static void *writer_main(void *arg)
 static void start_writer(void)
 {
 	pthread_mutex_lock(&cfg_lock);
-	if (!writer_running && interval_s > 0) {
+	if (!writer_running && file_on && interval_s > 0) {
 		writer_stop = false;
 		if (pthread_create(&writer, NULL, writer_main, NULL) == 0)
 			writer_running = true;
@@ -505,6 +602,9 @@ struct metrics_comm *metrics_comm_open(uint64_t comm_id, const char *comm_name, 
 			memset(m, 0, sizeof(*m));
 			m->comm_id = comm_id;
 			snprintf(m->comm_name, sizeof(m->comm_name), "%s", comm_name ? comm_name : "");
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			m->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 			m->rank = rank;
 			m->n_ranks = n_ranks;
 			atomic_store(&m->live, true);
@@ -555,12 +655,12 @@ static struct metrics_series *series_of(struct metrics_comm *m, uint32_t key)
 }
 
 void metrics_observe(struct metrics_comm *m, const struct ncclbpf_profiler_ctx *pc, bool timed,
-		     uint64_t latency_ns)
+		     uint64_t latency_ns, unsigned src, uint32_t policy)
 {
 	if (!m || pc->coll_type >= NCCLBPF_NUM_COLLS)
 		return;
-	struct metrics_series *s =
-		series_of(m, series_key(pc->coll_type, pc->size_bucket, pc->algo, pc->proto));
+	struct metrics_series *s = series_of(
+		m, series_key(pc->coll_type, pc->size_bucket, pc->algo, pc->proto, src, policy));
 	if (!s) {
 		atomic_fetch_add_explicit(&m->overflow, 1, memory_order_relaxed);
 		return;
@@ -575,9 +675,20 @@ void metrics_observe(struct metrics_comm *m, const struct ncclbpf_profiler_ctx *
 	if (b < METRICS_BUCKETS)
 		atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->sum_ns, latency_ns, memory_order_relaxed);
-	atomic_fetch_add_explicit(
-		&s->bus_bytes, (uint64_t)((double)pc->n_bytes * bus_factor(pc->coll_type, m->n_ranks)),
-		memory_order_relaxed);
+	uint64_t bus = (uint64_t)((double)pc->n_bytes * bus_factor(pc->coll_type, m->n_ranks));
+	atomic_fetch_add_explicit(&s->bus_bytes, bus, memory_order_relaxed);
+	/* a zero latency (no timestamps) has no bandwidth: the highest bucket would lie */
+	if (latency_ns) {
+		double bw = (double)bus * 1e9 / (double)latency_ns;
+		int w = 0;
+		while (w < METRICS_BW_BUCKETS && bw > bw_le[w])
+			w++;
+		if (w < METRICS_BW_BUCKETS)
+			atomic_fetch_add_explicit(&s->bw_bucket[w], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->bw_sum_kbps, (uint64_t)(bw * 1e-3 + 0.5),
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->bw_count, 1, memory_order_relaxed);
+	}
 	atomic_fetch_add_explicit(&s->timed, 1, memory_order_release);
 }
 
@@ -593,13 +704,72 @@ struct metrics_tuner *metrics_tuner_open(uint64_t comm_id)
 	return &tuners[i];
 }
 
-void metrics_tuner_note(struct metrics_tuner *t, bool changed)
+void metrics_tuner_note(struct metrics_tuner *t, bool changed, unsigned src)
 {
 	if (!t)
 		return;
 	atomic_fetch_add_explicit(&t->decisions, 1, memory_order_relaxed);
 	if (changed)
 		atomic_fetch_add_explicit(&t->changed, 1, memory_order_relaxed);
+	if (src < NB_DSRC_COUNT)
+		atomic_fetch_add_explicit(&t->by_src[src], 1, memory_order_relaxed);
+}
+
+void metrics_foreach_point(void (*fn)(const struct metrics_point *p, void *arg), void *arg)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (size_t i = 0; i < n_comms; i++) {
+		struct metrics_comm *m = comms[i];
+		for (int s = 0; s < METRICS_SERIES; s++) {
+			struct metrics_series *se = &m->series[s];
+			uint32_t k = atomic_load_explicit(&se->key, memory_order_acquire);
+			if (!k)
+				continue;
+			struct metrics_point p;
+			memset(&p, 0, sizeof(p));
+			p.comm_id = m->comm_id;
+			p.comm_name = m->comm_name;
+			p.rank = m->rank;
+			p.n_ranks = m->n_ranks;
+			p.start_unix_ns = m->start_unix_ns;
+			key_parts(k, &p.coll, &p.band, &p.algo, &p.proto, &p.src, &p.policy);
+			/* buckets before the count, as the writer adds them in the other order:
+			 * the count covers every bucket read */
+			uint64_t cum = 0, bw_cum = 0;
+			for (int b = 0; b < METRICS_BUCKETS; b++)
+				cum += p.bucket[b] = atomic_load_explicit(&se->bucket[b],
+									  memory_order_relaxed);
+			for (int b = 0; b < METRICS_BW_BUCKETS; b++)
+				bw_cum += p.bw_bucket[b] = atomic_load_explicit(
+					&se->bw_bucket[b], memory_order_relaxed);
+			p.bw_sum = 1e3 * (double)atomic_load_explicit(&se->bw_sum_kbps,
+								      memory_order_relaxed);
+			p.sum_ns = atomic_load_explicit(&se->sum_ns, memory_order_relaxed);
+			p.bus_bytes = atomic_load_explicit(&se->bus_bytes, memory_order_relaxed);
+			p.timed = atomic_load_explicit(&se->timed, memory_order_acquire);
+			p.count = atomic_load_explicit(&se->count, memory_order_relaxed);
+			p.bw_count = atomic_load_explicit(&se->bw_count, memory_order_relaxed);
+			if (p.timed < cum)
+				p.timed = cum;
+			if (p.bw_count < bw_cum)
+				p.bw_count = bw_cum;
+			fn(&p, arg);
+		}
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void metrics_foreach_decisions(void (*fn)(uint64_t comm_id, unsigned src, uint64_t n,
+					  void *arg),
+			       void *arg)
+{
+	uint32_t nt = atomic_load(&n_tuners);
+	if (nt > MAX_TUNER_COMMS)
+		nt = MAX_TUNER_COMMS;
+	for (uint32_t i = 0; i < nt; i++)
+		for (unsigned src = 1; src < NB_DSRC_COUNT; src++)
+			fn(tuners[i].comm_id, src,
+			   atomic_load_explicit(&tuners[i].by_src[src], memory_order_relaxed), arg);
 }
 
 void metrics_reset_for_tests(void)

@@ -9,6 +9,7 @@
 #include "plugin/comm_channels.h"
 #include "plugin/metrics/metrics.h"
 #include "plugin/profiler/profiler.h"
+#include "plugin/provenance.h"
 #include "runtime/runtime.h"
 
 _Atomic uint64_t profiler_cnt_completed, profiler_cnt_faults;
@@ -22,6 +23,17 @@ void profiler_set_observer(profiler_observer_fn fn, void *arg)
 	atomic_store(&observer_fn, fn);
 }
 
+/* A policy's "label@version" as a JSON string body: the label is a file name, so quotes,
+ * backslashes and control bytes become '_' (tracing formats on NCCL's threads anyway). */
+static const char *trace_policy_name(uint32_t policy, char *buf, size_t len)
+{
+	nb_policy_name(policy, buf, len);
+	for (char *q = buf; *q; q++)
+		if (*q == '"' || *q == '\\' || (unsigned char)*q < 0x20)
+			*q = '_';
+	return buf;
+}
+
 static void coll_complete(struct profiler_event *e)
 {
 	struct profiler_ctx *c = e->ctx;
@@ -33,6 +45,8 @@ static void coll_complete(struct profiler_event *e)
 
 	struct ncclbpf_profiler_ctx pc;
 	memset(&pc, 0, sizeof(pc));
+	unsigned src = NB_DSRC_UNKNOWN;
+	uint32_t policy = 0;
 	pc.comm_id = c->comm_id;
 	pc.seq = e->seq;
 	pc.n_bytes = e->n_bytes;
@@ -81,18 +95,24 @@ static void coll_complete(struct profiler_event *e)
 		bool timed = e->expect_kch > 0 || !(c->mask & NB_PROF_KERNEL_CH);
 		if (timed)
 			profiler_latency_update(c, &pc);
+		/* who decided it (the tuner's record; only looked up for its consumers) */
+		if (c->metrics || c->trace)
+			prov_lookup(pc.comm_id, pc.coll_type, pc.seq, pc.n_bytes, &src, &policy);
 		if (c->metrics)
-			metrics_observe(c->metrics, &pc, timed, pc.gpu_ns ? pc.gpu_ns : pc.host_ns);
+			metrics_observe(c->metrics, &pc, timed, pc.gpu_ns ? pc.gpu_ns : pc.host_ns, src,
+					policy);
 	}
 	if (pc.n_channels)
 		comm_channels_record(pc.comm_id, (int)pc.n_channels);
 	atomic_fetch_add_explicit(&c->completed, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&profiler_cnt_completed, 1, memory_order_relaxed);
+	char pname[160];
 	if (c->trace)
 		trace_writer_line("{\"ev\":\"coll_done\",\"t\":%llu,\"id\":\"0x%llx\",\"ctx\":%u,"
 				  "\"comm\":\"0x%llx\",\"seq\":%llu,\"coll\":%d,\"bytes\":%llu,"
 				  "\"algo\":%d,\"proto\":%d,\"nch\":%u,\"rank\":%u,\"start\":%llu,"
-				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu,\"tag\":%llu}",
+				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu,\"tag\":%llu,"
+				  "\"src\":\"%s\",\"policy\":\"%s\"}",
 				  (unsigned long long)end, (unsigned long long)e->token, c->index,
 				  (unsigned long long)pc.comm_id, (unsigned long long)pc.seq,
 				  e->coll_type, (unsigned long long)pc.n_bytes, pc.algo, pc.proto,
@@ -100,7 +120,8 @@ static void coll_complete(struct profiler_event *e)
 				  (unsigned long long)pc.host_ns, (unsigned long long)pc.gpu_ns,
 				  (unsigned long long)profiler_gpu_to_host(
 					  c, g0 != UINT64_MAX ? g0 : 0),
-				  (unsigned long long)pc.user_tag);
+				  (unsigned long long)pc.user_tag, nb_dsrc_name(src),
+				  trace_policy_name(policy, pname, sizeof(pname)));
 	if (c->trace)
 		trace_writer_flush_periodic(end);
 	profiler_observer_fn fn = atomic_load_explicit(&observer_fn, memory_order_acquire);

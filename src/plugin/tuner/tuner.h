@@ -49,6 +49,7 @@
 
 struct chain_tuner;
 struct metrics_tuner;
+struct prov_comm;
 
 enum tuner_issue {
 	TUNER_ISSUE_FAULT = 0,          /* a program faulted at run time: its writes discarded */
@@ -161,6 +162,14 @@ struct tuner_comm {
 	uint64_t reload_stage_seq;
 	/* collectives on this comm, all types (ctx->comm_seq): stats.calls */
 	struct agree_comm *agree; /* agreement state (src/agree), NULL without comm_id */
+	/* decision provenance (runtime/decision_src.h): the ring the profiler reads (NULL when
+	 * nothing consumes it: no metrics, trace or OTLP export), whether NCCL_ALGO/NCCL_PROTO
+	 * restrict the table, and the last policy id interned (key: chain version << 8 |
+	 * program index), so that a decision interns only after a reload */
+	struct prov_comm *prov;
+	bool env_restricted;
+	uint64_t policy_key;
+	uint32_t policy_id;
 };
 
 /* Reload activation across ranks through the agreement layer (tuner_reload.c,

@@ -12,7 +12,10 @@
 #include "ncclbpf/ncclbpf.h"
 #include "plugin/chain/chain.h"
 #include "plugin/comm_channels.h"
+#include "plugin/env/env_plugin.h"
 #include "plugin/metrics/metrics.h"
+#include "plugin/profiler/profiler.h"
+#include "plugin/provenance.h"
 #include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
 
@@ -58,6 +61,13 @@ void tuner_note_issue(enum tuner_issue issue, const char *label, const char *det
 
 static void comm_go_straight(struct tuner_comm *tc);
 
+/* Whether anything reads the per-collective provenance: the metrics (file or OTLP), the
+ * timeline, OTLP spans. Decisions then take the general path, which records it. */
+static bool tuner_prov_wanted(void)
+{
+	return metrics_enabled() || trace_writer_enabled();
+}
+
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 		     nb_nccl_logger_t log, void **out)
 {
@@ -94,6 +104,15 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT | TUNER_LOG,
 			    "NCCLBPF_TUNER_SYM=%s not understood (pin|compete): using pin", sym);
 	tc->pin = pin != 0;
+	/* NCCL applied NCCL_ALGO / NCCL_PROTO to the table before we see it (entries -1): a
+	 * choice nobody overrides is then the environment's (read as NCCL reads it, through
+	 * the env plugin when it answers) */
+	const char *ea = env_plugin_lookup("NCCL_ALGO"), *ep = env_plugin_lookup("NCCL_PROTO");
+	tc->env_restricted = (ea && *ea) || (ep && *ep);
+	tc->stats.keep_src = tc->env_restricted ? NB_DSRC_ENV
+			     : tc->pin		? NB_DSRC_PINNED
+						: NB_DSRC_NCCL;
+	tc->prov = tuner_prov_wanted() ? prov_comm_open(comm_id) : NULL;
 	tc->metrics = metrics_tuner_open(comm_id);
 	tc->agree = agree_comm_tuner_open(comm_id, (uint32_t)n_ranks);
 	tuner_reload_comm_open(tc);
@@ -162,6 +181,7 @@ int tuner_comm_close(void *ctx)
 		    " changed by policy",
 		    tc->comm_id, atomic_load(&tc->stats.calls), atomic_load(&tc->stats.changed));
 	runtime_comm_unregister(&tc->stats);
+	prov_comm_close(tc->prov);
 	tuner_reload_comm_close(tc);
 	agree_comm_tuner_close(tc->agree);
 	if (tc->inner)
@@ -199,7 +219,7 @@ static inline void tuner_next_seq(struct tuner_comm *tc, int coll_type, size_t n
  * decisions until it holds. */
 static void comm_go_straight(struct tuner_comm *tc)
 {
-	if (!tc->straight && !tc->inner && !tc->metrics && tc->reload_slot < 0 &&
+	if (!tc->straight && !tc->inner && !tc->metrics && !tc->prov && tc->reload_slot < 0 &&
 	    map_epoch_uses_membarrier() && agree_tuner_passive(tc->agree)) {
 		map_epoch_seq_register(&tc->reader, &tc->stats.calls);
 		tc->straight = true;
@@ -251,14 +271,49 @@ static inline void apply_exit(struct tuner_comm *tc, bool straight)
 		runtime_chain_exit();
 }
 
+/* General path: a decision and who made it, to everything that records it (ctl status
+ * counters, the profiler's provenance ring, the decision log, the metrics). The straight
+ * path records nothing (runtime_comm_sources accounts for its decisions). */
+static void tuner_note_decision(struct tuner_comm *tc, uint64_t comm_seq, uint64_t seq,
+				int coll_type, size_t n_bytes, int algo, int proto, int n_channels,
+				unsigned src, uint32_t policy, bool changed)
+{
+	runtime_stat_inc(&tc->stats.src[src]);
+	if (changed)
+		runtime_stat_inc(&tc->stats.src_changed);
+	if (tc->prov)
+		prov_record(tc->prov, (unsigned)coll_type, seq, n_bytes, src, policy);
+	agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, algo, proto, n_channels, src,
+			   policy);
+	if (tc->metrics)
+		metrics_tuner_note(tc->metrics, changed, src);
+}
+
+/* The policy id of program i of chain (interned once per chain version and program). */
+static uint32_t tuner_policy_id(struct tuner_comm *tc, const struct nb_hook_chain *chain,
+				uint32_t i)
+{
+	if (i >= chain->len)
+		i = chain->len ? (uint32_t)chain->len - 1 : 0;
+	uint64_t key = chain->version << 8 | (i & 0xffu);
+	if (tc->policy_key != key || !tc->policy_id) {
+		tc->policy_id = nb_policy_id(chain->version, i, chain->len ? chain->items[i].label
+									   : "");
+		tc->policy_key = key;
+	}
+	return tc->policy_id;
+}
+
 /* After the chain ran (inside its section): applies the decision, leaves the section, logs
- * it. straight: the straight path (no decision log: agree_tuner_passive). Returns whether
- * a policy changed the table or the channel count. */
+ * it. straight: the straight path (no decision log: agree_tuner_passive; no provenance:
+ * tuner_note_decision). keep_src: the source when NCCL's choice is kept; decider: the
+ * program that last changed the outputs. Returns whether a policy changed the table or the
+ * channel count. */
 static inline __attribute__((always_inline)) bool
 tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 	    const struct ncclbpf_tuner_ctx *c, const struct tuner_fill_info *fill,
 	    uint64_t comm_seq, int coll_type, size_t n_bytes, float *table, int num_algo,
-	    int num_proto, int *n_channels, bool straight)
+	    int num_proto, int *n_channels, bool straight, unsigned keep_src, uint32_t decider)
 {
 	/* the straight path runs the active chain, which `ctl status` shows without our help
 	 * (runtime/control.h general_mark): a store per decision was 1-4 ns on size_aware */
@@ -272,7 +327,8 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 		if (tc->pin) /* the table is as the fill read it */
 			tuner_pin_filled(table, num_algo, num_proto, fill);
 		if (!straight)
-			agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+			tuner_note_decision(tc, comm_seq, c->seq, coll_type, n_bytes, -1, -1, 0,
+					    keep_src, 0, false);
 		return false;
 	}
 	struct tuner_applied applied;
@@ -290,11 +346,31 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
+	/* interned inside the section: the chain's labels are valid there */
+	uint32_t policy = !straight && changed ? tuner_policy_id(tc, chain, decider) : 0;
 	apply_exit(tc, straight);
 	if (!straight)
-		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, applied.algo,
-				   applied.proto, applied.n_channels);
+		tuner_note_decision(tc, comm_seq, c->seq, coll_type, n_bytes, applied.algo,
+				    applied.proto, applied.n_channels,
+				    changed ? NB_DSRC_POLICY : keep_src, policy, changed);
 	return changed;
+}
+
+/* The inner plugin's getCollInfo; whether it changed the table or the channel count (the
+ * first 64 entries compared: NCCL's tables are 7x3). */
+static bool tuner_inner_call(struct tuner_comm *tc, int coll_type, size_t n_bytes,
+			     int num_pipe_ops, float *table, int num_algo, int num_proto,
+			     int reg_buff, int *n_channels)
+{
+	float before[64];
+	size_t n = (size_t)num_algo * (size_t)num_proto;
+	if (n > 64)
+		n = 64;
+	memcpy(before, table, n * sizeof(float));
+	int ch = *n_channels;
+	chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops, table,
+			      num_algo, num_proto, reg_buff, n_channels);
+	return *n_channels != ch || memcmp(before, table, n * sizeof(float)) != 0;
 }
 
 static bool tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain,
@@ -320,7 +396,7 @@ tuner_decide_epoch(struct tuner_comm *tc, const struct nb_hook_chain *chain, uin
 	chain->epoch_entry((uint64_t)(uintptr_t)&c, sizeof(c));
 	map_epoch_exit_fast();
 	tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
-		    num_proto, n_channels, true);
+		    num_proto, n_channels, true, NB_DSRC_UNKNOWN, 0);
 }
 
 /* The decision path. The common case (a straight communicator, comm_go_straight, and a
@@ -361,7 +437,7 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 			c.comm_seq = comm_seq;
 			chain->direct_entry((uint64_t)(uintptr_t)&c, sizeof(c));
 			tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
-				    num_proto, n_channels, true);
+				    num_proto, n_channels, true, NB_DSRC_UNKNOWN, 0);
 			return NB_NCCL_SUCCESS;
 		}
 		chain = atomic_load_explicit(&runtime_hook_slots[NB_HOOK_TUNER], memory_order_acquire);
@@ -375,11 +451,8 @@ int tuner_get_coll_info(void *ctx, int coll_type, size_t n_bytes, int num_pipe_o
 	}
 	/* The chain stays valid until runtime_chain_exit (a reload frees it only after). */
 	const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_TUNER);
-	bool changed = tuner_decide_general(tc, chain, seq, comm_seq, coll_type, n_bytes,
-					    num_pipe_ops, table, num_algo, num_proto, reg_buff,
-					    n_channels);
-	if (tc->metrics)
-		metrics_tuner_note(tc->metrics, changed);
+	tuner_decide_general(tc, chain, seq, comm_seq, coll_type, n_bytes, num_pipe_ops, table,
+			     num_algo, num_proto, reg_buff, n_channels);
 	runtime_stat_inc(&tc->stats.general);
 	comm_go_straight(tc);
 	return NB_NCCL_SUCCESS;
@@ -394,12 +467,19 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 		     float *table, int num_algo, int num_proto, int reg_buff, int *n_channels)
 {
 	/* the inner plugin first: its edits are what the policies see as NCCL's choice */
+	bool inner_changed = false;
 	if (tc->inner)
-		chain_tuner_coll_info(tc->inner, tc->inner_ctx, coll_type, n_bytes, num_pipe_ops,
-				      table, num_algo, num_proto, reg_buff, n_channels);
+		inner_changed = tuner_inner_call(tc, coll_type, n_bytes, num_pipe_ops, table,
+						 num_algo, num_proto, reg_buff, n_channels);
+	/* who decided when nothing overrides NCCL's (or the inner plugin's) choice */
+	unsigned keep_src = inner_changed ? NB_DSRC_INNER : tc->stats.keep_src;
+	unsigned nochain_src = inner_changed	   ? NB_DSRC_INNER
+			       : tc->env_restricted ? NB_DSRC_ENV
+						    : NB_DSRC_NCCL;
 	if (!chain) {
 		runtime_chain_exit();
-		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		tuner_note_decision(tc, comm_seq, seq, coll_type, n_bytes, -1, -1, 0, nochain_src, 0,
+				    false);
 		return false;
 	}
 	/* agreed maps: activate the version due at comm_seq; after a failed agreement every
@@ -410,7 +490,8 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 		runtime_chain_exit();
 		if (tc->pin)
 			tuner_pin(table, num_algo, num_proto);
-		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		tuner_note_decision(tc, comm_seq, seq, coll_type, n_bytes, -1, -1, 0,
+				    NB_DSRC_FALLBACK, 0, false);
 		return false;
 	}
 	/* a reload activating across ranks: old or new chain, as the agreed view at comm_seq
@@ -422,7 +503,8 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 	if (!chain || chain->len == 0) {
 		agree_tuner_end();
 		runtime_chain_exit();
-		agree_log_decision(tc->agree, comm_seq, coll_type, n_bytes, -1, -1, 0);
+		tuner_note_decision(tc, comm_seq, seq, coll_type, n_bytes, -1, -1, 0, nochain_src, 0,
+				    false);
 		return false;
 	}
 
@@ -431,6 +513,7 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 	ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table, num_algo,
 			num_proto, &fill);
 	c.comm_seq = comm_seq;
+	uint32_t decider = 0;
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's
 		 * decision stands. */
@@ -444,11 +527,13 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 			c.n_channels = sn;
 			runtime_stat_inc(&tc->stats.faults);
 			note_issues(1u << TUNER_ISSUE_FAULT, chain->items[i].label, err);
+		} else if (c.algo != sa || c.proto != sp || c.n_channels != sn) {
+			decider = (uint32_t)i; /* the last program that changed the outputs */
 		}
 	}
 	agree_tuner_end();
 	return tuner_apply(tc, chain, &c, &fill, comm_seq, coll_type, n_bytes, table, num_algo,
-			   num_proto, n_channels, false);
+			   num_proto, n_channels, false, keep_src, decider);
 }
 
 /* Protocol grain NCCL rounds chunk sizes down to (§2.7): below it the chunk becomes 0 and
