@@ -10,7 +10,10 @@
  * ("unknown", counted as a miss).
  * With --straight: no consumer of provenance, so decisions take the straight path and the
  * status counters are derived (runtime_comm_sources); they must come out the same.
- * Usage: test_provenance PROV_SPLIT.bpf.o FAKE_TUNER.so | PROV_SPLIT.bpf.o --straight */
+ * With --job DIR: a mock-host job for run_prometheus.sh, writing ncclbpf_<pid>.prom into DIR
+ * (the node-exporter textfile directory) and nothing else.
+ * Usage: test_provenance PROV_SPLIT.bpf.o FAKE_TUNER.so | PROV_SPLIT.bpf.o --straight |
+ *        PROV_SPLIT.bpf.o --job DIR */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -395,6 +398,36 @@ static int straight_main(void)
 	TEST_DONE();
 }
 
+/* Two communicators of one mock-host job, the policy deciding; the metrics file is written
+ * at each finalize (the second carries the first's numbers no more: it is kept open). */
+static int job_main(const char *out)
+{
+	char p[300];
+	snprintf(p, sizeof(p), "%s/", out);
+	setenv("NCCLBPF_METRICS_FILE", p, 1);
+	setenv("NCCLBPF_METRICS_INTERVAL", "0", 1);
+	setenv("NCCLBPF_CONTROL", "off", 1);
+	setenv("NCCLBPF_AGREE", "off", 1);
+	unsetenv("NCCLBPF_TRACE");
+	unsetenv("NCCLBPF_DECISION_LOG");
+	prof_set_mode(NULL); /* the default with a metrics file: coll */
+	char first[96], second[96];
+	load_split(first, second, sizeof(first));
+	void *t = NULL;
+	tuner_comm_open(6, 0x70b, 4, 1, NULL, &t);
+	struct ph_host h;
+	ph_open_table(&h, 7, prof_table(7));
+	struct ph_comm pc;
+	CHECK(ph_comm_init(&h, &pc, 0x70b, "promjob", 1, 4, 0) == 0);
+	for (int i = 0; i < 3 * 50; i++)
+		collective(t, &pc, sizes[i % 3]);
+	CHECK(ph_comm_finalize(&pc) == 0); /* the file, with the final numbers */
+	if (t)
+		tuner_comm_close(t);
+	printf("policy %s, %s\n", first, second);
+	TEST_DONE();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -406,6 +439,8 @@ int main(int argc, char **argv)
 	unsetenv("NCCLBPF_TUNER_INNER");
 	if (!strcmp(argv[2], "--straight"))
 		return straight_main();
+	if (!strcmp(argv[2], "--job") && argc > 3)
+		return job_main(argv[3]);
 	snprintf(dir, sizeof(dir), "/tmp/nb_prov.XXXXXX");
 	CHECK(mkdtemp(dir) != NULL);
 	char p[300];

@@ -14,6 +14,7 @@
 
 #include "plugin/chain/chain.h"
 #include "plugin/metrics/metrics.h"
+#include "plugin/otlp/otlp.h"
 #include "plugin/profiler/profiler.h"
 #include "plugin/provenance.h"
 #include "plugin/tuner/tuner.h"
@@ -108,7 +109,7 @@ bool metrics_enabled(void)
 	st = atomic_load(&cfg_state);
 	if (!st) {
 		const char *v = getenv("NCCLBPF_METRICS_FILE");
-		st = 2;
+		st = otlp_metrics_enabled() ? 1 : 2;
 		file_on = false;
 		if (v && *v && strlen(v) < 900) {
 			resolve_path(v);
@@ -622,7 +623,9 @@ void metrics_comm_close(struct metrics_comm *m)
 	if (!m)
 		return;
 	char err[256];
-	metrics_write_now(err, sizeof(err)); /* the communicator's final numbers */
+	if (file_on)
+		metrics_write_now(err, sizeof(err)); /* the communicator's final numbers */
+	otlp_metrics_final(); /* and to the collector: its series go now */
 	pthread_mutex_lock(&reg_lock);
 	for (size_t i = 0; i < n_comms; i++) {
 		if (comms[i] != m)

@@ -13,6 +13,7 @@
 #include "agree/agree.h"
 #include "plugin/chain/chain.h"
 #include "plugin/metrics/metrics.h"
+#include "plugin/otlp/otlp.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/control.h"
 #include "runtime/runtime.h"
@@ -83,6 +84,9 @@ static int mode_from_env(void)
 	const char *t = getenv("NCCLBPF_TRACE");
 	if (t && *t)
 		return PROFILER_MODE_FULL;
+	/* per-collective metrics and spans need the completions */
+	if (metrics_enabled() || otlp_traces_enabled())
+		return PROFILER_MODE_COLL;
 	runtime_load_policies_from_env();
 	if (runtime_hook_chain(NB_HOOK_PROFILER) || runtime_find_map("ncclbpf_latency"))
 		return PROFILER_MODE_COLL;
@@ -383,6 +387,7 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 				  (unsigned long long)c->comm_id, c->comm_name, c->rank, c->n_ranks,
 				  c->n_nodes, version, mode);
 	runtime_status_provider("profiler", profiler_status);
+	otlp_comm_open(c->comm_id, c->comm_name); /* starts the exporter when export is on */
 	runtime_control_acquire(); /* released by finalize */
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | NB_LOG_PROFILE,
 		    "profiler v%d: comm 0x%llx rank %d/%d mode %s, event mask 0x%x, pool %u, "
@@ -839,6 +844,8 @@ int profiler_finalize(void *context)
 	c->metrics = NULL;
 	pthread_mutex_unlock(&ctx_lock);
 	metrics_comm_close(metrics); /* writes the file with this communicator's final numbers */
+	if (was_live)
+		otlp_comm_close(c->comm_id); /* the last one flushes the exporter (bounded) */
 	if (inner)
 		chain_profiler_finalize(inner, ictx);
 	agree_comm_profiler_close(c->comm_id);

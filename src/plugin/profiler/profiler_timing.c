@@ -8,6 +8,7 @@
 #include "agree/agree.h"
 #include "plugin/comm_channels.h"
 #include "plugin/metrics/metrics.h"
+#include "plugin/otlp/otlp.h"
 #include "plugin/profiler/profiler.h"
 #include "plugin/provenance.h"
 #include "runtime/runtime.h"
@@ -96,11 +97,14 @@ static void coll_complete(struct profiler_event *e)
 		if (timed)
 			profiler_latency_update(c, &pc);
 		/* who decided it (the tuner's record; only looked up for its consumers) */
-		if (c->metrics || c->trace)
+		bool spans = otlp_traces_enabled() && (pc.flags & NCCLBPF_PROF_F_GPU_TIMED);
+		if (c->metrics || c->trace || spans)
 			prov_lookup(pc.comm_id, pc.coll_type, pc.seq, pc.n_bytes, &src, &policy);
 		if (c->metrics)
 			metrics_observe(c->metrics, &pc, timed, pc.gpu_ns ? pc.gpu_ns : pc.host_ns, src,
 					policy);
+		if (spans)
+			otlp_span_submit(&pc, src, policy);
 	}
 	if (pc.n_channels)
 		comm_channels_record(pc.comm_id, (int)pc.n_channels);

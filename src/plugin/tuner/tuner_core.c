@@ -14,6 +14,7 @@
 #include "plugin/comm_channels.h"
 #include "plugin/env/env_plugin.h"
 #include "plugin/metrics/metrics.h"
+#include "plugin/otlp/otlp.h"
 #include "plugin/profiler/profiler.h"
 #include "plugin/provenance.h"
 #include "plugin/tuner/tuner.h"
@@ -65,7 +66,7 @@ static void comm_go_straight(struct tuner_comm *tc);
  * timeline, OTLP spans. Decisions then take the general path, which records it. */
 static bool tuner_prov_wanted(void)
 {
-	return metrics_enabled() || trace_writer_enabled();
+	return metrics_enabled() || trace_writer_enabled() || otlp_traces_enabled();
 }
 
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
