@@ -70,5 +70,27 @@ check "latency histogram quantile" \
 	'histogram_quantile(0.5, sum by (le) (ncclbpf_collective_latency_seconds_bucket{comm="0x70b"}))' '"resultType":"vector","result":\[{'
 check "busbw histogram" 'sum(ncclbpf_collective_busbw_bytes_per_second_count{comm="0x70b"})' '"150"\]'
 check "decisions by source" 'ncclbpf_tuner_decisions_by_source_total{comm="0x70b",source="policy"}' '"100"\]'
+# docs/grafana/ncclbpf.json: every panel's query runs on this Prometheus (variables as "All")
+DASH=$(dirname "$0")/../../docs/grafana/ncclbpf.json
+if [ -f "$DASH" ]; then
+	n=0
+	while IFS= read -r expr; do
+		out=$(q "$expr") && echo "$out" | grep -q '"status":"success"' ||
+			die "dashboard query failed: $expr -> $out"
+		n=$((n + 1))
+	done < <(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+def panels(ps):
+    for p in ps:
+        yield p
+        yield from panels(p.get("panels", []))
+for p in panels(d["panels"]):
+    for t in p.get("targets", []):
+        print(t["expr"].replace("$comm", ".*").replace("$coll", ".*").replace("$__rate_interval", "1m"))
+' "$DASH")
+	[ "$n" -gt 0 ] || die "no query in $DASH"
+	echo "   ok: $n dashboard queries accepted by Prometheus"
+fi
 [ $fail = 0 ] && echo "1 passed, 0 failed" || echo "0 passed, 1 failed"
 exit $fail
