@@ -15,7 +15,6 @@
 #include "plugin/env/env_plugin.h"
 #include "plugin/metrics/metrics.h"
 #include "plugin/otlp/otlp.h"
-#include "plugin/profiler/profiler.h"
 #include "plugin/provenance.h"
 #include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
@@ -66,7 +65,10 @@ static void comm_go_straight(struct tuner_comm *tc);
  * timeline, OTLP spans. Decisions then take the general path, which records it. */
 static bool tuner_prov_wanted(void)
 {
-	return metrics_enabled() || trace_writer_enabled() || otlp_traces_enabled();
+	/* the timeline by its variable: opening it here would make a tuner-only process write
+	 * a trace file */
+	const char *tr = getenv("NCCLBPF_TRACE");
+	return metrics_enabled() || (tr && *tr) || otlp_traces_enabled();
 }
 
 void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
