@@ -74,8 +74,11 @@ static int prepare_verify(struct ncclbpf_program *prog, const struct nb_hook_des
 	struct nb_verifier_opts vopts = {.budget = budget, .mem_size = mem_size,
 					 .allow_rank_local = runtime_env_rank_local_allowed()};
 	struct nb_verifier_diag diag;
+	struct nb_verifier_warnings warns;
 
 	memset(&diag, 0, sizeof(diag));
+	memset(&warns, 0, sizeof(warns));
+	vopts.warnings = &warns;
 	free(prog->visited);
 	prog->visited = calloc(prog->nbp->insn_cnt ? prog->nbp->insn_cnt : 1, 1);
 	if (!prog->visited) {
@@ -84,6 +87,14 @@ static int prepare_verify(struct ncclbpf_program *prog, const struct nb_hook_des
 	}
 	vopts.visited = prog->visited;
 	int rc = runtime_check_program(nbo, prog->nbp, h, &vopts, &diag, NULL, err, errlen);
+	/* accepted code the ISA defines but that is likely a mistake (a divisor that may be
+	 * zero): said once per instruction at load, never on a run */
+	for (size_t i = 0; rc == 0 && i < warns.count && i < NB_VERIFIER_MAX_WARNINGS; i++) {
+		char w[1024];
+		verifier_format_diag(&warns.w[i], prog->nbp, w, sizeof(w));
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "program '%s' of %s: %s", prog->nbp->name,
+			    prog->obj->name, w);
+	}
 	if (rc == 0)
 		return 0;
 	free(prog->visited); /* rejected (or warn mode): nothing is known to be dead */

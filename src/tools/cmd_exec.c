@@ -6,8 +6,9 @@
  * exit 1.
  *
  * Modes: the default and --interpret run the checked interpreter (conformance programs are
- * not verified, so every access is bounds-checked); --jit runs JIT code. --verify=on runs
- * the verifier first, describing r1 as exactly len bytes. */
+ * not verified by default, so every access is bounds-checked); --jit runs JIT code, which
+ * is only ever made from verified code, so --jit verifies (--verify=off with it is
+ * refused). --verify=on runs the verifier first, describing r1 as exactly len bytes. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,11 +179,14 @@ NCCLBPF_CLI_COMMAND(
 		"options:\n"
 		"  MEMHEX         the memory, as hex bytes (\"01 02 03 04\")\n"
 		"  --interpret    run in the checked interpreter (default: every access is\n"
-		"                 bounds-checked, as conformance programs are not verified)\n"
-		"  --jit          run JIT-compiled code\n"
+		"                 bounds-checked, so the program need not be verified)\n"
+		"  --jit          run JIT-compiled code; only verified code is compiled, so\n"
+		"                 --jit verifies (as --verify=on)\n"
 		"  --elf          stdin holds an ELF object: program `main`, else the first\n"
-		"  --verify=on    verify first (r1 described as exactly MEMHEX's length)\n"
-		"  --verify=off   do not verify (default)\n"
+		"  --verify=on    verify first (r1 described as exactly MEMHEX's length); the\n"
+		"                 default with --jit\n"
+		"  --verify=off   do not verify: the default with --interpret, refused with\n"
+		"                 --jit\n"
 		"  --debug        print the runtime's log lines on stderr\n"
 		"\n"
 		"exit status: 0 r0 printed; 1 the program was refused or faulted (message on\n"

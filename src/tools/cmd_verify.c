@@ -38,18 +38,18 @@ struct verify_opts {
 static void print_diag(FILE *f, const struct nb_verifier_diag *d, const struct nb_program *p,
 		       bool color)
 {
-	const char *b = color ? C_BOLD : "", *red = color ? C_RED : "",
+	const char *b = color ? C_BOLD : "", *red = color ? (d->warning ? C_MAGENTA : C_RED) : "",
 		   *green = color ? C_GREEN : "", *rst = color ? C_RESET : "";
-	const char *file = d->file ? d->file : p->name;
+	const char *file = d->file ? d->file : p->name, *sev = d->warning ? "warning" : "error";
 	if (d->line && d->col)
-		fprintf(f, "%s%s:%u:%u:%s %serror:%s %s%s%s [%s]\n", b, file, d->line, d->col, rst,
-			red, rst, b, d->msg, rst, verifier_err_code(d->code));
+		fprintf(f, "%s%s:%u:%u:%s %s%s:%s %s%s%s [%s]\n", b, file, d->line, d->col, rst,
+			red, sev, rst, b, d->msg, rst, verifier_diag_code(d));
 	else if (d->line)
-		fprintf(f, "%s%s:%u:%s %serror:%s %s%s%s [%s]\n", b, file, d->line, rst, red, rst, b,
-			d->msg, rst, verifier_err_code(d->code));
+		fprintf(f, "%s%s:%u:%s %s%s:%s %s%s%s [%s]\n", b, file, d->line, rst, red, sev, rst,
+			b, d->msg, rst, verifier_diag_code(d));
 	else
-		fprintf(f, "%s%s:%s %serror:%s %s%s%s [%s]\n", b, file, rst, red, rst, b, d->msg, rst,
-			verifier_err_code(d->code));
+		fprintf(f, "%s%s:%s %s%s:%s %s%s%s [%s]\n", b, file, rst, red, sev, rst, b, d->msg,
+			rst, verifier_diag_code(d));
 	if (d->line && d->line_src && d->line_src[0]) {
 		const char *s = d->line_src;
 		size_t indent = strspn(s, " \t");
@@ -113,8 +113,8 @@ static void json_diag(struct cli_json *j, const struct nb_verifier_diag *d,
 		cli_json_null(j, "line");
 		cli_json_null(j, "column");
 	}
-	cli_json_str(j, "code", verifier_err_code(d->code));
-	cli_json_str(j, "severity", "error");
+	cli_json_str(j, "code", verifier_diag_code(d));
+	cli_json_str(j, "severity", d->warning ? "warning" : "error");
 	cli_json_str(j, "message", d->msg);
 	cli_json_uint(j, "insn", d->insn);
 	cli_json_str(j, "instruction", ins);
@@ -172,6 +172,8 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 		struct nb_verifier_diag diag;
 		struct nb_verifier_stats st;
 		char cerr[1024];
+		struct nb_verifier_warnings warns;
+		memset(&warns, 0, sizeof(warns));
 		memset(&st, 0, sizeof(st));
 		memset(&diag, 0, sizeof(diag));
 		int rc = 0;
@@ -197,9 +199,16 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 					fprintf(stderr, "%s: warning: %s\n", path, note);
 			}
 			struct nb_verifier_opts opts = { .budget = vo->budget,
-							 .allow_rank_local = vo->allow_rank_local };
+							 .allow_rank_local = vo->allow_rank_local,
+							 .warnings = &warns };
 			rc = runtime_check_program(obj, p, hook, &opts, &diag, &st, cerr,
 						   sizeof(cerr));
+			size_t nw = warns.count < NB_VERIFIER_MAX_WARNINGS ? warns.count
+									   : NB_VERIFIER_MAX_WARNINGS;
+			for (size_t w = 0; w < nw && !vo->json; w++)
+				print_diag(stdout, &warns.w[w], p, vo->color);
+			if (warns.count > nw && !vo->json)
+				printf("  (%zu more warnings)\n", warns.count - nw);
 			if (rc == -EACCES) {
 				verdict = "rejected";
 				status = CLI_EXIT_REFUSED;
@@ -241,6 +250,8 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 		cli_json_str(j, "verdict", verdict);
 		cli_json_str(j, "note", note);
 		cli_json_array(j, "diagnostics");
+		for (size_t w = 0; w < warns.count && w < NB_VERIFIER_MAX_WARNINGS; w++)
+			json_diag(j, &warns.w[w], p);
 		if (rc == -EACCES)
 			json_diag(j, &diag, p);
 		cli_json_end(j);
@@ -388,7 +399,8 @@ NCCLBPF_CLI_COMMAND(
 		"        \"note\": string or null (--type mismatch, no hook, internal error),\n"
 		"        \"diagnostics\": [{\"file\": string or null, \"line\", \"column\": "
 		"numbers or null,\n"
-		"          \"code\": \"E-...\", \"severity\": \"error\", \"message\", "
+		"          \"code\": \"E-...\" or \"W-...\", \"severity\": \"error\" | \"warning\",\n"
+		"          \"message\", "
 		"\"instruction\",\n"
 		"          \"source\": strings (source null when unknown), \"insn\": number}],\n"
 		"        \"stats\": {\"insns\", \"processed\", \"states_stored\", "

@@ -57,11 +57,15 @@ enum nb_verr {
 	NB_VERR_POINTER_CMP,       /* comparison whose outcome depends on an address */
 	NB_VERR_MISALIGNED,        /* atomic not naturally aligned */
 	NB_VERR_WRITEONLY_MAP,     /* read of a map programs may only write (BPF_F_WRONLY_PROG) */
+	NB_VERR_COST,              /* worst-case instructions per run above the hook's limit */
 	NB_VERR_COUNT
 };
 
 /* "E-NULL-DEREF", ... */
 const char *verifier_err_code(enum nb_verr code);
+struct nb_verifier_diag;
+/* The code of a diagnostic as printed: "E-..." for an error, "W-..." for a warning. */
+const char *verifier_diag_code(const struct nb_verifier_diag *diag);
 
 struct nb_verifier_diag {
 	enum nb_verr code;
@@ -71,6 +75,16 @@ struct nb_verifier_diag {
 	uint32_t col;
 	const char *line_src; /* source text of the line, or NULL */
 	char msg[512];     /* one line a policy author can act on */
+	bool warning;      /* a warning (accepted program), not the rejection */
+};
+
+/* Warnings of an accepted (or rejected) program: code the ISA defines but that is most
+ * likely a mistake (a divisor that may be zero). One per instruction, the first
+ * NB_VERIFIER_MAX_WARNINGS kept; count says how many there were. */
+#define NB_VERIFIER_MAX_WARNINGS 8
+struct nb_verifier_warnings {
+	size_t count;
+	struct nb_verifier_diag w[NB_VERIFIER_MAX_WARNINGS];
 };
 
 struct nb_verifier_stats {
@@ -99,6 +113,8 @@ struct nb_verifier_opts {
 	/* Walk every loop iteration by iteration (no widening, verifier_widen.c): for A/B
 	 * comparisons in tests and benchmarks. */
 	bool no_widen;
+	/* Optional: filled with the warnings of the run (cleared first). */
+	struct nb_verifier_warnings *warnings;
 };
 
 /* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */

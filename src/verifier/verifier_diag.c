@@ -38,6 +38,12 @@ static const char *const codes[NB_VERR_COUNT] = {
 	[NB_VERR_POINTER_CMP] = "E-POINTER-CMP",
 	[NB_VERR_MISALIGNED] = "E-MISALIGNED",
 	[NB_VERR_WRITEONLY_MAP] = "E-WRITEONLY-MAP",
+	[NB_VERR_COST] = "E-COST",
+};
+
+/* the codes that can also be warnings */
+static const char *const warn_codes[NB_VERR_COUNT] = {
+	[NB_VERR_DIV_ZERO] = "W-DIV-ZERO",
 };
 
 const char *verifier_err_code(enum nb_verr code)
@@ -45,6 +51,13 @@ const char *verifier_err_code(enum nb_verr code)
 	if ((unsigned)code >= NB_VERR_COUNT || !codes[code])
 		return "E-UNKNOWN";
 	return codes[code];
+}
+
+const char *verifier_diag_code(const struct nb_verifier_diag *diag)
+{
+	if (diag->warning && (unsigned)diag->code < NB_VERR_COUNT && warn_codes[diag->code])
+		return warn_codes[diag->code];
+	return verifier_err_code(diag->code);
 }
 
 static const struct nb_line_info *line_for(const struct nb_program *prog, size_t insn)
@@ -68,12 +81,9 @@ uint32_t verifier_source_line(const struct verifier_env *env, size_t insn)
 	return li ? li->line : 0;
 }
 
-int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
+static void diag_fill(const struct verifier_env *env, struct nb_verifier_diag *d,
+		      enum nb_verr code, size_t insn, const char *fmt, va_list ap)
 {
-	if (env->failed)
-		return -EACCES;
-	env->failed = true;
-	struct nb_verifier_diag *d = env->diag;
 	memset(d, 0, sizeof(*d));
 	d->code = code;
 	d->insn = insn;
@@ -84,11 +94,34 @@ int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *f
 		d->col = li->col;
 		d->line_src = li->line_src;
 	}
+	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+}
+
+int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
+{
+	if (env->failed)
+		return -EACCES;
+	env->failed = true;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+	diag_fill(env, env->diag, code, insn, fmt, ap);
 	va_end(ap);
 	return -EACCES;
+}
+
+void vwarn(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
+{
+	struct nb_verifier_warnings *w = env->warnings;
+	if (!w || (env->insn_flags[insn] & VF_WARNED))
+		return;
+	env->insn_flags[insn] |= VF_WARNED; /* once per instruction, whatever the paths */
+	if (w->count++ >= NB_VERIFIER_MAX_WARNINGS)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	diag_fill(env, &w->w[w->count - 1], code, insn, fmt, ap);
+	va_end(ap);
+	w->w[w->count - 1].warning = true;
 }
 
 const char *vtype_name(uint8_t type)

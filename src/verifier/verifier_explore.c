@@ -11,9 +11,9 @@
  *    never leave, reported as E-INFINITE-LOOP at the back-edge jump (the loop condition in
  *    C) with the loop head named in the message. Loops are otherwise simulated iteration
  *    by iteration under the processed-instruction budget (E-BUDGET, same reporting).
- *  - strict on purpose: a divisor whose range contains 0, variable stack offsets, pointer
- *    comparisons never narrowing, unreachable code, and helper buffers that are not fully
- *    initialised are all rejected.
+ *  - strict on purpose: pointer comparisons never narrowing, unreachable code, and helper
+ *    buffers that are not fully initialised are rejected; a divisor that may be zero is
+ *    accepted (the ISA defines the result) with a warning.
  *  - memory per run is bounded: at most MAX_RECORDS_PER_INSN stored states per insn (stale
  *    ones evicted after repeated misses), VERIFIER_MAX_RECORDS in all, and
  *    VERIFIER_MAX_PENDING branches waiting.
@@ -189,18 +189,27 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 			    d);
 	}
 	if (op == BPF_DIV || op == BPF_MOD) {
+		/* Defined by the ISA (RFC 9669) and accepted as Linux does: x / 0 = 0, x % 0 = x
+		 * (scalar_bounds.c models it; the interpreters and the JIT implement it). A
+		 * divisor that may be zero is most likely a missing check: say so once. */
+		const char *what = op == BPF_DIV ? "the quotient is then 0"
+						 : "the remainder is then the dividend";
 		if (!x && in->imm == 0)
-			return verr(env, NB_VERR_DIV_ZERO, pc, "%s by the constant 0",
-				    op == BPF_DIV ? "division" : "modulo");
+			vwarn(env, NB_VERR_DIV_ZERO, pc, "%s by the constant 0: %s",
+			      op == BPF_DIV ? "division" : "modulo", what);
 		if (x) {
 			bool zero = alu32 ? src.s.u32min == 0 : src.s.umin == 0;
-			if (zero)
-				return verr(env, NB_VERR_DIV_ZERO, pc,
-					    "divisor r%u may be zero (%s range [%llu, %llu]); check it "
-					    "is non-zero before dividing",
-					    in->src_reg, alu32 ? "32-bit" : "its",
-					    (unsigned long long)(alu32 ? src.s.u32min : src.s.umin),
-					    (unsigned long long)(alu32 ? src.s.u32max : src.s.umax));
+			bool always = alu32 ? src.s.u32max == 0 : src.s.umax == 0;
+			if (always)
+				vwarn(env, NB_VERR_DIV_ZERO, pc, "divisor r%u is 0 on some path: %s",
+				      in->src_reg, what);
+			else if (zero)
+				vwarn(env, NB_VERR_DIV_ZERO, pc,
+				      "divisor r%u may be zero (%s range [%llu, %llu]): %s; check it "
+				      "is non-zero if that is not intended",
+				      in->src_reg, alu32 ? "32-bit" : "its",
+				      (unsigned long long)(alu32 ? src.s.u32min : src.s.umin),
+				      (unsigned long long)(alu32 ? src.s.u32max : src.s.umax), what);
 			vreg_mark_precise(env, &src);
 		}
 	}
@@ -832,7 +841,9 @@ static void reset_run(struct verifier_env *env)
 	memset(env->inprogress, 0, n * sizeof(*env->inprogress));
 	memset(env->live, 0, VERIFIER_LIVE_BUCKETS * sizeof(*env->live));
 	for (size_t i = 0; i < n; i++)
-		env->insn_flags[i] &= (uint8_t)~VF_VISITED;
+		env->insn_flags[i] &= (uint8_t)~(VF_VISITED | VF_WARNED);
+	if (env->warnings)
+		memset(env->warnings, 0, sizeof(*env->warnings));
 	if (env->taint_src)
 		memset(env->taint_src, 0, n * sizeof(*env->taint_src));
 	env->nrecords = 0;
@@ -882,6 +893,9 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	env->hook = hook;
 	env->diag = diag;
 	env->mem_size = opts ? opts->mem_size : 0;
+	env->warnings = opts ? opts->warnings : NULL;
+	if (env->warnings)
+		memset(env->warnings, 0, sizeof(*env->warnings));
 	env->budget = opts && opts->budget ? opts->budget : hook->loop_budget;
 	if (!env->budget)
 		env->budget = 1000000;

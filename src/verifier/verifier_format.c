@@ -12,13 +12,14 @@ int verifier_format_diag(const struct nb_verifier_diag *diag, const struct nb_pr
 	    isa_disasm_insn(prog->insns, prog->insn_cnt, diag->insn, ins, sizeof(ins)) < 0)
 		snprintf(ins, sizeof(ins), "(cannot disassemble)");
 	const char *file = diag->file ? diag->file : (prog ? prog->name : "program");
+	const char *sev = diag->warning ? "warning" : "error";
 	int n;
 	if (diag->line)
-		n = snprintf(buf, buflen, "%s:%u:%u: error: %s [%s]\n", file, diag->line, diag->col,
-			     diag->msg, verifier_err_code(diag->code));
+		n = snprintf(buf, buflen, "%s:%u:%u: %s: %s [%s]\n", file, diag->line, diag->col,
+			     sev, diag->msg, verifier_diag_code(diag));
 	else
-		n = snprintf(buf, buflen, "%s: error: %s [%s]\n", file, diag->msg,
-			     verifier_err_code(diag->code));
+		n = snprintf(buf, buflen, "%s: %s: %s [%s]\n", file, sev, diag->msg,
+			     verifier_diag_code(diag));
 	size_t used = n > 0 ? (size_t)n : 0;
 	if (diag->line && diag->line_src && diag->line_src[0]) {
 		const char *s = diag->line_src;

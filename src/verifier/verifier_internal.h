@@ -224,6 +224,7 @@ struct verifier_env {
 	uint32_t mem_size;
 	uint64_t budget;
 	struct nb_verifier_diag *diag;
+	struct nb_verifier_warnings *warnings; /* NULL: not collected */
 	struct nb_verifier_stats stats;
 	uint8_t *insn_flags; /* per insn: VF_* */
 	struct vrecord **records; /* per insn: fully explored states (pruning candidates) */
@@ -266,6 +267,7 @@ struct verifier_env {
 #define VF_REACHED 0x08   /* statically reachable */
 #define VF_LOOP_HEAD 0x10 /* target of a backward jump */
 #define VF_VISITED 0x20   /* executed by some explored path */
+#define VF_WARNED 0x40    /* a warning was recorded for it */
 
 #define VERIFIER_MAX_PENDING 8192
 #define VERIFIER_MAX_RECORDS 16384
@@ -314,6 +316,9 @@ int verifier_liveness(struct verifier_env *env);
 
 /* diagnostics (verifier_diag.c): records the first error; always returns -EACCES */
 int verr(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* records a warning (opts->warnings), once per instruction */
+void vwarn(struct verifier_env *env, enum nb_verr code, size_t insn, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 const char *vtype_name(uint8_t type);
 /* source line of insn from BTF line info, 0 when unknown */

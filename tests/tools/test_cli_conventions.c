@@ -263,21 +263,21 @@ static void test_verify(void)
 	CHECK_STR_CONTAINS(out, "names no hook");
 
 	/* caret under the column; no escape codes when stdout is not a terminal */
-	CHECK(run("./ncclbpf verify policies/unsafe/div_by_input.bpf.o") == 1);
-	CHECK_STR_CONTAINS(out, "div_by_input.bpf.c:6:22: error: ");
-	CHECK_STR_CONTAINS(out, "     6 | return ctx->n_ranks / ctx->n_nodes;");
-	/* column 22 of "\treturn ctx->n_ranks / ..." is the '/', shown without the tab */
-	CHECK_STR_CONTAINS(out, "\n       |                     ^\n");
+	CHECK(run("./ncclbpf verify policies/unsafe/null_deref.bpf.o") == 1);
+	CHECK_STR_CONTAINS(out, "null_deref.bpf.c:16:12: error: ");
+	CHECK_STR_CONTAINS(out, "    16 | return v->count;");
+	/* column 12 of "\treturn v->count;" is the '-', shown without the tab */
+	CHECK_STR_CONTAINS(out, "\n       |           ^\n");
 	CHECK(strchr(out, '\033') == NULL);
 	/* colour on a terminal (script(1) gives the command a pty), none with NO_COLOR */
 	if (access("/usr/bin/script", X_OK) == 0) {
 		CHECK(run("env -u NO_COLOR TERM=xterm script -qec './ncclbpf verify "
-			  "policies/unsafe/div_by_input.bpf.o' /dev/null") == 1);
+			  "policies/unsafe/null_deref.bpf.o' /dev/null") == 1);
 		CHECK(strstr(out, "\033[1;31merror:") != NULL);
 		CHECK(strstr(out, "\033[1;32m^") != NULL);
 		CHECK(run("NO_COLOR=1 TERM=xterm script -qec './ncclbpf verify "
-			  "policies/unsafe/div_by_input.bpf.o' /dev/null") == 1);
-		CHECK_STR_CONTAINS(out, "E-DIV-ZERO");
+			  "policies/unsafe/null_deref.bpf.o' /dev/null") == 1);
+		CHECK_STR_CONTAINS(out, "E-NULL-DEREF");
 		CHECK(strchr(out, '\033') == NULL);
 	}
 
@@ -584,9 +584,9 @@ static void test_mock_host(void)
 	CHECK(count_substr(out, "ncclbpf: policy /nonexistent/x.bpf.o skipped: No such file") == 1);
 	CHECK(count_lines(out) == 1);
 	/* a verifier rejection: the diagnostic's code in the one line */
-	CHECK(run("%s NCCLBPF_POLICY=policies/unsafe/div_by_input.bpf.o ./mock_nccl_host "
+	CHECK(run("%s NCCLBPF_POLICY=policies/unsafe/null_deref.bpf.o ./mock_nccl_host "
 		  "simulate 2>&1 >/dev/null", env) == 0);
-	CHECK(count_substr(out, "[E-DIV-ZERO]") == 1 && count_substr(out, "skipped") == 1);
+	CHECK(count_substr(out, "[E-NULL-DEREF]") == 1 && count_substr(out, "skipped") == 1);
 	/* NCCL_DEBUG=WARN: NCCL's WARN line, and no second copy */
 	CHECK(run("%s NCCL_DEBUG=WARN NCCLBPF_POLICY=/nonexistent/x.bpf.o ./mock_nccl_host "
 		  "simulate 2>&1 >/dev/null", env) == 0);

@@ -70,10 +70,22 @@ int main(int argc, char **argv)
 	CHECK_STR_CONTAINS(out, "[E-CTX-");
 
 	/* several objects: the status is the worst one */
-	snprintf(cmd, sizeof(cmd), "%s verify %s/policies/noop.bpf.o %s/policies/unsafe/div_by_input.bpf.o 2>&1",
+	snprintf(cmd, sizeof(cmd), "%s verify %s/policies/noop.bpf.o %s/policies/unsafe/null_deref.bpf.o 2>&1",
 		 cli, bin, bin);
 	CHECK(run(cmd) == 1);
-	CHECK_STR_CONTAINS(out, "[E-DIV-ZERO]");
+	CHECK_STR_CONTAINS(out, "[E-NULL-DEREF]");
+
+	/* a divisor that may be zero: accepted (x / 0 = 0), with a warning at the line */
+	snprintf(cmd, sizeof(cmd), "%s verify %s/tests/progs/verifier_div.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 0);
+	CHECK_STR_CONTAINS(out, "verifier_div.bpf.c:11:");
+	CHECK_STR_CONTAINS(out, ": warning: divisor r2 may be zero");
+	CHECK_STR_CONTAINS(out, "[W-DIV-ZERO]");
+	CHECK_STR_CONTAINS(out, "program 'div_by_input' (tuner): OK");
+	snprintf(cmd, sizeof(cmd), "%s verify --json %s/tests/progs/verifier_div.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 0);
+	CHECK_STR_CONTAINS(out, "\"severity\": \"warning\"");
+	CHECK_STR_CONTAINS(out, "\"code\": \"W-DIV-ZERO\"");
 
 	/* rank-local decisions: rejected by default, accepted with --allow-rank-local or
 	 * NCCLBPF_RANK_LOCAL=allow */

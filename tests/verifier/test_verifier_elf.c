@@ -129,10 +129,63 @@ static bool is_rank_local(const char *prog)
 	return false;
 }
 
-static int check_accepted(const char *dir, const char *name)
+/* "WARN: W-CODE" lines of a source: each must get exactly that warning, and no other line
+ * any. */
+#define MAX_WARN_LINES 64
+struct warn_lines {
+	unsigned n, line[MAX_WARN_LINES], hits[MAX_WARN_LINES];
+	char code[MAX_WARN_LINES][32];
+};
+
+static void find_warn_lines(const char *path, struct warn_lines *wl)
 {
-	char path[1024], err[256];
+	memset(wl, 0, sizeof(*wl));
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char line[512];
+	unsigned n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		n++;
+		char *p = strstr(line, "WARN: W-");
+		if (!p || wl->n == MAX_WARN_LINES)
+			continue;
+		p += 6;
+		size_t k = strcspn(p, " \t\r\n*/");
+		if (k >= sizeof(wl->code[0]))
+			k = sizeof(wl->code[0]) - 1;
+		memcpy(wl->code[wl->n], p, k);
+		wl->line[wl->n++] = n;
+	}
+	fclose(f);
+}
+
+static void check_warnings(const char *path, const struct nb_program *p,
+			   const struct nb_verifier_warnings *w, struct warn_lines *wl)
+{
+	for (size_t i = 0; i < w->count && i < NB_VERIFIER_MAX_WARNINGS; i++) {
+		const struct nb_verifier_diag *d = &w->w[i];
+		unsigned k = 0;
+		while (k < wl->n && wl->line[k] != d->line)
+			k++;
+		test_checks++;
+		if (k == wl->n || strcmp(wl->code[k], verifier_diag_code(d))) {
+			test_failures++;
+			fprintf(stderr, "%s: program %s: unexpected warning %s at line %u: %s\n", path,
+				p->name, verifier_diag_code(d), d->line, d->msg);
+			continue;
+		}
+		wl->hits[k]++;
+	}
+}
+
+static int check_accepted(const char *dir, const char *name, const char *src)
+{
+	char path[1024], err[256], spath[1024];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(spath, sizeof(spath), "%s/%s/%.*s.c", src_dir, src, (int)(strlen(name) - 2), name);
+	struct warn_lines wl;
+	find_warn_lines(spath, &wl);
 	struct nb_object *obj = NULL;
 	int rc = loader_open_file(path, &obj, err, sizeof(err));
 	CHECK(rc == 0);
@@ -159,7 +212,10 @@ static int check_accepted(const char *dir, const char *name)
 					path, p->name, rc ? verifier_err_code(diag.code) : "accepted");
 			}
 		}
+		struct nb_verifier_warnings warns;
+		opts.warnings = &warns;
 		rc = verifier_check(p, obj->maps, obj->map_cnt, h, &opts, &diag, &st);
+		check_warnings(path, p, &warns, &wl);
 		test_checks++;
 		if (rc) {
 			char buf[2048];
@@ -168,6 +224,13 @@ static int check_accepted(const char *dir, const char *name)
 			fprintf(stderr, "%s: program %s rejected:\n%s", path, p->name, buf);
 		}
 		progs++;
+	}
+	for (unsigned k = 0; k < wl.n; k++) {
+		test_checks++;
+		if (wl.hits[k] == 0) {
+			test_failures++;
+			fprintf(stderr, "%s: no %s warning at line %u\n", path, wl.code[k], wl.line[k]);
+		}
 	}
 	loader_close(obj);
 	return progs;
@@ -193,7 +256,7 @@ int main(int argc, char **argv)
 		NB_VERR_NULL_DEREF, NB_VERR_NULL_ARITH, NB_VERR_CTX_ACCESS, NB_VERR_CTX_WRITE,
 		NB_VERR_MAP_VALUE_OOB, NB_VERR_STACK_OOB, NB_VERR_HELPER_UNKNOWN,
 		NB_VERR_HELPER_DENIED, NB_VERR_HELPER_ARG, NB_VERR_STACK_LIMIT, NB_VERR_CALL_DEPTH,
-		NB_VERR_INFINITE_LOOP, NB_VERR_BUDGET, NB_VERR_POINTER_LEAK, NB_VERR_DIV_ZERO,
+		NB_VERR_INFINITE_LOOP, NB_VERR_BUDGET, NB_VERR_POINTER_LEAK,
 		NB_VERR_UNINIT_REG, NB_VERR_UNINIT_STACK, NB_VERR_BAD_JUMP, NB_VERR_FALL_OFF,
 		NB_VERR_BAD_INSN, NB_VERR_UNREACHABLE, NB_VERR_RANK_LOCAL, NB_VERR_READONLY_MAP,
 		NB_VERR_POINTER_CMP, NB_VERR_MISALIGNED, NB_VERR_WRITEONLY_MAP,
@@ -211,13 +274,13 @@ int main(int argc, char **argv)
 	int twins = list_objects(dir, "verifier_", names, 256), tprogs = 0;
 	CHECK(twins >= 1);
 	for (int i = 0; i < twins; i++)
-		tprogs += check_accepted(dir, names[i]);
+		tprogs += check_accepted(dir, names[i], "tests/progs");
 
 	snprintf(dir, sizeof(dir), "%s/policies", bin_dir);
 	int pol = list_objects(dir, NULL, names, 256), pprogs = 0;
 	CHECK(pol >= 1);
 	for (int i = 0; i < pol; i++)
-		pprogs += check_accepted(dir, names[i]);
+		pprogs += check_accepted(dir, names[i], "policies");
 	CHECK(rank_local_seen == (int)(sizeof(rank_local_progs) / sizeof(rank_local_progs[0])));
 	printf("%d unsafe objects, %d safe-twin programs, %d shipped policy programs (%d rank-local "
 	       "by design)\n",

@@ -14,12 +14,13 @@ static const struct nb_map_def maps[] = {
 
 static struct nb_verifier_stats last_stats;
 static struct nb_verifier_diag last_diag;
+static struct nb_verifier_warnings last_warns;
 
 static int verify_hook(enum nb_hook_type h, const struct bpf_insn *insns, size_t n, uint64_t budget)
 {
 	struct nb_program prog = { .name = "t", .insns = (struct bpf_insn *)insns, .insn_cnt = n,
 				   .main_insn_cnt = n };
-	struct nb_verifier_opts opts = { .budget = budget };
+	struct nb_verifier_opts opts = { .budget = budget, .warnings = &last_warns };
 	int err = verifier_check(&prog, maps, 3, hook_desc(h), &opts, &last_diag, &last_stats);
 	if (err == 0)
 		return 0;
@@ -304,14 +305,37 @@ static void test_loops(void)
 
 static void test_misc(void)
 {
-	EXPECT(NB_VERR_DIV_ZERO, 1, MOV64_IMM(0, 1), ALU64_IMM(BPF_DIV, 0, 0), EXIT());
-	EXPECT(NB_VERR_DIV_ZERO, 1, MOV64_IMM(0, 1), ALU32_IMM(BPF_MOD, 0, 0), EXIT());
-	EXPECT(NB_VERR_DIV_ZERO, 2, LDX(BPF_W, 2, 1, 28), MOV64_IMM(0, 1), ALU64_REG(BPF_DIV, 0, 2), EXIT());
+	/* a divisor that may be zero: defined by the ISA (x / 0 = 0, x % 0 = x), accepted
+	 * with one warning at the division (regression: E-DIV-ZERO refused them) */
+#define WARN_DIV(at, ...)                                                                   \
+	do {                                                                                \
+		OK(__VA_ARGS__);                                                            \
+		CHECK(last_warns.count == 1);                                               \
+		CHECK(last_warns.w[0].warning && last_warns.w[0].code == NB_VERR_DIV_ZERO); \
+		CHECK(last_warns.w[0].insn == (at));                                        \
+		CHECK(!strcmp(verifier_diag_code(&last_warns.w[0]), "W-DIV-ZERO"));        \
+	} while (0)
+	WARN_DIV(1, MOV64_IMM(0, 1), ALU64_IMM(BPF_DIV, 0, 0), EXIT());
+	CHECK_STR_CONTAINS(last_warns.w[0].msg, "the constant 0");
+	WARN_DIV(1, MOV64_IMM(0, 1), ALU32_IMM(BPF_MOD, 0, 0), EXIT());
+	WARN_DIV(2, LDX(BPF_W, 2, 1, 28), MOV64_IMM(0, 1), ALU64_REG(BPF_DIV, 0, 2), EXIT());
+	CHECK_STR_CONTAINS(last_warns.w[0].msg, "may be zero");
 	/* zero only on one path */
-	EXPECT(NB_VERR_DIV_ZERO, 5, LDX(BPF_W, 3, 1, 24), MOV64_IMM(2, 4), JMP_IMM(BPF_JGT, 3, 5, 1),
-	       MOV64_IMM(2, 0), MOV64_IMM(0, 100), ALU64_REG(BPF_DIV, 0, 2), EXIT());
+	WARN_DIV(5, LDX(BPF_W, 3, 1, 24), MOV64_IMM(2, 4), JMP_IMM(BPF_JGT, 3, 5, 1),
+		 MOV64_IMM(2, 0), MOV64_IMM(0, 100), ALU64_REG(BPF_DIV, 0, 2), EXIT());
 	/* 32-bit divisor: high bits set but low half zero */
-	EXPECT(NB_VERR_DIV_ZERO, 3, LD_IMM64(2, 0, 1), MOV64_IMM(0, 1), ALU32_REG(BPF_DIV, 0, 2), EXIT());
+	WARN_DIV(3, LD_IMM64(2, 0, 1), MOV64_IMM(0, 1), ALU32_REG(BPF_DIV, 0, 2), EXIT());
+	/* the result is bounded as the ISA defines it: 100 / [0, 4] is in [0, 100], so an
+	 * index 100 / d into a 512-byte value is accepted, 1000 / d (up to 1000) is not */
+	WARN_DIV(10, LDX(BPF_W, 6, 1, 24), ALU64_IMM(BPF_AND, 6, 3), LOOKUP1,
+		 JMP_IMM(BPF_JEQ, 0, 0, 4), MOV64_IMM(7, 100), ALU64_REG(BPF_DIV, 7, 6),
+		 ALU64_REG(BPF_ADD, 0, 7), LDX(BPF_B, 3, 0, 0), MOV64_IMM(0, 0), EXIT());
+	EXPECT(NB_VERR_MAP_VALUE_OOB, 12, LDX(BPF_W, 6, 1, 24), ALU64_IMM(BPF_AND, 6, 3), LOOKUP1,
+	       JMP_IMM(BPF_JEQ, 0, 0, 4), MOV64_IMM(7, 1000), ALU64_REG(BPF_DIV, 7, 6),
+	       ALU64_REG(BPF_ADD, 0, 7), LDX(BPF_B, 3, 0, 0), MOV64_IMM(0, 0), EXIT());
+	/* a non-zero divisor: no warning */
+	OK(LDX(BPF_W, 2, 1, 28), ALU64_IMM(BPF_OR, 2, 1), MOV64_IMM(0, 1), ALU64_REG(BPF_DIV, 0, 2), EXIT());
+	CHECK(last_warns.count == 0);
 	EXPECT(NB_VERR_UNINIT_REG, 0, MOV64_REG(0, 5), EXIT());
 	EXPECT(NB_VERR_UNINIT_REG, 0, ALU64_IMM(BPF_ADD, 0, 1), EXIT());
 	EXPECT(NB_VERR_RETURN, 0, EXIT());

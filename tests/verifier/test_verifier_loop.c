@@ -1,6 +1,7 @@
 /* bpf_loop (helper 181) end to end: tests/progs/verifier_loop.bpf.o loads, verifies, and
  * every program gives the result computed here in the interpreter, the checked interpreter
- * and the JIT (differential). The verifier's side (rejections) is in policies/unsafe/loop_*
+ * and the JIT (differential). Also division by zero as the ISA defines it (x / 0 = 0,
+ * x % 0 = x: tests/progs/verifier_div.bpf.o, accepted with a warning), the same in all three. The verifier's side (rejections) is in policies/unsafe/loop_*
  * (test_verifier_elf) and test_verifier_hardening.
  * Usage: test_verifier_loop BINARY_DIR */
 #include <errno.h>
@@ -93,6 +94,33 @@ int main(int argc, char **argv)
 		memset(&t, 0, sizeof(t));
 		uint64_t r = run(path, "loop_tuner", modes[m], &t, sizeof(t));
 		CHECK(r == 0 && t.n_channels == 8);
+	}
+	snprintf(path, sizeof(path), "%s/tests/progs/verifier_div.bpf.o", argv[1]);
+	static const struct {
+		const char *name;
+		uint32_t n_ranks, n_nodes;
+		uint64_t expect;
+	} div[] = {
+		{ "div_by_input", 8, 0, 0 },       { "div_by_input", 8, 3, 2 },
+		{ "div_zero_one_path", 8, 1, 0 },  { "div_zero_one_path", 8, 2, 2 },
+		{ "mod_by_zero_imm", 8, 0, 8 },    { "mod32_by_input", 8, 0, 8 },
+		{ "mod32_by_input", 8, 3, 2 },     { "div_checked", 8, 0, 1000 },
+	};
+	for (size_t c = 0; c < sizeof(div) / sizeof(div[0]); c++) {
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			struct ncclbpf_tuner_ctx t;
+			memset(&t, 0, sizeof(t));
+			t.n_ranks = div[c].n_ranks;
+			t.n_nodes = div[c].n_nodes;
+			uint64_t r = run(path, div[c].name, modes[m], &t, sizeof(t));
+			test_checks++;
+			if (r != div[c].expect) {
+				test_failures++;
+				fprintf(stderr, "%s (%s, %u / %u): r0 = %llu, expected %llu\n",
+					div[c].name, mode_name[modes[m]], div[c].n_ranks, div[c].n_nodes,
+					(unsigned long long)r, (unsigned long long)div[c].expect);
+			}
+		}
 	}
 	TEST_DONE();
 }
