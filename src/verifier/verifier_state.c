@@ -318,6 +318,62 @@ static void slot_join(struct vslot *out, const struct vslot *a, const struct vsl
 	}
 }
 
+/* The scalar of position pos (register, then spilled slot) of frame f, or NULL. */
+static struct vreg *join_pos(struct vframe *f, unsigned pos)
+{
+	if (pos < BPF_NREGS)
+		return f->regs[pos].type == VT_SCALAR ? &f->regs[pos] : NULL;
+	unsigned i = pos - BPF_NREGS;
+	if (i < f->nslots && slot_spilled(&f->slots[i]) && f->slots[i].spill.type == VT_SCALAR)
+		return &f->slots[i].spill;
+	return NULL;
+}
+
+/* A link (scalars sharing an id: equal values) survives the join only when it holds in b
+ * too: every position that has it in a has one common id in b. Otherwise it is dropped
+ * everywhere. Regression: a bpf_loop callback that rewrote a slot linked to a caller
+ * register kept the link in the joined state, so the next round never contained the
+ * callback's exit and the loop did not settle (E-BUDGET after 16 rounds). */
+static void join_ids(struct vstate *out, const struct vstate *a, const struct vstate *b)
+{
+	enum { MAXIDS = 64 };
+	uint32_t xa[MAXIDS], yb[MAXIDS];
+	bool bad[MAXIDS];
+	unsigned n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t fi = 0; fi < out->nframes; fi++) {
+			struct vframe *fo = out->frames[fi], *fa = a->frames[fi], *fb = b->frames[fi];
+			unsigned np = (unsigned)BPF_NREGS + fo->nslots;
+			for (unsigned pos = 0; pos < np; pos++) {
+				struct vreg *o = join_pos(fo, pos), *ra = join_pos(fa, pos),
+					    *rb = join_pos(fb, pos);
+				if (!o || !o->id)
+					continue;
+				unsigned k = 0;
+				while (k < n && xa[k] != o->id)
+					k++;
+				if (pass == 1) {
+					if (k == n || bad[k])
+						o->id = 0;
+					continue;
+				}
+				uint32_t y = rb ? rb->id : 0;
+				if (k == n) {
+					if (n == MAXIDS) {
+						o->id = 0; /* too many to track: unlinked */
+						continue;
+					}
+					xa[n] = o->id;
+					yb[n] = y;
+					bad[n++] = false;
+				}
+				if (!ra || ra->id != o->id || y == 0 || yb[k] != y)
+					bad[k] = true;
+			}
+		}
+	}
+}
+
 int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstate *a,
 		const struct vstate *b)
 {
@@ -336,6 +392,7 @@ int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstat
 				  i < fb->nslots ? &fb->slots[i] : &invalid_slot);
 		out->frames[fi] = f;
 	}
+	join_ids(out, a, b);
 	return 0;
 }
 

@@ -118,6 +118,34 @@ SEC("profiler") int loop_input_count(struct ncclbpf_profiler_ctx *ctx)
 	return (n == (long)c.calls) + (e == -7 /* -E2BIG */) * 2;
 }
 
+struct search { __u64 limit; __u64 found; };
+
+static int find_square(__u32 i, void *data)
+{
+	struct search *s = data;
+	if (i >= s->limit)
+		return 1;
+	__u64 *sq = bpf_map_lookup_elem(&squares, &i);
+	if (sq && *sq >= 50) {
+		s->found = i;
+		s->limit = i; /* rewrites the slot the caller's `lim` is linked to */
+	}
+	return 0;
+}
+
+/* A search that stops by lowering its limit, which the caller also keeps in a register:
+ * the register and the slot are linked (a spill), the callback rewrites the slot.
+ * Regression (issue 24): the join of the rounds kept the stale link, so the callback's
+ * exit was never contained and the loop did not settle (E-BUDGET after 16 rounds).
+ * n_bytes = 12: the first square >= 50 is 8*8, so 8 * 100 + 12; n_bytes = 5: 5. */
+SEC("profiler") int loop_search_linked(struct ncclbpf_profiler_ctx *ctx)
+{
+	struct search s = { .limit = ctx->n_bytes, .found = 0 };
+	__u64 lim = s.limit;
+	bpf_loop(16, find_square, &s, 0);
+	return s.found * 100 + lim;
+}
+
 /* a tuner decision from a rank-invariant loop */
 SEC("tuner") int loop_tuner(struct ncclbpf_tuner_ctx *ctx)
 {

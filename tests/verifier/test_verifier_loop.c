@@ -72,6 +72,8 @@ int main(int argc, char **argv)
 		{ "loop_million", 0, 1000000 },
 		{ "loop_input_count", 37, 3 },
 		{ "loop_input_count", 0, 3 },
+		{ "loop_search_linked", 12, 812 },
+		{ "loop_search_linked", 5, 5 },
 	};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
