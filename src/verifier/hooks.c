@@ -75,11 +75,16 @@ static const struct nb_ctx_field net_fields[] = {
 
 #define ECTX struct ncclbpf_env_ctx
 static const struct nb_ctx_field env_fields[] = {
+	/* output: the candidate NCCL gets for a variable it reads on every rank; ranks that
+	 * pick differently for NCCL_ALGO, NCCL_PROTO, NCCL_BUFFSIZE ... hang or corrupt the
+	 * job, so the pick must not depend on rank-local data (docs/env.md, issue 24) */
 	RO(name, ECTX, INV), RO(name_hash, ECTX, INV), RW(value_index, ECTX, INV),
-	/* env plugin (docs/env.md): the file's candidates are the same on every host that
-	 * shares a section; host facts and the process environment are not */
-	RO(nccl_version, ECTX, INV), RO(n_candidates, ECTX, LOC), RO(host_hash, ECTX, LOC),
-	RO(in_environment, ECTX, LOC), RO(default_index, ECTX, LOC), RO(cand_num, ECTX, LOC),
+	/* The file's candidates (their count, numbers and the default, the last one) are the
+	 * same on every host unless the file itself lists host-specific values ([host ...]
+	 * sections): that difference is the operator's, written in the file, so they count as
+	 * invariant. The host name and the process environment are rank-local. */
+	RO(nccl_version, ECTX, INV), RO(n_candidates, ECTX, INV), RO(host_hash, ECTX, LOC),
+	RO(in_environment, ECTX, LOC), RO(default_index, ECTX, INV), RO(cand_num, ECTX, INV),
 };
 
 #define A NB_ARG_ANYTHING
@@ -192,10 +197,9 @@ const struct nb_helper_proto *hook_helper(const struct nb_hook_desc *hook, int32
 
 bool hook_output_rank_invariant(const struct nb_hook_desc *hook, const struct nb_ctx_field *f)
 {
-	if (!hook || !f || !f->writable || f->variance != NB_RANK_INVARIANT)
-		return false;
-	return hook->type == NB_HOOK_TUNER || hook->type == NB_HOOK_TUNER_CHUNK ||
-	       hook->type == NB_HOOK_TUNER_INIT;
+	/* every hook: the table's variance column is the rule (regression: only the tuner
+	 * hooks were checked, so an env program could pick value_index = host_hash & 1) */
+	return hook && f && f->writable && f->variance == NB_RANK_INVARIANT;
 }
 
 const struct nb_ctx_field *hook_ctx_field(const struct nb_hook_desc *hook, uint32_t off,

@@ -98,10 +98,10 @@ const struct nb_hook_desc *hook_for_section(const char *section);
 const struct nb_hook_desc *hook_by_name(const char *name);
 /* The prototype of helper `id` if the hook allows it, else NULL. */
 const struct nb_helper_proto *hook_helper(const struct nb_hook_desc *hook, int32_t id);
-/* True when a store to writable field f must be the same on every rank: the tuner hooks'
- * decisions (ranks choosing different algorithms / channels / chunks deadlock). Those
- * fields are marked NB_RANK_INVARIANT in the table; the verifier then proves that what is
- * stored depends only on rank-invariant data. */
+/* True when a store to writable field f must be the same on every rank: a writable field
+ * marked NB_RANK_INVARIANT in its hook's table (the tuner decisions, tuner/init constants,
+ * the env hook's pick; ranks choosing differently deadlock). The verifier then proves that
+ * what is stored depends only on rank-invariant data, in every hook. */
 bool hook_output_rank_invariant(const struct nb_hook_desc *hook, const struct nb_ctx_field *f);
 /* Context field covering [off, off+size), or NULL. */
 const struct nb_ctx_field *hook_ctx_field(const struct nb_hook_desc *hook, uint32_t off,

@@ -5,7 +5,8 @@
  * register state, bpf-to-bpf frames), pruning by state containment at jump targets, bounded
  * loops by simulation under hook->loop_budget.
  *
- * Rank variance: for hooks whose outputs must agree on every rank (tuner, tuner/chunk), a
+ * Rank variance: for hooks whose outputs must agree on every rank (tuner, tuner/chunk,
+ * tuner/init, env: the writable fields the hook table marks rank-invariant), a
  * taint bit follows rank-local data (hook table variance column, rank_local_result helpers,
  * loads from writable maps, hash map presence) through registers, stack bytes and control
  * dependence; an output written from it is rejected (E-RANK-LOCAL) unless

@@ -116,10 +116,15 @@ int vtaint_check_output(struct verifier_env *env, const struct nb_ctx_field *f,
 	if (!env->taint_on || !hook_output_rank_invariant(env->hook, f))
 		return 0;
 	char src[192], at[32];
-	static const char hint[] =
-		": ranks may decide differently and deadlock; decide from rank-invariant inputs "
-		"(ctx->n_bytes, coll_type, seq, n_ranks, cost, ... or an agreed map), or set "
-		"NCCLBPF_RANK_LOCAL=allow if every rank shares this state";
+	const char *hint = env->hook->type == NB_HOOK_ENV
+		? ": hosts may pick different values for the same NCCL variable and hang or "
+		  "corrupt the job; pick from rank-invariant inputs (name, name_hash, "
+		  "nccl_version, the file's candidates: n_candidates, cand_num, default_index; "
+		  "host-specific values belong in a [host ...] section of the file), or set "
+		  "NCCLBPF_RANK_LOCAL=allow if every rank shares this state"
+		: ": ranks may decide differently and deadlock; decide from rank-invariant "
+		  "inputs (ctx->n_bytes, coll_type, seq, n_ranks, cost, ... or an agreed map), "
+		  "or set NCCLBPF_RANK_LOCAL=allow if every rank shares this state";
 	if (val->taint) {
 		describe_source(env, val->taint, src, sizeof(src));
 		return verr(env, NB_VERR_RANK_LOCAL, env->pc,

@@ -262,22 +262,40 @@ static void test_hooks(void)
 	CHECK_STR_CONTAINS(last_diag.msg, "ctx->base_latency_ns");
 	OK_H(NB_HOOK_TUNER_INIT, LDX(BPF_W, 2, 1, 32), ALU64_IMM(BPF_LSH, 2, 1),
 	     STX(BPF_W, 1, 2, 32), RET0);
-	/* hooks without rank-invariant outputs are not concerned */
+	/* env: value_index picks the value NCCL gets on every rank (issue 24; regression: the
+	 * rule ran for tuner hooks only, so value_index = host_hash & 1 was accepted) */
+	RL_H(NB_HOOK_ENV, 2, LDX(BPF_DW, 2, 1, 88), ALU64_IMM(BPF_AND, 2, 1), STX(BPF_W, 1, 2, 72),
+	     RET0);
+	CHECK_STR_CONTAINS(last_diag.msg, "ctx->value_index");
+	CHECK_STR_CONTAINS(last_diag.msg, "ctx->host_hash");
+	CHECK_STR_CONTAINS(last_diag.msg, "[host ...] section");
+	RL_H(NB_HOOK_ENV, 2, SAVE_CTX, CALL(5), STX(BPF_W, 6, 0, 72), RET0); /* ktime */
+	RL_H(NB_HOOK_ENV, 4, LDX(BPF_W, 2, 1, 96), MOV64_IMM(3, 0), JMP_IMM(BPF_JEQ, 2, 0, 1),
+	     MOV64_IMM(3, 1), STX(BPF_W, 1, 3, 72), RET0); /* in_environment, by control */
+	/* the file's candidates are invariant: count, numbers, default */
+	OK_H(NB_HOOK_ENV, LDX(BPF_W, 2, 1, 84), ALU64_IMM(BPF_ADD, 2, -1), STX(BPF_W, 1, 2, 72), RET0);
+	OK_H(NB_HOOK_ENV, LDX(BPF_DW, 2, 1, 104), LDX(BPF_DW, 3, 1, 112), MOV64_IMM(4, 0),
+	     JMP_REG(BPF_JSGE, 2, 3, 1), MOV64_IMM(4, 1), LDX(BPF_W, 5, 1, 100),
+	     ALU64_REG(BPF_ADD, 4, 5), STX(BPF_W, 1, 4, 72), RET0);
+	/* net: its outputs are per connection and agreed through the handshake, not by
+	 * every rank deciding alike (docs/net.md): rank-local data may steer them */
 	OK_H(NB_HOOK_NET, SAVE_CTX, CALL(5), STX(BPF_W, 6, 0, 40), RET0);
-	OK_H(NB_HOOK_ENV, SAVE_CTX, CALL(5), STX(BPF_W, 6, 0, 72), RET0);
+	OK_H(NB_HOOK_NET, SAVE_CTX, CALL(5), STX(BPF_W, 6, 0, 64), RET0);
 	OK_H(NB_HOOK_PROFILER, LDX(BPF_DW, 0, 1, 40), EXIT());
 	/* the returned value of a tuner program is not a decision */
 	OK(CALL(5), EXIT());
-	/* the table: exactly the tuner hooks' writable fields must be rank-invariant */
+	/* the table: the tuner hooks' and env's writable fields must be rank-invariant, the
+	 * net hook's are not; the rule is the table's variance column in every hook */
 	for (int h = 0; h < NB_HOOK_COUNT; h++) {
 		const struct nb_hook_desc *hd = hook_desc((enum nb_hook_type)h);
 		for (size_t i = 0; i < hd->field_cnt; i++) {
 			const struct nb_ctx_field *f = &hd->fields[i];
-			bool tuner = h == NB_HOOK_TUNER || h == NB_HOOK_TUNER_CHUNK ||
-				     h == NB_HOOK_TUNER_INIT;
-			CHECK(hook_output_rank_invariant(hd, f) == (tuner && f->writable));
-			if (tuner && f->writable)
-				CHECK(f->variance == NB_RANK_INVARIANT);
+			bool decides = h == NB_HOOK_TUNER || h == NB_HOOK_TUNER_CHUNK ||
+				       h == NB_HOOK_TUNER_INIT || h == NB_HOOK_ENV;
+			CHECK(hook_output_rank_invariant(hd, f) ==
+			      (f->writable && f->variance == NB_RANK_INVARIANT));
+			if (f->writable)
+				CHECK((f->variance == NB_RANK_INVARIANT) == decides);
 		}
 	}
 	CHECK(hook_helper(hook_desc(NB_HOOK_TUNER), NB_HELPER_KTIME_GET_NS)->rank_local_result);
