@@ -172,7 +172,10 @@ struct ncclbpf_profiler_ctx {
 	__u64 gpu_start_ns; /* 112: the kernel's start (earliest KernelCh start), CLOCK_MONOTONIC
 			     *      ns like start_ns; 0 unless NCCLBPF_PROF_F_GPU_TIMED */
 	__u64 gpu_end_ns;   /* 120: its end (latest KernelCh stop), same clock; 0 unless timed */
-};                          /* 128 bytes */
+	__u64 api_ns;       /* 128: when the application called NCCL for it (its group's start,
+			     *      profiler v5+), same clock; 0 = unknown. start_ns comes later:
+			     *      NCCL starts the Coll event after launching the kernel */
+};                          /* 136 bytes */
 #define NCCLBPF_PROF_F_GPU_TIMED 0x1u /* gpu_ns comes from KernelCh timestamps (sampled) */
 #define NCCLBPF_PROF_F_SYMMETRIC 0x2u /* a symmetric kernel ran (algo = NCCLBPF_ALGO_SYMMETRIC) */
 
@@ -180,8 +183,9 @@ struct ncclbpf_profiler_ctx {
  * one __u32 per size band (ncclbpf_size_bucket(n_bytes), 0..64), written by profiler
  * programs, read by the profiler's KernelCh sampler of every communicator of the process
  * (docs/observability.md): 0 = the sampler's default; otherwise the first B of every N
- * collectives of the band carry KernelCh (GPU time), and so does the collective before each
- * of them, so that a program can time completion to completion. Rank-local: sampling
+ * collectives of the band carry KernelCh (GPU time), and so do the collectives before and
+ * after each of them, so that a program can time completion to completion or kernel start
+ * to kernel start. Rank-local: sampling
  * changes what is measured, never what NCCL runs. */
 #define NCCLBPF_SAMPLE_EVERY 1u                                   /* every collective */
 #define NCCLBPF_SAMPLE_BURST(n, b) ((__u32)(n) | ((__u32)(b) << 16)) /* first b of every n */

@@ -18,7 +18,7 @@ _Static_assert(offsetof(struct ncclbpf_tuner_ctx, band_seq) == 176, "tuner ctx l
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 140, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, comm_seq) == 152, "tuner ctx layout");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 40, "chunk ctx layout");
-_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 128, "profiler ctx layout");
+_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 136, "profiler ctx layout");
 _Static_assert(offsetof(struct ncclbpf_profiler_ctx, comm_seq) == 96, "profiler ctx layout");
 _Static_assert(sizeof(struct ncclbpf_net_ctx) == 88, "net ctx layout");
 _Static_assert(sizeof(struct ncclbpf_env_ctx) == 168, "env ctx layout");
@@ -59,7 +59,7 @@ static const struct nb_ctx_field profiler_fields[] = {
 	RO(n_nodes, PCTX, LOC),  RO(size_bucket, PCTX, LOC),
 	RO(user_tag, PCTX, LOC), RO(flags, PCTX, LOC), /* appended (issue 15) */
 	RO(comm_seq, PCTX, LOC), RO(band_seq, PCTX, LOC),   /* appended (issue 22) */
-	RO(gpu_start_ns, PCTX, LOC), RO(gpu_end_ns, PCTX, LOC),
+	RO(gpu_start_ns, PCTX, LOC), RO(gpu_end_ns, PCTX, LOC), RO(api_ns, PCTX, LOC),
 };
 
 #define NCTX struct ncclbpf_net_ctx

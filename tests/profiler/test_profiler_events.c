@@ -157,6 +157,12 @@ static void test_sequence_and_gpu_interval(int v)
 			const struct ncclbpf_profiler_ctx *pc = &ob.last;
 			CHECK_EQ_U64(pc->comm_seq, (uint64_t)i);
 			CHECK_EQ_U64(pc->band_seq, calls[i].band_seq);
+			/* the application's call: its group's GroupApi start (v5+), before the Coll
+			 * event's start */
+			if (v >= 5)
+				CHECK(pc->api_ns >= before && pc->api_ns <= pc->start_ns);
+			else
+				CHECK_EQ_U64(pc->api_ns, 0);
 			if (pc->flags & NCCLBPF_PROF_F_GPU_TIMED) {
 				/* the same offset converts both ends: exactly gpu_ns apart; the start
 				 * no earlier than the host clock when the kernel was modelled to start

@@ -116,9 +116,9 @@ static void test_fixed_n(int n)
 }
 
 /* A policy's request in "ncclbpf_sample_ctl" (policy.h NCCLBPF_SAMPLE_BURST): the first B of
- * every N collectives of the band carry KernelCh, and so does the collective before each
- * burst (a program timing completion to completion needs both ends); 0 gives the band back
- * to the default sampler. */
+ * every N collectives of the band carry KernelCh, and so do the collectives before and after
+ * each (a program timing completion to completion, or start to start, needs both ends); 0
+ * gives the band back to the default sampler. */
 static void test_steered(void)
 {
 	set_sampling("1000"); /* default: almost nothing */
@@ -135,7 +135,8 @@ static void test_steered(void)
 	for (int i = 0; i < 8 * 20; i++) {
 		struct ph_coll k = coll_of(1024);
 		ph_coll_run(&c, &k);
-		int want = i % 8 < 3 || (i + 1) % 8 < 3; /* the burst and its predecessor */
+		/* the burst, its predecessor and its successor */
+		int want = i % 8 < 3 || (i + 1) % 8 < 3 || (i + 7) % 8 < 3;
 		int got = (k.task_mask & NB_PROF_KERNEL_CH) != 0;
 		if (i >= 8) {
 			bad += got != want;
@@ -182,6 +183,22 @@ static void test_steered(void)
 	}
 	printf("steered: %d of %d predecessors (another band) carried KernelCh\n", pred_timed, pred_total);
 	CHECK(pred_total > 0 && pred_timed == pred_total);
+	/* and its successor, also in another band */
+	int succ_timed = 0, succ_total = 0, other = 0;
+	for (int i = 0; i < 80; i++) {
+		struct ph_coll k = coll_of(i % 2 ? 1024 : 2);
+		ph_coll_run(&c, &k);
+		if (i >= 8 && i % 2 == 0) {
+			/* the big one before this small one was the (i / 2 - 1)-th big collective */
+			int after_due = ((i / 2 - 1) % 4) == 0, before_due = ((i / 2) % 4) == 0;
+			succ_total += after_due;
+			succ_timed += after_due && (k.task_mask & NB_PROF_KERNEL_CH);
+			other += !after_due && !before_due && (k.task_mask & NB_PROF_KERNEL_CH);
+		}
+	}
+	printf("steered: %d of %d successors (another band) carried KernelCh, %d other small ones\n",
+	       succ_timed, succ_total, other);
+	CHECK(succ_total > 0 && succ_timed == succ_total && other == 0);
 	v = 0;
 	CHECK(map_update(pctx->sampler.ctl, &band, &v, 0) == 0);
 	(void)small;

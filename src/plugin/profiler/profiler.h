@@ -127,6 +127,7 @@ struct profiler_event {
 	/* collectives */
 	uint64_t seq;
 	uint64_t comm_seq, band_seq; /* its place in the communicator's / band's sequence */
+	uint64_t api_ns;             /* the application's call (its group's GroupApi start) */
 	uint64_t n_bytes;
 	uint64_t user_tag;
 	int32_t coll_type, algo, proto, n_channels;
@@ -211,16 +212,20 @@ void profiler_sample_release(struct profiler_ctx *c);
 /* The event mask NCCL used for the collective whose Coll start is being handled. */
 uint32_t profiler_task_mask(const struct profiler_ctx *c);
 /* GroupApi start/stop on this thread: NCCL (re)read its mask for the calls of this group. */
-void profiler_api_group_start(const struct profiler_ctx *c);
+void profiler_api_group_start(const struct profiler_ctx *c, uint64_t now);
 void profiler_api_group_stop(void);
+/* The host time of the current group's GroupApi start on this thread (the application's
+ * call into NCCL), 0 outside one (profiler v1-v4, or a launch on another thread). */
+uint64_t profiler_api_ns(void);
 /* Coll start: account the collective (band, instrumented or not) and set the KernelCh bit
  * for the next API call. */
 void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrumented,
 			  uint64_t now);
 /* A policy's request for band b ("ncclbpf_sample_ctl", policy.h NCCLBPF_SAMPLE_*): 0 = none;
  * else N = v & 0xffff (>= 1) and a burst B = v >> 16 (0 = 1): the first B of every N
- * collectives of the band carry KernelCh, and so does the collective before each of them
- * (a program that times completion to completion needs both ends). Exposed for tests. */
+ * collectives of the band carry KernelCh, and so do the collectives before and after each
+ * of them (a program that times completion to completion, or kernel start to kernel start,
+ * needs both ends). Exposed for tests. */
 bool profiler_sample_steered_due(uint32_t v, uint32_t index);
 /* Parses NCCLBPF_PROFILE_SAMPLE ("auto" = 0, or N >= 1); -1 if invalid. */
 int profiler_sample_parse(const char *s);

@@ -592,8 +592,9 @@ static int start_own(void *context, void **handle, const struct profiler_desc *d
 	} else {
 		c = profiler_ctx_decode((uint64_t)(uintptr_t)context);
 		if (c && d->type == NB_PROF_GROUP_API) {
-			/* NCCL just read its mask for the calls of this group */
-			profiler_api_group_start(c);
+			/* NCCL just read its mask for the calls of this group; the application
+			 * just called it (ncclbpf_profiler_ctx.api_ns of the group's collectives) */
+			profiler_api_group_start(c, profiler_now_ns());
 			if (!(c->mask & NB_PROF_GROUP_API)) {
 				*handle = (void *)(uintptr_t)PROFILER_API_MARK;
 				return NB_NCCL_SUCCESS;
@@ -650,6 +651,7 @@ static int start_own(void *context, void **handle, const struct profiler_desc *d
 				bytes *= (uint64_t)(c->n_ranks > 0 ? c->n_ranks : 1);
 			e->seq = d->seq;
 			e->comm_seq = c->coll_started;
+			e->api_ns = profiler_api_ns();
 			e->band_seq = 0;
 			if (d->coll_type >= 0 && d->coll_type < NCCLBPF_NUM_COLLS) {
 				c->coll_started++;

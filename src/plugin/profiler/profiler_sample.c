@@ -30,6 +30,8 @@ static _Atomic int kch_requests;
 /* initial-exec: no __tls_get_addr (the library may depend on libc/libpthread/libdl only) */
 static __thread uint32_t tls_api_mask __attribute__((tls_model("initial-exec")));
 static __thread bool tls_api_valid __attribute__((tls_model("initial-exec")));
+/* when the application called NCCL for the calls of the current group (0: none) */
+static __thread uint64_t tls_api_ns __attribute__((tls_model("initial-exec")));
 
 int profiler_sample_requests(void)
 {
@@ -52,8 +54,9 @@ static uint32_t load_mask(const int *p)
 	return (uint32_t)__atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
-void profiler_api_group_start(const struct profiler_ctx *c)
+void profiler_api_group_start(const struct profiler_ctx *c, uint64_t now)
 {
+	tls_api_ns = now;
 	if (!c->sampler.nccl_mask)
 		return;
 	tls_api_mask = load_mask(c->sampler.nccl_mask);
@@ -63,6 +66,12 @@ void profiler_api_group_start(const struct profiler_ctx *c)
 void profiler_api_group_stop(void)
 {
 	tls_api_valid = false;
+	tls_api_ns = 0;
+}
+
+uint64_t profiler_api_ns(void)
+{
+	return tls_api_ns;
 }
 
 uint32_t profiler_task_mask(const struct profiler_ctx *c)
@@ -238,6 +247,9 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 	bool want = (v_pred && pred < PROFILER_BANDS ? profiler_sample_steered_due(v_pred, s->seen[pred])
 						      : band_due(s, pred, now, 1)) ||
 		    (!v_cur && band_due(s, band, now, 4));
+	/* ... and the collective after one (where the sampled one's hold on the stream ends:
+	 * the next kernel's start) */
+	want = want || (instrumented && v_cur && profiler_sample_steered_due(v_cur, s->seen[band] - 1));
 	/* a steered band's sample also needs the collective before it (its completion is where
 	 * the sampled one's period starts): instrument the next call when the one after it
 	 * (the predicted successor of pred) is a steered sample */

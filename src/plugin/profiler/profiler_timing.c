@@ -67,6 +67,7 @@ static void coll_complete(struct profiler_event *e)
 		   (e->is_sym ? NCCLBPF_PROF_F_SYMMETRIC : 0);
 	pc.comm_seq = e->comm_seq;
 	pc.band_seq = e->band_seq;
+	pc.api_ns = e->api_ns;
 	if (pc.gpu_ns) {
 		pc.gpu_start_ns = profiler_gpu_to_host(c, g0);
 		pc.gpu_end_ns = profiler_gpu_to_host(c, g1);
@@ -116,7 +117,7 @@ static void coll_complete(struct profiler_event *e)
 				  "\"comm\":\"0x%llx\",\"seq\":%llu,\"coll\":%d,\"bytes\":%llu,"
 				  "\"algo\":%d,\"proto\":%d,\"nch\":%u,\"rank\":%u,\"start\":%llu,"
 				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu,\"tag\":%llu,"
-				  "\"src\":\"%s\",\"policy\":\"%s\"}",
+				  "\"src\":\"%s\",\"policy\":\"%s\",\"cseq\":%llu,\"bseq\":%llu,\"api\":%llu}",
 				  (unsigned long long)end, (unsigned long long)e->token, c->index,
 				  (unsigned long long)pc.comm_id, (unsigned long long)pc.seq,
 				  e->coll_type, (unsigned long long)pc.n_bytes, pc.algo, pc.proto,
@@ -125,7 +126,9 @@ static void coll_complete(struct profiler_event *e)
 				  (unsigned long long)profiler_gpu_to_host(
 					  c, g0 != UINT64_MAX ? g0 : 0),
 				  (unsigned long long)pc.user_tag, nb_dsrc_name(src),
-				  trace_policy_name(policy, pname, sizeof(pname)));
+				  trace_policy_name(policy, pname, sizeof(pname)),
+				  (unsigned long long)pc.comm_seq, (unsigned long long)pc.band_seq,
+				  (unsigned long long)pc.api_ns);
 	if (c->trace)
 		trace_writer_flush_periodic(end);
 	profiler_observer_fn fn = atomic_load_explicit(&observer_fn, memory_order_acquire);
