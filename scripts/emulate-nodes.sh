@@ -11,6 +11,16 @@
 #       [--policy-warmup-bytes 640M] [--policy-min-warmup 112] [--policy-warmup-sync 1]
 #       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
 #       [--no-mps] [--dry-run]
+#       [--step COLL:BYTES,... [--steps 200] [--step-warmup 2] [--gap-us G] [--overlap-us C]
+#        [--overlap-blocks B] [--step-queued] [--workload NAME]]
+#
+# Training-step workloads (--step, instead of the size sweep): every run times --steps steps
+# of the given collectives back to back (ar, ag, rs, bc; e.g. ar:16M,ar:4M,ag:1M,rs:1M), the
+# host waiting for each step unless --step-queued; --gap-us: GPU busy time before each
+# collective (mixed -> gap); --overlap-us: compute on another stream per step (overlap).
+# One row per step goes to OUT/steps.csv (workload,nnodes,nranks,config,policy,rep,step,
+# time_us), named --workload. Policies learn inside the timed steps (no policy warm-up): the
+# step times show what learning costs (emulate_report.py --steps).
 #
 # Configs (comma-separated):
 #   default              NCCL's own choice, no plugin
@@ -40,7 +50,8 @@
 # give 240 up to 1 MiB, 160 at 4 MiB, 112 at 16 and 64 MiB), the others --warmup.
 #
 # With NCCLBPF_DECISION_LOG=DIR (or NCCLBPF_TRACE=DIR) in the environment, each policy run
-# writes its decision logs (timelines) to DIR/n<nodes>-<label>-r<rep>/.
+# writes its decision logs (timelines) to DIR/n<nodes>-<label>-r<rep>/ (step workloads:
+# DIR/<workload>-n<nodes>-<label>-r<rep>/).
 #
 # Interleaving: repetition r runs every node count, and within it every config, in an order
 # rotated by r, so slow drift of the shared host hits all configs alike. Each run writes r
@@ -78,7 +89,15 @@ BUILD=$ROOT/build
 DEVICE=0
 MPS=1
 DRY=0
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
+STEP_SPEC=
+STEPS=200
+STEP_WARMUP=2
+GAP_US=0
+OVERLAP_US=0
+OVERLAP_BLOCKS=16
+STEP_QUEUED=0
+WORKLOAD=step
+usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -103,13 +122,28 @@ while [ $# -gt 0 ]; do
     --device) DEVICE=$2; shift 2 ;;
     --no-mps) MPS=0; shift ;;
     --dry-run) DRY=1; shift ;;
+    --step) STEP_SPEC=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --step-warmup) STEP_WARMUP=$2; shift 2 ;;
+    --gap-us) GAP_US=$2; shift 2 ;;
+    --overlap-us) OVERLAP_US=$2; shift 2 ;;
+    --overlap-blocks) OVERLAP_BLOCKS=$2; shift 2 ;;
+    --step-queued) STEP_QUEUED=1; shift ;;
+    --workload) WORKLOAD=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "emulate-nodes: unknown option '$1'" >&2; usage ;;
   esac
 done
-for v in "$REPS" "$ITERS" "$MIN_ITERS" "$WARMUP" "$POLICY_WARMUP" "$POLICY_MIN_WARMUP" "$STEP" "$DEVICE"; do
+for v in "$REPS" "$ITERS" "$MIN_ITERS" "$WARMUP" "$POLICY_WARMUP" "$POLICY_MIN_WARMUP" "$STEP" "$DEVICE" \
+         "$STEPS" "$STEP_WARMUP" "$OVERLAP_BLOCKS"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "emulate-nodes: '$v' is not a number" >&2; exit 1; }
 done
+for v in "$GAP_US" "$OVERLAP_US"; do
+  [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "emulate-nodes: '$v' is not a number of microseconds" >&2; exit 1; }
+done
+[[ -z $STEP_SPEC || $STEP_SPEC =~ ^[a-zA-Z]+:[0-9]+[KkMmGg]?(,[a-zA-Z]+:[0-9]+[KkMmGg]?)*$ ]] ||
+  { echo "emulate-nodes: --step '$STEP_SPEC' is not COLL:BYTES,... (e.g. ar:16M,ag:4M)" >&2; exit 1; }
+[[ $WORKLOAD =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "emulate-nodes: --workload '$WORKLOAD': letters, digits, _ . - only" >&2; exit 1; }
 mkdir -p "$OUTDIR" || exit 1
 SAMPLES=${SAMPLES:-$OUTDIR/samples.csv}
 LOG=$OUTDIR/emulate-nodes.log
@@ -257,15 +291,24 @@ run_one() {
               --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
               --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label" --rep-base "$rep"
               --samples "$SAMPLES" --csv "$OUTDIR/summary.csv" --policy "$policy")
+  if [ -n "$STEP_SPEC" ]; then
+    # a training step instead of the sweep; policies learn in the timed steps themselves
+    args=(--same-gpu "$DEVICE" --procs "$nodes" --step "$STEP_SPEC" --steps "$STEPS"
+          --step-warmup "$STEP_WARMUP" --gap-us "$GAP_US" --overlap-us "$OVERLAP_US"
+          --overlap-blocks "$OVERLAP_BLOCKS" --workload "$WORKLOAD" --label "$label" --rep-base "$rep"
+          --steps-out "$OUTDIR/steps.csv" --csv "$OUTDIR/summary.csv" --policy "$policy")
+    [ "$STEP_QUEUED" = 1 ] && args+=(--step-queued)
+  fi
   local runlog=$OUTDIR/logs/n$nodes-$label-r$rep.log
   # decision logs and timelines (NCCLBPF_DECISION_LOG / NCCLBPF_TRACE = DIR set by the
   # caller): one subdirectory per run
-  local var dir
+  local var dir sub=n$nodes-$label-r$rep
+  [ -n "$STEP_SPEC" ] && sub=$WORKLOAD-$sub
   for var in NCCLBPF_DECISION_LOG NCCLBPF_TRACE; do
     dir=${!var:-}
     if [ -n "$dir" ] && [ -n "$c_pol" ] && [ $DRY = 0 ]; then
-      mkdir -p "$dir/n$nodes-$label-r$rep"
-      envs+=("$var=$dir/n$nodes-$label-r$rep")
+      mkdir -p "$dir/$sub"
+      envs+=("$var=$dir/$sub")
     fi
   done
   if [ $DRY = 1 ]; then echo "env ${envs[*]} $BENCH ${args[*]}"; return 0; fi
@@ -286,7 +329,11 @@ run_one() {
 start=$(date +%s)
 failures=0
 AGREE_PORT=$((24000 + $$ % 16000)) # rendezvous ports of the agreement layer, one per run
-log "testbed: nodes ${NODES}, $COLL $MIN_BYTES..$MAX_BYTES x$STEP, ${#expanded[@]} configs, $REPS reps -> $SAMPLES"
+if [ -n "$STEP_SPEC" ]; then
+  log "testbed: nodes ${NODES}, workload $WORKLOAD: step $STEP_SPEC, $STEPS steps, gap ${GAP_US} us, overlap ${OVERLAP_US} us, ${#expanded[@]} configs, $REPS reps -> $OUTDIR/steps.csv"
+else
+  log "testbed: nodes ${NODES}, $COLL $MIN_BYTES..$MAX_BYTES x$STEP, ${#expanded[@]} configs, $REPS reps -> $SAMPLES"
+fi
 for rep in $(seq 0 $((REPS - 1))); do
   for nodes in "${node_counts[@]}"; do
     n=${#expanded[@]}

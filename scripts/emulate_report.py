@@ -3,6 +3,14 @@
 
     emulate_report.py SAMPLES.csv [--bandit CONFIG] [--default CONFIG]
                       [--tuned TUNE.json --check-reps 1,3]
+    emulate_report.py --steps STEPS.csv [--bandit CONFIG[,CONFIG..]] [--default CONFIG]
+                      [--oracle CONFIG] [--first-steps 500] [--converge-by 100]
+
+--steps: the training-step workloads' step times (emulate-nodes.sh --step): every config
+against NCCL's default and the oracle (a static table of the best pair per size), per
+repetition: total of the first steps (what learning costs), mean step after convergence,
+regret against the oracle, the step from which every window of 20 steps stays within 3 %
+of the oracle's mean; the --bandit configs are checked against the issue's criteria.
 
 Per node count and size: the median of every config over all samples of all repetitions,
 the best forced pair, and the bandit against the best pair and against NCCL's default with
@@ -27,7 +35,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-PAIRS = [f"{a}-{p}" for a in ("Tree", "Ring") for p in ("LL", "LL128", "Simple")]
+PAIRS = [f"{a}-{p}" for a in ("Tree", "Ring") for p in ("LL", "LL128", "Simple")] + ["PAT-Simple"]
 
 
 def human(n):
@@ -95,12 +103,96 @@ def perm_greater(x, y):
 
 
 def load(path):
-    data = defaultdict(list)  # (nnodes, bytes, config) -> [(rep, time)]
+    """{coll: {(nnodes, bytes, config): [(rep, time)]}}"""
+    data = defaultdict(lambda: defaultdict(list))
     with open(path) as f:
         for row in csv.DictReader(f):
             key = (int(row["nnodes"]), int(row["bytes"]), row["config"])
-            data[key].append((int(row["rep"]), float(row["time_us"])))
+            data[row["coll"]][key].append((int(row["rep"]), float(row["time_us"])))
     return data
+
+
+def steps_report(path, a):
+    """Training-step workloads (emulate-nodes.sh --step): per workload and node count, every
+    config's step times against NCCL's default and the oracle, repetition by repetition
+    (each repetition is a fresh set of processes; configs of one repetition ran back to
+    back). Returns the number of criteria not met."""
+    by = defaultdict(lambda: defaultdict(list))  # (workload, nodes) -> (config, rep) -> [(step, us)]
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            by[(row["workload"], int(row["nnodes"]))][(row["config"], int(row["rep"]))].append(
+                (int(row["step"]), float(row["time_us"])))
+    misses = 0
+    for (wl, nn) in sorted(by):
+        runs = {k: [t for _, t in sorted(v)] for k, v in by[(wl, nn)].items()}
+        configs = sorted({c for c, _ in runs}, key=lambda c: (c != a.default, c != a.oracle, c))
+        reps = sorted({r for _, r in runs})
+        nsteps = min(len(v) for v in runs.values())
+        first = min(a.first_steps, nsteps)
+        late0 = min(a.converge_by, nsteps - 1)
+        print()
+        print(f"### Steps: {wl}, {nn} emulated nodes ({len(reps)} interleaved repetitions, {nsteps} steps each)")
+        print()
+        print(f"Per repetition: total of the first {first} steps and mean step of steps {late0}..{nsteps}; "
+              "ratios are medians [min, max] over repetitions of the config against the same repetition's "
+              "default / oracle; p: exact permutation test on the per-repetition values (H1: slower).")
+        print()
+        print(f"| config | first {first} steps, ms | / default | p slower | steps {late0}..{nsteps}: ms per step "
+              f"| / default | p slower | / oracle | regret vs oracle, first {first} (ms) | within 3 % of the oracle from step |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+
+        def per_rep(cfg, lo, hi, f):
+            return {r: f(runs[(cfg, r)][lo:hi]) for r in reps if (cfg, r) in runs}
+
+        tot = {c: per_rep(c, 0, first, sum) for c in configs}
+        late = {c: per_rep(c, late0, nsteps, statistics.mean) for c in configs}
+        orac = a.oracle if a.oracle in configs else None
+        for c in configs:
+            def ratio(x, ref):
+                v = [x[r] / ref[r] for r in x if r in ref and ref[r]]
+                return f"{statistics.median(v):.3f} [{min(v):.3f}, {max(v):.3f}]" if v else "–"
+            cells = [c, f"{statistics.median(tot[c].values()) / 1e3:.1f}"]
+            d_ok = a.default in configs and c != a.default
+            cells.append(ratio(tot[c], tot[a.default]) if d_ok else "–")
+            p1 = perm_greater(list(tot[c].values()), list(tot[a.default].values())) if d_ok else float("nan")
+            cells.append(f"{p1:.3g}" if d_ok else "–")
+            cells.append(f"{statistics.median(late[c].values()) / 1e3:.3f}")
+            cells.append(ratio(late[c], late[a.default]) if d_ok else "–")
+            p2 = perm_greater(list(late[c].values()), list(late[a.default].values())) if d_ok else float("nan")
+            cells.append(f"{p2:.3g}" if d_ok else "–")
+            cells.append(ratio(late[c], late[orac]) if orac and c != orac else "–")
+            if orac and c != orac:
+                # regret: the config's time over the oracle's mean step (of the same repetition,
+                # its steady state), summed over the first steps
+                reg = [sum(t - late[orac][r] for t in runs[(c, r)][:first]) / 1e3 for r in reps
+                       if (c, r) in runs and r in late[orac]]
+                cells.append(f"{statistics.median(reg):.1f}" if reg else "–")
+                conv = []
+                for r in reps:
+                    if (c, r) not in runs or r not in late[orac]:
+                        continue
+                    v, ref, w, at = runs[(c, r)], late[orac][r], a.window, None
+                    for s0 in range(0, nsteps - w + 1, 5):
+                        if all(statistics.mean(v[s1:s1 + w]) <= 1.03 * ref for s1 in range(s0, nsteps - w + 1, w)):
+                            at = s0
+                            break
+                    conv.append(at if at is not None else nsteps)
+                cells.append(f"{int(statistics.median(conv))} ({min(conv)}-{max(conv)})" if conv else "–")
+            else:
+                cells += ["–", "–"]
+            print("| " + " | ".join(cells) + " |")
+            if c in a.bandit_list and d_ok:
+                bad = []
+                if statistics.median([tot[c][r] / tot[a.default][r] for r in tot[c] if r in tot[a.default]]) > 1.05:
+                    bad.append(f"first {first} steps above 1.05x the default")
+                if p2 < 0.05:
+                    bad.append("significantly slower than the default after convergence")
+                if orac and statistics.median([late[c][r] / late[orac][r] for r in late[c] if r in late[orac]]) > 1.03:
+                    bad.append("more than 3 % above the oracle after convergence")
+                for b in bad:
+                    print(f"\n**{c}: {b}**")
+                misses += len(bad)
+    return misses
 
 
 def main():
@@ -112,8 +204,24 @@ def main():
     ap.add_argument("--check-reps", default="")
     # the testbed in the table titles; {nodes} is replaced by the node count
     ap.add_argument("--title", default="{nodes} emulated nodes on one GPU")
+    # training steps (emulate-nodes.sh --step): SAMPLES is steps.csv
+    ap.add_argument("--steps", action="store_true", help="SAMPLES is a steps.csv")
+    ap.add_argument("--oracle", default="policy-oracle")
+    ap.add_argument("--first-steps", type=int, default=500)
+    ap.add_argument("--converge-by", type=int, default=100)
+    ap.add_argument("--window", type=int, default=20)
     a = ap.parse_args()
-    data = load(a.samples)
+    if a.steps:
+        a.bandit_list = a.bandit.split(",")
+        return 1 if steps_report(a.samples, a) else 0
+    by_coll = load(a.samples)
+    bad = 0
+    for coll in sorted(by_coll):
+        bad += sweep_report(by_coll[coll], coll, a)
+    return 1 if bad else 0
+
+
+def sweep_report(data, coll, a):
     nodes = sorted({k[0] for k in data})
     configs = sorted({k[2] for k in data}, key=lambda c: (c != a.default, c not in PAIRS, PAIRS.index(c) if c in PAIRS else 0, c))
     reps = sorted({r for v in data.values() for r, _ in v})
@@ -121,7 +229,7 @@ def main():
     for nn in nodes:
         sizes = sorted({k[1] for k in data if k[0] == nn})
         print()
-        print(f"### Testbed: {a.title.replace('{nodes}', str(nn))}, AllReduce ({len(reps)} interleaved repetitions; median µs over all samples)")
+        print(f"### Testbed: {a.title.replace('{nodes}', str(nn))}, {coll} ({len(reps)} interleaved repetitions; median µs over all samples)")
         print()
         print("| size | " + " | ".join(configs) + " | best pair | bandit / best pair (p slower) | bandit / default (p slower) | per-rep p slower: best, default |")
         print("|" + "---|" * (len(configs) + 5))
@@ -166,7 +274,8 @@ def main():
         print("|---|---|---|---|---|---|---|")
         for nn in nodes:
             for b in sorted({k[1] for k in data if k[0] == nn}):
-                rule = next((r for r in rules if r["nnodes"] == nn and r["min_bytes"] <= b <= r["max_bytes"]), None)
+                rule = next((r for r in rules if r["nnodes"] == nn and r.get("coll", coll) == coll and
+                             r["min_bytes"] <= b <= r["max_bytes"]), None)
                 if not rule:
                     continue
                 cfg = a.default if rule["algo"] == "default" else f"{rule['algo']}-{rule['proto']}"
@@ -177,7 +286,7 @@ def main():
                 p = mwu_greater(ho, hd)
                 print(f"| {nn} | {human(b)} | {cfg} | {statistics.median(ho):.1f} | {statistics.median(hd):.1f} | "
                       f"{statistics.median(ho) / statistics.median(hd):.3f} | {p:.3g} |")
-    return 1 if bad else 0
+    return bad
 
 
 if __name__ == "__main__":

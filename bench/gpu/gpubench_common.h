@@ -16,6 +16,12 @@
 
 enum gb_coll { GB_ALLREDUCE = 0, GB_ALLGATHER, GB_REDUCESCATTER, GB_BROADCAST, GB_NCOLLS };
 
+#define GB_MAX_STEP_CALLS 32
+struct gb_step_call {
+	int coll;
+	size_t bytes; /* nccl-tests size: AllGather/ReduceScatter total */
+};
+
 struct gb_options {
 	int procs;          /* processes to fork */
 	int gpus_per_proc;  /* GPUs driven by each process */
@@ -45,6 +51,17 @@ struct gb_options {
 	const char *csv_path, *json_path, *label;
 	const char *samples_path; /* one row per timed collective (offline tuner format) */
 	const char *policy;       /* value of the samples' policy column ("" = no tuner policy) */
+	/* training-step workloads (gpubench_steps.cuh): --step replaces the size sweep */
+	struct gb_step_call step_calls[GB_MAX_STEP_CALLS];
+	int n_step_calls;
+	int steps;               /* --steps: timed steps per repetition */
+	int step_warmup;         /* --step-warmup: untimed steps first */
+	double gap_us;           /* --gap-us: GPU busy time before each collective */
+	double overlap_us;       /* --overlap-us: compute per step on another stream */
+	int overlap_blocks;      /* --overlap-blocks: its thread blocks */
+	int step_queued;         /* --step-queued: no host wait after each step */
+	const char *steps_path;  /* --steps-out: one row per step */
+	const char *workload;    /* --workload: the name in that file */
 };
 
 /* One measured size of one collective, reduced over all ranks (max time). */
@@ -71,7 +88,7 @@ struct gb_samples {
 
 /* Everything a rank process sends to the launcher: fixed size, one write each. */
 struct gb_msg {
-	int kind; /* 0 result, 1 samples */
+	int kind; /* 0 result, 1 samples, 2 step times (samples with coll -1) */
 	union {
 		struct gb_result result;
 		struct gb_samples samples;

@@ -459,6 +459,9 @@ static void gb_measure(struct gb_proc *p, int coll, size_t bytes)
 	gb_send(p->result_fd, &m);
 }
 
+static size_t gb_parse_size(const char *s);
+#include "gpubench_steps.cuh"
+
 /* ---------------------------------------------------------------- rank processes */
 
 static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd,
@@ -471,7 +474,7 @@ static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd
 	p.ngpus = o->gpus_per_proc;
 	p.nranks = o->procs * o->gpus_per_proc;
 	p.result_fd = result_fd;
-	p.iter_us = (float *)calloc((size_t)o->iters, sizeof(float));
+	p.iter_us = (float *)calloc((size_t)(o->iters > o->steps ? o->iters : o->steps), sizeof(float));
 	if (!p.iter_us) { perror("gpubench: calloc"); exit(4); }
 
 	if (o->nodes > 1) {
@@ -528,7 +531,9 @@ static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd
 	}
 	NCCL_CHECK(ncclGroupEnd());
 
-	for (p.rep = 0; p.rep < o->reps; p.rep++)
+	for (p.rep = 0; p.rep < o->reps && o->n_step_calls; p.rep++)
+		gb_measure_steps(&p);
+	for (p.rep = 0; p.rep < o->reps && !o->n_step_calls; p.rep++)
 		for (int c = 0; c < GB_NCOLLS; c++) {
 			if (!o->colls[c])
 				continue;
@@ -571,7 +576,10 @@ static void gb_usage(void)
 		"         [--iter-bytes B [--min-iters N]] [--reps R] [--rep-base N] [--warmup-sync]\n"
 		"         [--warmup-sync-every K] [--sync-every K]\n"
 		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n"
-		"         [--samples FILE [--policy NAME]]\n");
+		"         [--samples FILE [--policy NAME]]\n"
+		"         [--step COLL:BYTES,... [--steps N] [--step-warmup N] [--gap-us G]\n"
+		"          [--overlap-us C [--overlap-blocks B]] [--step-queued] [--steps-out FILE]\n"
+		"          [--workload NAME]]   (COLL: ar, ag, rs, bc)\n");
 	exit(1);
 }
 
@@ -591,6 +599,10 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 	o->overlap_n = 2048;
 	o->label = "";
 	o->policy = "";
+	o->steps = 200;
+	o->step_warmup = 2;
+	o->overlap_blocks = 16;
+	o->workload = "step";
 	int any = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -640,6 +652,15 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else if (!strcmp(a, "--samples")) { GB_NEED(); o->samples_path = v; }
 		else if (!strcmp(a, "--policy")) { GB_NEED(); o->policy = v; }
 		else if (!strcmp(a, "--label")) { GB_NEED(); o->label = v; }
+		else if (!strcmp(a, "--step")) { GB_NEED(); if (gb_step_parse(o, v)) exit(1); }
+		else if (!strcmp(a, "--steps")) { GB_NEED(); o->steps = atoi(v); }
+		else if (!strcmp(a, "--step-warmup")) { GB_NEED(); o->step_warmup = atoi(v); }
+		else if (!strcmp(a, "--gap-us")) { GB_NEED(); o->gap_us = atof(v); }
+		else if (!strcmp(a, "--overlap-us")) { GB_NEED(); o->overlap_us = atof(v); }
+		else if (!strcmp(a, "--overlap-blocks")) { GB_NEED(); o->overlap_blocks = atoi(v); }
+		else if (!strcmp(a, "--step-queued")) o->step_queued = 1;
+		else if (!strcmp(a, "--steps-out")) { GB_NEED(); o->steps_path = v; }
+		else if (!strcmp(a, "--workload")) { GB_NEED(); o->workload = v; }
 		else gb_usage();
 #undef GB_NEED
 	}
@@ -653,6 +674,13 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 	    o->warmup_sync < 0 || o->sync_every < 0 ||
 	    o->min_iters < 1) {
 		fprintf(stderr, "gpubench: inconsistent options (procs must be a multiple of nodes)\n");
+		exit(1);
+	}
+	if (o->n_step_calls && (o->steps < 1 || o->steps > 100000 || o->step_warmup < 0 ||
+				o->gap_us < 0 || o->gap_us > 1e6 || o->overlap_us < 0 || o->overlap_us > 1e6 ||
+				o->overlap_blocks < 1 || o->overlap_blocks > 1024 || o->graph || o->overlap)) {
+		fprintf(stderr, "gpubench: --step: bad --steps/--step-warmup/--gap-us/--overlap-us/"
+				"--overlap-blocks, or combined with --graph/--overlap\n");
 		exit(1);
 	}
 	if (o->graph && o->gpus_per_proc != 1) {
@@ -778,7 +806,25 @@ int main(int argc, char **argv)
 	struct gb_series *series = NULL;
 	int n_series = 0, cap_series = 0, oom = 0;
 	static struct gb_msg msg;
+	struct gb_series *step_series = NULL;
+	int n_step_series = 0, cap_step_series = 0;
 	while (gb_read_full(result_pipe[0], &msg, sizeof(msg)) == 0) {
+		if (msg.kind == 2) {
+			struct gb_samples *sm = &msg.u.samples;
+			struct gb_series *s = gb_series_get(&step_series, &n_step_series, &cap_step_series, -1,
+							    sm->rep, 0, o.steps);
+			if (!s || sm->first < 0 || sm->n < 0 || sm->n > GB_CHUNK || sm->first + sm->n > o.steps) {
+				oom = 1;
+				continue;
+			}
+			for (int i = 0; i < sm->n; i++) {
+				int k = sm->first + i;
+				if (sm->us[i] > s->us[k]) s->us[k] = sm->us[i];
+				s->ranks[k]++;
+			}
+			if (sm->first + sm->n > s->n) s->n = sm->first + sm->n;
+			continue;
+		}
 		if (msg.kind == 1) {
 			struct gb_samples *sm = &msg.u.samples;
 			struct gb_series *s = gb_series_get(&series, &n_series, &cap_series, sm->coll, sm->rep,
@@ -886,6 +932,30 @@ int main(int argc, char **argv)
 			}
 		}
 		if (fclose(sf)) { perror(o.samples_path); failed = 1; }
+	}
+	/* Step times, only for complete, correct runs */
+	if (o.n_step_calls && o.steps_path && !failed && !errors) {
+		FILE *sf = fopen(o.steps_path, "a");
+		if (!sf) { perror(o.steps_path); return 1; }
+		char wbuf[128], pbuf2[128], cbuf[128];
+		const char *wl = gb_csv_safe(o.workload, "step", wbuf, sizeof(wbuf));
+		const char *pol = gb_csv_safe(o.policy, "", pbuf2, sizeof(pbuf2));
+		const char *cfg = gb_csv_safe(o.label, "", cbuf, sizeof(cbuf));
+		if (ftell(sf) == 0)
+			fprintf(sf, "workload,nnodes,nranks,config,policy,rep,step,time_us\n");
+		for (int k = 0; k < n_step_series; k++) {
+			struct gb_series *s = &step_series[k];
+			for (int i = 0; i < s->n; i++) {
+				if (s->ranks[i] != o.procs) {
+					fprintf(stderr, "gpubench: step %d lacks ranks\n", i);
+					failed = 1;
+					continue;
+				}
+				fprintf(sf, "%s,%d,%d,%s,%s,%d,%d,%.3f\n", wl, o.nodes, nranks, cfg, pol, s->rep, i,
+					s->us[i]);
+			}
+		}
+		if (fclose(sf)) { perror(o.steps_path); failed = 1; }
 	}
 	printf("# check: %s (%ld wrong elements)\n", errors || failed ? "FAILED" : "all results correct", errors);
 	return errors || failed || n_all == 0 ? 1 : 0;

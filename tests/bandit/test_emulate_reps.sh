@@ -43,5 +43,22 @@ for bad in 'Tree/LL~x3' 'nonsense' 'default~s'; do
     { echo "config '$bad' accepted"; fail=1; }
 done
 grep -q '"--sync-every"' "$src" && grep -q '"--warmup-sync-every"' "$src" || { echo "harness lacks the sync options"; fail=1; }
+# training-step workloads (issue 22): --step replaces the sweep and passes its options on
+s=$("$script" --dry-run --nodes 2 --reps 2 --build "$out/build" --configs default,policy+prof:bandit \
+    --step ar:4M,ag:1M,rs:1M --steps 50 --gap-us 100 --overlap-us 300 --step-queued --workload fsdp --out "$out") ||
+  { echo "step dry run failed"; exit 1; }
+[ "$(grep -c -- '--step ar:4M,ag:1M,rs:1M --steps 50 ' <<< "$s")" -eq 4 ] &&
+  [ "$(grep -c -- '--gap-us 100 --overlap-us 300 .*--workload fsdp .*--steps-out ' <<< "$s")" -eq 4 ] &&
+  [ "$(grep -c -- '--step-queued' <<< "$s")" -eq 4 ] && ! grep -q -- '--min-bytes' <<< "$s" ||
+  { echo "step workload options wrong: $s"; fail=1; }
+for bad in 'ar:4x' 'xx' 'ar:4M,' 'ar'; do
+  "$script" --dry-run --nodes 2 --reps 1 --step "$bad" --out "$out" >/dev/null 2>&1 &&
+    { echo "step '$bad' accepted"; fail=1; }
+done
+"$script" --dry-run --nodes 2 --reps 1 --step ar:4M --gap-us -1 --out "$out" >/dev/null 2>&1 &&
+  { echo "negative gap accepted"; fail=1; }
+for o in '"--step"' '"--steps-out"' '"--gap-us"' '"--overlap-us"'; do
+  grep -q "$o" "$src" || { echo "harness lacks $o"; fail=1; }
+done
 [ $fail -eq 0 ] && echo "emulate-nodes: every run tagged with its repetition; config grammar ok"
 exit $fail
