@@ -2,67 +2,73 @@
 /* bandit: online algorithm/protocol selection that learns from measured latencies.
  *
  * One object, two programs (load it as NCCL's tuner *and* profiler plugin):
- *  - bandit_observe (profiler): per rank, attributes every completed collective to the
- *    arm NCCL actually ran (its algorithm/protocol pair); its latency is the period from
- *    the previous collective's completion to its own (both GPU-timed, see below); discards
- *    warm-up samples, keeps windows of 8 latencies per arm and writes each arm's statistic
- *    (IQR-trimmed means) and sample count into two agreed maps (this rank's contribution),
- *    and asks the profiler for KernelCh on the collectives it needs (ncclbpf_sample_ctl);
- *  - bandit_pick (tuner): reads the *published* view of those maps - the same bytes on
- *    every rank at the same collective - and decides from it and rank-invariant inputs only.
+ *  - bandit_observe (profiler): per rank, attributes every completed collective to the arm
+ *    NCCL ran (its algorithm/protocol pair) and to its band, computes what it cost the job
+ *    (the reward, below), keeps per-arm sample windows and writes each arm's robust mean,
+ *    dispersion and sample count into agreed maps (this rank's contribution); it steers the
+ *    profiler's KernelCh sampling (ncclbpf_sample_ctl) to the collectives it needs;
+ *  - bandit_pick (tuner): reads the *published* view of those maps - the same bytes on every
+ *    rank at the same collective - and decides from it and rank-invariant inputs only.
  *
- * Agreement (docs/agreement.md): bandit_stat is reduced with MAX over ranks, so an arm's
- * latency is its slowest rank's (a collective takes as long as its slowest rank);
- * bandit_count with MIN, so one rank that restarts its measurements restarts exploration
- * for all. Versions are published every 2^BANDIT_EPOCH_LOG2 = 16 collectives and
- * activate at the same collective sequence number on every rank, so every rank switches
- * from exploration to exploitation (and back, after drift) at the same collective.
+ * Bands: per (communicator, collective type, size band = power of two of the bytes). Each
+ * band learns on its own clock, ctx->band_seq (the band's collectives so far on this
+ * communicator, the same on every rank), so interleaved sizes and types do not slow each
+ * other down.
  *
- * State per (communicator, collective, size band): agreed maps are per communicator; a
- * band is one power of two of the byte count (ncclbpf_size_bucket).
+ * Reward (docs/tuning.md): per rank, a collective's hold on its stream - from its kernel's
+ * start to the next kernel's start, less the time the host had not yet issued the next one.
+ * On the GPU testbed a collective's network traffic outlasts its kernel (a Tree kernel ends
+ * 35-45 % early) and holds the next kernel back: completion-to-completion periods, or
+ * anything that subtracts the wait before a kernel, charge that tail to the next collective,
+ * which in a mixed step belongs to another band (docs/results.md 14). Queued back to back,
+ * summed over a step, the holds are the step time. Reduced over ranks with MAX (a
+ * collective takes as long as its slowest rank). cfg_reward 1: the completion-to-completion
+ * period instead.
  *
- * Arms: the (algorithm, protocol) pairs in cfg_arm_algo/cfg_arm_proto that NCCL offers for
- * the call (avail_mask); entries NCCL marked unavailable are never chosen. "AUTO" (keep
- * NCCL's choice) is the pair NCCL's cost table ranks first: it is measured like any arm,
- * as NCCL runs it when left alone (its exploration turns keep NCCL's choice).
+ * Exploration, per band (bandit_pick):
+ *  1. pruning: arms NCCL's own cost table puts more than 2^cfg_prune_log2 times above its
+ *     choice (AUTO) are never tried (LL at 16 MiB: 4x slower, one try costs a whole step);
+ *  2. screening: each candidate arm plays one block of cfg_screen + 1 collectives of the
+ *     band (the first sample after a switch or of a new arm is dropped), in an order
+ *     rotated per band so that neighbouring bands do not switch in lockstep; AUTO's block
+ *     keeps NCCL's choice. Until the screening is published (at most cfg_screen_grace more
+ *     of the band's collectives), NCCL's choice is kept;
+ *  3. elimination: an arm whose lower confidence bound (mean - z sd / sqrt(n), agreed
+ *     statistics) lies above the best arm's upper bound is out; the survivors play blocks of
+ *     cfg_block in a rotating round robin until each holds its budget of samples
+ *     (cfg_budget_*; collectives already decided but not yet published are counted
+ *     in, from the band progress the profilers publish), so exploration ends within a
+ *     bounded number of the band's collectives;
+ *  4. exploitation: the survivor with the lowest mean; it replaces AUTO only when it is
+ *     faster than AUTO's mean by more than the safety gate (cfg_gate_small_pct /
+ *     cfg_gate_large_pct), and NCCL's choice stays while AUTO has no sample.
+ * No random numbers (they would differ between ranks): every choice is a function of
+ * band_seq, the cost table and the published maps.
  *
- * Exploration: while some available arm has fewer than M valid samples in the published
- * counts (M = 8 x cfg_explore_windows: 32 below 1 MiB, 16 up to 16 MiB, 8 from there by
- * default; after cfg_warmup discarded ones), pick round-robin
- * among those arms, indexed by the rank-invariant per-collective sequence number (its
- * base-k digit sum, so a workload that cycles through a few sizes still visits every arm),
- * in blocks of 2^cfg_explore_block_log2 collectives; the first sample after an arm change
- * is dropped (it carries the previous arm's stagger, see cfg_explore_block_log2).
- * No random numbers: they would differ between ranks. Each arm's statistic is the mean of
- * the IQR-trimmed means of its first M/8 windows of 8 samples, frozen until the next
- * exploration, so the decision does not flap with noise.
+ * Agreement (docs/agreement.md): bandit_stat is reduced with MAX (the slowest rank's mean
+ * and dispersion), bandit_count with MIN (one rank that restarts its measurements restarts
+ * exploration for all). Versions are published every 2^BANDIT_EPOCH_LOG2 collectives and
+ * activate at the same collective on every rank.
  *
- * Exploitation: the arm with the lowest published trimmed mean replaces AUTO only if it is
- * faster than AUTO's by more than the safety gate (cfg_gate_small_pct below
- * cfg_large_from bytes, cfg_gate_large_pct from there); otherwise NCCL's choice stays.
+ * Drift: once an arm holds its budget its statistic is frozen; later windows of the
+ * exploited arm (sampling bursts) are compared with it, and after cfg_drift_windows windows
+ * in a row slower by more than cfg_drift_pct the rank restarts the band: counts to zero,
+ * a new exploration base band_seq cfg_restart_delay ahead (so that every rank sees the
+ * restart before the new screening starts), the published MIN follows.
  *
- * Drift: on each rank, every later window of a long run of one arm (the exploited one) is
- * compared with the arm's frozen statistic; after cfg_drift_windows windows in a row slower
- * by more than cfg_drift_pct, the rank restarts the band's measurements: its counts drop
- * to zero, the published MIN follows, and every rank re-explores from the same collective.
- * The other ranks see the exploited arm's run end and restart too.
+ * Without measurements (no profiler plugin, no agreement) nothing is published; after
+ * cfg_heartbeat_after collectives the tuner keeps NCCL's choice.
  *
- * Without measurements (no profiler plugin, no agreement between the ranks) nothing is
- * published; after cfg_heartbeat_after collectives the tuner then keeps NCCL's choice
- * instead of exploring forever.
- *
- * Configuration is .rodata (`const volatile`): operators can change it in a built object
- * (as `ncclbpf tune -o` does for tuned_rules) without touching the logic.
+ * Configuration is .rodata (`const volatile`): `ncclbpf config` changes it in a built object.
  */
 #include <ncclbpf/policy.h>
 
 #define BANDIT_MAX_ARMS 8
-#define BANDIT_WINDOW 8         /* samples per arm for a statistic (the M rounds) */
+#define BANDIT_WINDOW 8         /* samples per window (ring of the latest ones) */
 #define BANDIT_BUCKETS 24       /* size bands per collective from cfg_bucket_min */
 #define BANDIT_BANDS (NCCLBPF_NUM_COLLS * BANDIT_BUCKETS)
-#define BANDIT_EPOCH_LOG2 4     /* agreed-map epoch: 16 collectives */
-/* a run of the exploited arm this long, then another arm: the tuner is re-exploring
- * (longer than the two-epoch lag plus a window) */
+#define BANDIT_EPOCH_LOG2 3     /* agreed-map epoch: 8 collectives */
+/* a run of the exploited arm this long, then another arm: the tuner is re-exploring */
 #define BANDIT_RESTART_RUN ((2 << BANDIT_EPOCH_LOG2) + 2 * BANDIT_WINDOW)
 
 /* ---- configuration (.rodata) ---- */
@@ -78,111 +84,120 @@ const volatile __s32 cfg_arm_proto[BANDIT_MAX_ARMS] = {
 const volatile __u32 cfg_coll_mask = 0x1f;       /* bit per NCCLBPF_COLL_* */
 const volatile __u32 cfg_min_nodes = 1;          /* leave communicators below this to NCCL */
 const volatile __u32 cfg_bucket_min = 10;        /* bands 2^10 (1 KiB) .. 2^33 */
-const volatile __u32 cfg_warmup = 1;             /* samples per arm discarded after a (re)start */
-const volatile __u32 cfg_explore_windows = 2;    /* windows of 8 per arm: M = 8 x this (1..4) */
-/* Small collectives are cheap to explore and noisy (on the GPU testbed 4 KiB..256 KiB vary by
- * +-30 %, neighbouring arms lie 3-8 % apart); large ones are costly (one 64 MiB sample of a
- * slow arm takes 75 ms) and steadier: M follows the size. */
-const volatile __u32 cfg_explore_windows_small = 4; /* below cfg_explore_small_below */
-const volatile __u64 cfg_explore_small_below = 1ull << 20;
-const volatile __u32 cfg_explore_windows_large = 1; /* from cfg_explore_large_from */
-const volatile __u64 cfg_explore_large_from = 16ull << 20;
+/* Arms whose NCCL cost estimate is above 2^cfg_prune_log2 times AUTO's are not explored
+ * (the float bit patterns: + log2 to the exponent is x 2^log2). 0: explore every arm. */
+const volatile __u32 cfg_prune_log2 = 2;
+const volatile __u32 cfg_screen = 3;             /* valid samples per arm in the screening (the
+						  * robust mean of 3 survives one outlier) */
+const volatile __u32 cfg_block = 4;              /* collectives per turn after it */
+const volatile __u64 cfg_screen_grace = 16;      /* band collectives to wait for the screening's
+						  * samples to be published (> the agreement lag) */
+/* per-arm sample budget of the survivors: small collectives are cheap and noisy, large ones
+ * costly and steadier */
+const volatile __u32 cfg_budget_small = 12;      /* below cfg_budget_small_below */
+const volatile __u64 cfg_budget_small_below = 1ull << 20;
+const volatile __u32 cfg_budget = 10;
+const volatile __u32 cfg_budget_large = 6;       /* from cfg_budget_large_from */
+const volatile __u64 cfg_budget_large_from = 16ull << 20;
+/* An arm's mean over the ranks: the slowest rank's (MAX) + cfg_rank_mix % of the way down
+ * to the fastest rank's (MIN). A rank that finished the previous collective early starts
+ * this one early and waits in it: MAX charges the previous collective's rank stagger to this
+ * one, MIN misses this collective's own stagger (docs/tuning.md). */
+const volatile __u32 cfg_rank_mix = 0;
+const volatile __u32 cfg_z_pct = 200;            /* confidence bounds: z = 2.00 */
+const volatile __u32 cfg_sd_prior_pct = 15;      /* assumed sd of a sample, up to 8 samples */
+const volatile __u32 cfg_sd_floor_pct = 3;       /* never assume less */
 const volatile __u32 cfg_gate_small_pct = 5;     /* safety gate below cfg_large_from */
 const volatile __u32 cfg_gate_large_pct = 10;    /* and from there on */
 const volatile __u64 cfg_large_from = 64ull << 20;
-const volatile __u32 cfg_drift_pct = 50;         /* exploited arm slower than its reference by
-						  * this (the GPU testbed's windows vary by
-						  * up to ~30 %) */
+const volatile __u32 cfg_warmup = 1;             /* samples per arm dropped after a (re)start */
+const volatile __u32 cfg_drop_after_switch = 0;  /* drop a sample after another arm of the band */
+/* 0: a collective's hold on the stream, its kernel's start to the next kernel's start (the
+ * reward above); 1: its completion-to-completion period */
+const volatile __u32 cfg_reward = 0;
+const volatile __u32 cfg_drift_pct = 50;         /* exploited arm slower than its statistic by
+						  * this (testbed windows vary by up to ~30 %) */
 const volatile __u32 cfg_drift_windows = 4;      /* ... for this many windows in a row */
-/* Exploration plays each arm for 2^cfg_explore_block_log2 consecutive collectives (of the
- * communicator's sequence) and the profiler drops the first sample after an arm change.
- * Why: on the GPU testbed (final sweep, docs/results.md 9.2) a collective's ranks finish at
- * different times - Tree staggers more than Ring - and the rank that finishes first starts
- * the next collective first, so the wait lands in the *next* collective's time. Alternating
- * arms one collective at a time charged every arm the average stagger of the others: Tree
- * looked > 5 % faster than Ring at 1-4 MiB on 4 nodes (it was 8-18 % slower back to
- * back), and exploited Tree arms at 4-16 KiB, now paying their own stagger, looked > 50 %
- * slower than their statistics (drift, re-exploration in the timed collectives). In blocks each
- * kept sample follows the same arm, as in exploitation. 0: one collective per turn. */
-const volatile __u32 cfg_explore_block_log2 = 3;
-const volatile __u32 cfg_drop_after_switch = 1;
-/* KernelCh (the GPU timestamps a completion time needs) costs NCCL about 1 us per small
- * collective, 3-8 % on the GPU testbed: every collective while exploring, then the first
- * cfg_sample_burst of every cfg_sample_every collectives of the band (one window of periods
- * for the drift check, plus the collective before it), and bands the bandit leaves to NCCL
- * as cfg_sample_other (NCCLBPF_SAMPLE_BURST(n, b); 0: the profiler's default). */
+const volatile __u64 cfg_restart_delay = 32;     /* band collectives from a restart to the new
+						  * screening (> the agreement lag) */
+/* KernelCh costs NCCL about 1 us per small collective: every collective while the band
+ * explores, then the first cfg_sample_burst of every cfg_sample_every (one window plus the
+ * collective before it), and bands the bandit leaves to NCCL as cfg_sample_other */
 const volatile __u32 cfg_sample_every = 64;
 const volatile __u32 cfg_sample_burst = BANDIT_WINDOW + 1;
 const volatile __u32 cfg_sample_other = NCCLBPF_SAMPLE_BURST(256, 1);
-const volatile __u64 cfg_heartbeat_after = 256;  /* no measurement published after this many
+const volatile __u64 cfg_heartbeat_after = 256;  /* nothing published after this many
 						  * collectives: keep NCCL's choice */
 
 /* ---- agreed maps: this rank's contribution (profiler), the published view (tuner) ---- */
-struct bandit_arms {
-	__u64 v[BANDIT_MAX_ARMS];
+struct bandit_stat {
+	__u64 mean[BANDIT_MAX_ARMS]; /* robust mean reward, ns (0 = none) */
+	__u64 sd[BANDIT_MAX_ARMS];   /* dispersion of one sample, ns */
+	__u64 base;                  /* band_seq the current exploration starts at */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, BANDIT_BANDS);
 	__type(key, __u32);
-	__type(value, struct bandit_arms); /* trimmed mean ns per arm, 0 = none yet */
+	__type(value, struct bandit_stat);
 	__uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, BANDIT_EPOCH_LOG2));
 } bandit_stat SEC(".maps");
+
+struct bandit_count {
+	__u64 n[BANDIT_MAX_ARMS];  /* 1 + valid samples per arm (0 = none) */
+	__u64 lo[BANDIT_MAX_ARMS]; /* the fastest rank's mean, ns (the MIN of what stat has) */
+	__u64 seen;                /* 1 + band_seq of the last collective processed */
+};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, BANDIT_BANDS + 1); /* + the heartbeat */
 	__type(key, __u32);
-	__type(value, struct bandit_arms); /* 1 + valid samples per arm (0 = not contributed) */
+	__type(value, struct bandit_count);
 	__uint(map_flags, NCCLBPF_AGREED(NCCLBPF_AGREE_MIN, BANDIT_EPOCH_LOG2));
 } bandit_count SEC(".maps");
 
-/* ---- rank-local state of the profiler program ---- */
-struct bandit_key {
-	__u64 comm_id;
-	__u32 band;
-	__u32 arm; /* BANDIT_MAX_ARMS: the band's own record */
-};
-
-struct bandit_window {
-	__u64 lat[BANDIT_WINDOW];
-	__u64 seen;   /* samples since the last (re)start, warm-up included */
-	__u64 n;      /* valid samples since the last (re)start */
-	__u64 sum;    /* sum of the exploration windows' trimmed means */
-	__u64 ref;    /* the arm's exploration statistic (published), 0 = exploring */
-	__u64 drift;  /* consecutive windows off the reference */
-	__u64 last_arm_plus1; /* band record: the arm of the previous sample */
-	__u64 run;            /* band record: samples in a row of that arm */
-	__u64 restart;        /* band record: drift seen, restart at the next sample */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct bandit_key);
-	__type(value, struct bandit_window);
-} bandit_windows SEC(".maps");
-
-/* Branch-free selection (policy.h "branch-free arithmetic"): written with if/else, eight
- * arms' worth of "keep the smaller one" would multiply into millions of verifier paths.
- * LT is the cheaper form for values below 2^63 (latencies in ns, counts, indices). */
+/* Branch-free selection (policy.h "branch-free arithmetic"): eight arms' worth of if/else
+ * would multiply the verifier's paths. LT is the cheaper form for values below 2^63. */
 #define LT(a, b) ((ncclbpf_opaque((__u64)(a) - (__u64)(b)) >> 63) & 1) /* a < b */
 #define EQ(a, b) (1 - NCCLBPF_NZ((__u64)(a) ^ (__u64)(b)))            /* a == b */
 #define BIG (1ull << 62)
 /* published counts are stored as 1 + count (0 = no rank contributed) */
 #define COUNT(v) ((((v) & 0xffff) - 1) & -NCCLBPF_NZ((v) & 0xffff))
 
-/* M: valid samples per arm before exploitation, for a collective of n_bytes (constant
- * within a band as long as the thresholds are powers of two, as they are by default). */
-static __always_inline __u64 explore_samples(__u64 n_bytes)
+/* 1000 / sqrt(n) for n = 0..16 (n = 0 never used), 16's beyond: a 32-entry table indexed
+ * with & 31, which the verifier can bound */
+static const __u32 inv_sqrt_1000[32] = {1000, 1000, 707, 577, 500, 447, 408, 378, 354, 333, 316,
+					302,  289,  277, 267, 258, 250, 250, 250, 250, 250, 250,
+					250,  250,  250, 250, 250, 250, 250, 250, 250, 250};
+
+/* An arm's published mean (see cfg_rank_mix); 0 = none. */
+static __always_inline __u64 arm_mean(const struct bandit_stat *st, const struct bandit_count *cnt,
+				      __u32 a)
 {
-	__u32 w = n_bytes < cfg_explore_small_below ? cfg_explore_windows_small
-		: n_bytes >= cfg_explore_large_from ? cfg_explore_windows_large
-						    : cfg_explore_windows;
-	return (__u64)(w < 1 ? 1 : w > 4 ? 4 : w) * BANDIT_WINDOW;
+	__u64 hi = st->mean[a] & (BIG - 1), lo = cnt->lo[a] & (BIG - 1);
+	lo = NCCLBPF_SEL(LT(hi, lo), hi, lo);
+	__u64 mix = NCCLBPF_SEL(LT(100, cfg_rank_mix), 100, cfg_rank_mix);
+	return hi - (hi - lo) * mix / 100;
 }
 
+/* The half-width of an arm's confidence interval: z sd / sqrt(n). */
+static __always_inline __u64 half_width(__u64 sd, __u64 n)
+{
+	__u64 i = NCCLBPF_SEL(LT(n, 16), n, 16) & 31;
+	return (sd & (BIG - 1)) * cfg_z_pct / 100 * inv_sqrt_1000[i] / 1000;
+}
+
+/* Per-arm sample budget for a collective of n_bytes (constant within a band while the
+ * thresholds are powers of two). */
+static __always_inline __u64 budget_of(__u64 n_bytes)
+{
+	__u32 m = n_bytes < cfg_budget_small_below ? cfg_budget_small
+		: n_bytes >= cfg_budget_large_from ? cfg_budget_large
+						   : cfg_budget;
+	return m < 2 ? 2 : m > 250 ? 250 : m;
+}
 
 /* Band index of a collective, or -1 when the bandit leaves it to NCCL. */
 static __always_inline int band_of(__u32 coll, __u64 n_bytes, __u32 n_nodes)
@@ -218,6 +233,16 @@ static __always_inline __u64 arm_find(__s32 algo, __s32 proto, __u64 *arm)
 	return found;
 }
 
+/* A rank-invariant scramble of (band, round): rotates the order in which a band's arms take
+ * their turns, differently per band and round, so that two bands that follow each other in
+ * a step do not switch arms in lockstep (one band's stagger would otherwise always land on
+ * the same arm of the next). */
+static __always_inline __u64 rotation(__u64 band, __u64 round)
+{
+	__u64 h = (band + 1) * 0x9e3779b97f4a7c15ull ^ (round + 1) * 0xc2b2ae3d27d4eb4full;
+	return (h ^ (h >> 29)) >> 32;
+}
+
 /* ------------------------------------------------------------------ tuner */
 
 SEC("tuner")
@@ -230,26 +255,13 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	 * exploring forever would only cost time: after a while keep NCCL's choice. The
 	 * heartbeat is the published count of all samples, the same on every rank. */
 	__u32 hb_key = BANDIT_BANDS;
-	struct bandit_arms *hb = bpf_map_lookup_elem(&bandit_count, &hb_key);
-	if (!hb || (!hb->v[0] && ctx->comm_seq >= cfg_heartbeat_after))
+	struct bandit_count *hb = bpf_map_lookup_elem(&bandit_count, &hb_key);
+	if (!hb || (!hb->n[0] && ctx->comm_seq >= cfg_heartbeat_after))
 		return 0;
 	__u32 key = (__u32)band;
-	struct bandit_arms *cnt = bpf_map_lookup_elem(&bandit_count, &key);
-	struct bandit_arms *st = bpf_map_lookup_elem(&bandit_stat, &key);
+	struct bandit_count *cnt = bpf_map_lookup_elem(&bandit_count, &key);
+	struct bandit_stat *st = bpf_map_lookup_elem(&bandit_stat, &key);
 	if (!cnt || !st)
-		return 0;
-
-	/* available arms (a bit each) and the least published sample count among them */
-	__u64 avail = 0, minc = BIG;
-#pragma clang loop unroll(disable)
-	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-		__u64 idx = ((__u64)(__u32)cfg_arm_algo[a] * NCCLBPF_NUM_PROTOS + (__u32)cfg_arm_proto[a]) & 31;
-		__u64 ok = arm_valid(a) & ((ctx->avail_mask >> idx) & 1);
-		__u64 c = COUNT(cnt->v[a]);
-		minc = NCCLBPF_SEL(ok & LT(c, minc), c, minc);
-		avail |= ok << a;
-	}
-	if (!avail)
 		return 0;
 
 	/* AUTO is the pair NCCL's cost table ranks first: non-negative floats order like their
@@ -262,65 +274,136 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		auto_bits = NCCLBPF_SEL(m, bits, auto_bits);
 		auto_idx = NCCLBPF_SEL(m, i, auto_idx);
 	}
-	__u64 auto_algo = auto_idx / NCCLBPF_NUM_PROTOS, auto_proto = auto_idx % NCCLBPF_NUM_PROTOS;
+	if (auto_bits >= BIG)
+		return 0; /* nothing available */
+	/* pruned entries: cost above AUTO's x 2^cfg_prune_log2 (exponent + log2), none when 0 */
+	__u64 prune = NCCLBPF_SEL(NCCLBPF_NZ(cfg_prune_log2),
+				  auto_bits + ((__u64)(cfg_prune_log2 & 7) << 23), BIG);
+	__u64 pruned = 0;
+#pragma clang loop unroll(full)
+	for (int i = 0; i < NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS; i++)
+		pruned |= LT(prune, ((const __u32 *)ctx->cost)[i]) << i;
 
-	__u64 m = explore_samples(ctx->n_bytes);
-	if (minc < m) {
-		/* explore: round-robin among the arms still short of M samples */
-		__u64 k = 0;
-#pragma clang loop unroll(disable)
-		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
-			k += ((avail >> a) & 1) & LT(COUNT(cnt->v[a]), m);
-		if (k == 0 || k > BANDIT_MAX_ARMS)
-			return 0;
-		/* digit sum of seq in base k (three digits and the rest): a size that recurs every
-		 * p-th collective of its type still cycles through all k arms */
-		__u64 s = ctx->seq >> (cfg_explore_block_log2 & 7);
-		__u64 j = (s + s / k + s / (k * k) + s / (k * k * k)) % k;
-		__u64 cum = 0, algo = 0, proto = 0;
-#pragma clang loop unroll(disable)
-		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-			__u64 in = ((avail >> a) & 1) & LT(COUNT(cnt->v[a]), m);
-			__u64 pick = in & EQ(cum, j);
-			algo = NCCLBPF_SEL(pick, (__u32)cfg_arm_algo[a], algo);
-			proto = NCCLBPF_SEL(pick, (__u32)cfg_arm_proto[a], proto);
-			cum += in;
-		}
-		/* AUTO's turn: keep NCCL's choice rather than forcing the same pair, so AUTO is
-		 * measured exactly as it runs when kept (on the GPU testbed the default beat its
-		 * own pair forced by up to 2 %, enough to make keeping it look worse) */
-		if (EQ(algo, auto_algo) & EQ(proto, auto_proto) & (1 - EQ(auto_bits, BIG)))
-			return 0;
-		ctx->algo = (__s32)algo;
-		ctx->proto = (__s32)proto;
-		return 0;
-	}
-
-	/* exploit */
-	__u64 auto_ns = 0, auto_found = 0, best_ns = BIG, best_algo = 0, best_proto = 0;
+	/* candidates (a bit each), their number, AUTO's arm, the least published count */
+	__u64 cand = 0, k = 0, auto_arm = BANDIT_MAX_ARMS, minc = BIG;
 #pragma clang loop unroll(disable)
 	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-		__u64 v = st->v[a] & (BIG - 1);
-		__u64 ok = (avail >> a) & 1;
-		__u64 is_auto = ok & EQ((__u32)cfg_arm_algo[a], auto_algo) &
-				EQ((__u32)cfg_arm_proto[a], auto_proto) & (1 - auto_found);
-		auto_ns = NCCLBPF_SEL(is_auto, v, auto_ns);
-		auto_found |= is_auto;
-		__u64 better = ok & NCCLBPF_NZ(v) & LT(v, best_ns);
-		best_ns = NCCLBPF_SEL(better, v, best_ns);
-		best_algo = NCCLBPF_SEL(better, (__u32)cfg_arm_algo[a], best_algo);
-		best_proto = NCCLBPF_SEL(better, (__u32)cfg_arm_proto[a], best_proto);
+		__u64 idx = ((__u64)(__u32)cfg_arm_algo[a] * NCCLBPF_NUM_PROTOS + (__u32)cfg_arm_proto[a]) & 31;
+		__u64 is_auto = arm_valid(a) & EQ(idx, auto_idx) & EQ(auto_arm, BANDIT_MAX_ARMS);
+		__u64 ok = arm_valid(a) & ((ctx->avail_mask >> idx) & 1) &
+			   (is_auto | (1 - ((pruned >> idx) & 1)));
+		auto_arm = NCCLBPF_SEL(is_auto, a, auto_arm);
+		__u64 c = COUNT(cnt->n[a]);
+		minc = NCCLBPF_SEL(ok & LT(c, minc), c, minc);
+		cand |= ok << a;
+		k += ok;
 	}
-	if (!auto_found || !auto_ns || best_ns >= BIG)
-		return 0; /* NCCL's choice is not a measured arm: nothing to compare it with */
-	__u64 gate = ctx->n_bytes >= cfg_large_from ? cfg_gate_large_pct : cfg_gate_small_pct;
-	if (gate > 100)
-		gate = 100;
-	/* safety gate: replace AUTO only when clearly faster (AUTO itself never passes) */
-	if (best_ns * 100 < auto_ns * (100 - gate)) {
-		ctx->algo = (__s32)best_algo;
-		ctx->proto = (__s32)best_proto;
+	/* NCCL's choice is not a configured arm (NVLS, CollNet): nothing to measure it by */
+	if (k == 0 || k > BANDIT_MAX_ARMS || auto_arm >= BANDIT_MAX_ARMS)
+		return 0;
+
+	/* the band's clock since its exploration started (a restart moves the base ahead) */
+	__u64 base = st->base;
+	if (ctx->band_seq < base)
+		return 0; /* a restart is being agreed: NCCL's choice until the new screening */
+	__u64 s = ctx->band_seq - base;
+	__u64 l1 = (__u64)(cfg_screen & 63) + 1;
+	__u64 which = BANDIT_MAX_ARMS; /* the arm to play (BANDIT_MAX_ARMS: keep NCCL's) */
+	if (s < k * l1) {
+		/* 2. screening: arm j of the candidates, blocks of cfg_screen + 1 */
+		__u64 j = (s / l1 + rotation(band, 0)) % k;
+		__u64 cum = 0;
+#pragma clang loop unroll(disable)
+		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+			__u64 in = (cand >> a) & 1;
+			which = NCCLBPF_SEL(in & EQ(cum, j), a, which);
+			cum += in;
+		}
+	} else if ((minc >= (cfg_screen & 63)) | (1 - LT(s, k * l1 + cfg_screen_grace))) {
+		/* (a sample lost - a neighbour without KernelCh - must not stall the band: after
+		 * the grace, arms with fewer samples are judged with wider bounds, arms without
+		 * any are left out) */
+		/* 3. elimination on the published statistics (every candidate screened) */
+		__u64 best = BIG, best_ub = BIG;
+#pragma clang loop unroll(disable)
+		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+			__u64 in = (cand >> a) & 1;
+			__u64 mu = arm_mean(st, cnt, a);
+			__u64 h = half_width(st->sd[a], COUNT(cnt->n[a]));
+			__u64 better = in & NCCLBPF_NZ(mu) & LT(mu, best);
+			best = NCCLBPF_SEL(better, mu, best);
+			best_ub = NCCLBPF_SEL(better, mu + h, best_ub);
+		}
+		/* survivors; collectives decided but not yet published (in flight) are shared
+		 * among them, so exploration stops when their samples will be in */
+		__u64 budget = budget_of(ctx->n_bytes), surv = 0, ns = 0, need = 0;
+		__u64 seen = cnt->seen & (BIG - 1);
+		__u64 flight = NCCLBPF_SEL(LT(seen, ctx->band_seq), ctx->band_seq - seen, 0);
+		__u64 l2 = ncclbpf_opaque(cfg_block & 63);
+		if (l2 == 0)
+			l2 = 1;
+#pragma clang loop unroll(disable)
+		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+			__u64 in = (cand >> a) & 1;
+			__u64 mu = arm_mean(st, cnt, a);
+			__u64 h = half_width(st->sd[a], COUNT(cnt->n[a]));
+			/* out: the lower bound above the best arm's upper bound */
+			__u64 out = LT(best_ub, NCCLBPF_SEL(LT(h, mu), mu - h, 0));
+			__u64 keep = in & NCCLBPF_NZ(mu) & (1 - out);
+			surv |= keep << a;
+			ns += keep;
+		}
+		if (ns == 0 || ns > BANDIT_MAX_ARMS)
+			return 0;
+		/* in one-size runs the first collective of each turn gives no sample (ns and l2
+		 * are >= 1: the divisor is not zero) */
+		__u64 share = flight * (l2 - NCCLBPF_NZ(l2 - 1)) / ncclbpf_opaque(l2 * ns);
+#pragma clang loop unroll(disable)
+		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
+			need |= ((surv >> a) & 1) & LT(COUNT(cnt->n[a]) + share, budget);
+		if (need & (1 - EQ(ns, 1))) {
+			/* survivors in turns of cfg_block, the order rotated every round */
+			__u64 t = (s - k * l1) / l2;
+			__u64 j = (t % ns + rotation(band, 1 + t / ns)) % ns;
+			__u64 cum = 0;
+#pragma clang loop unroll(disable)
+			for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+				__u64 in = (surv >> a) & 1;
+				which = NCCLBPF_SEL(in & EQ(cum, j), a, which);
+				cum += in;
+			}
+		} else {
+			/* 4. exploit: the best survivor, against AUTO's safety gate */
+			__u64 bmu = BIG, barm = BANDIT_MAX_ARMS, bh = 0;
+#pragma clang loop unroll(disable)
+			for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+				__u64 in = (surv >> a) & 1;
+				__u64 mu = arm_mean(st, cnt, a);
+				__u64 better = in & LT(mu, bmu);
+				bmu = NCCLBPF_SEL(better, mu, bmu);
+				barm = NCCLBPF_SEL(better, a, barm);
+				/* a best arm short of its budget carries its uncertainty */
+				__u64 short_n = LT(COUNT(cnt->n[a]), budget);
+				bh = NCCLBPF_SEL(better, half_width(st->sd[a], COUNT(cnt->n[a])) & -short_n, bh);
+			}
+			__u64 gate = ctx->n_bytes >= cfg_large_from ? cfg_gate_large_pct : cfg_gate_small_pct;
+			gate = NCCLBPF_SEL(LT(100, gate), 100, gate);
+			/* the safety gate against AUTO's mean, eliminated or not, with the best arm's
+			 * mean one standard error up while it is short of its budget (a few samples
+			 * of a noisy band - samples lost without KernelCh - do not displace NCCL's
+			 * choice); NCCL's choice stays when AUTO has no sample */
+			__u64 amu = arm_mean(st, cnt, auto_arm & (BANDIT_MAX_ARMS - 1));
+			__u64 take = NCCLBPF_NZ(amu) & LT((bmu + bh * 100 / (2 * (cfg_z_pct | 1))) * 100,
+							  amu * (100 - gate));
+			which = NCCLBPF_SEL(take, barm, BANDIT_MAX_ARMS);
+		}
 	}
+	/* AUTO's turn (or nothing to do): keep NCCL's choice rather than forcing the same
+	 * pair, so AUTO is measured exactly as it runs when kept */
+	if (which >= BANDIT_MAX_ARMS || which == auto_arm)
+		return 0;
+	ctx->algo = cfg_arm_algo[which & (BANDIT_MAX_ARMS - 1)];
+	ctx->proto = cfg_arm_proto[which & (BANDIT_MAX_ARMS - 1)];
 	return 0;
 }
 
@@ -335,23 +418,57 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		x[j] = hi_;                                                    \
 	} while (0)
 
-/* IQR-trimmed mean of the window (Tukey's fences on type-7 quartiles of 8 values). */
-static __always_inline __u64 trimmed_mean(const struct bandit_window *w)
+/* Batcher's odd-even merge sort network for 8 values (19 compare-exchanges) */
+#define SORT8(x)                                                               \
+	do {                                                                   \
+		CSWAP(x, 0, 1); CSWAP(x, 2, 3); CSWAP(x, 4, 5); CSWAP(x, 6, 7); \
+		CSWAP(x, 0, 2); CSWAP(x, 1, 3); CSWAP(x, 4, 6); CSWAP(x, 5, 7); \
+		CSWAP(x, 1, 2); CSWAP(x, 5, 6);                                \
+		CSWAP(x, 0, 4); CSWAP(x, 1, 5); CSWAP(x, 2, 6); CSWAP(x, 3, 7); \
+		CSWAP(x, 2, 4); CSWAP(x, 3, 5);                                \
+		CSWAP(x, 1, 2); CSWAP(x, 3, 4); CSWAP(x, 5, 6);                \
+	} while (0)
+
+struct bandit_key {
+	__u64 comm_id;
+	__u32 band;
+	__u32 arm; /* BANDIT_MAX_ARMS: the band's own record */
+};
+
+/* rank-local state per (communicator, band, arm) */
+struct bandit_window {
+	__u64 lat[BANDIT_WINDOW]; /* ring of the latest samples */
+	__u64 seen;   /* samples since the last (re)start, warm-up included */
+	__u64 n;      /* valid samples since the last (re)start */
+	__u64 sum;    /* sum of the completed windows' trimmed means */
+	__u64 iqr;    /* interquartile range of the last completed window */
+	__u64 ref;    /* the arm's frozen statistic (budget reached), 0 = still learning */
+	__u64 drift;  /* consecutive windows off the reference */
+	__u64 last_arm_plus1; /* band record: the arm of the previous sample */
+	__u64 run;            /* band record: samples in a row of that arm */
+	__u64 restart;        /* band record: drift seen, restart at the next sample */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct bandit_key);
+	__type(value, struct bandit_window);
+} bandit_windows SEC(".maps");
+
+/* IQR-trimmed mean of a full window (Tukey's fences on type-7 quartiles of 8 values);
+ * *iqr: its interquartile range. */
+static __always_inline __u64 trimmed_mean(const struct bandit_window *w, __u64 *iqr_out)
 {
 	__u64 x[BANDIT_WINDOW];
 #pragma clang loop unroll(full)
 	for (int i = 0; i < BANDIT_WINDOW; i++)
 		x[i] = w->lat[i] & (BIG - 1);
-	/* Batcher's odd-even merge sort network for 8 values (19 compare-exchanges) */
-	CSWAP(x, 0, 1); CSWAP(x, 2, 3); CSWAP(x, 4, 5); CSWAP(x, 6, 7);
-	CSWAP(x, 0, 2); CSWAP(x, 1, 3); CSWAP(x, 4, 6); CSWAP(x, 5, 7);
-	CSWAP(x, 1, 2); CSWAP(x, 5, 6);
-	CSWAP(x, 0, 4); CSWAP(x, 1, 5); CSWAP(x, 2, 6); CSWAP(x, 3, 7);
-	CSWAP(x, 2, 4); CSWAP(x, 3, 5);
-	CSWAP(x, 1, 2); CSWAP(x, 3, 4); CSWAP(x, 5, 6);
+	SORT8(x);
 	__u64 q1 = x[1] + (3 * (x[2] - x[1])) / 4; /* h = 1.75 */
 	__u64 q3 = x[5] + (x[6] - x[5]) / 4;       /* h = 5.25 */
 	__u64 iqr = q3 - q1;
+	*iqr_out = iqr;
 	__u64 span = iqr + iqr / 2;
 	__u64 lo = NCCLBPF_SEL(LT(span, q1), q1 - span, 0), hi = q3 + span;
 	__u64 sum = 0, n = 0;
@@ -368,7 +485,47 @@ static __always_inline __u64 trimmed_mean(const struct bandit_window *w)
 	return sum / ncclbpf_opaque(n);
 }
 
-/* The all-zero record new windows start from (a map value: no 112-byte stack copy). */
+/* The arm's statistic from its n valid samples: the completed windows' trimmed means
+ * (w->sum) and the current partial window (v = n % 8 samples in slots 0..v-1: the mean of
+ * its lowest v - v/4, at least one dropped from 2 on - outliers are slow ones), weighted by
+ * their samples. *sd: the dispersion of one sample, IQR / 1.35 of the partial window once
+ * it holds 4, else of the last full window (w->iqr); before the first full window at least
+ * cfg_sd_prior_pct of the mean, after it at least cfg_sd_floor_pct. */
+static __always_inline __u64 arm_stat(const struct bandit_window *w, __u64 *sd)
+{
+	__u64 n = w->n, v = n % BANDIT_WINDOW, full = n / BANDIT_WINDOW;
+	__u64 x[BANDIT_WINDOW];
+#pragma clang loop unroll(full)
+	for (int i = 0; i < BANDIT_WINDOW; i++)
+		x[i] = NCCLBPF_SEL(LT(i, v), w->lat[i] & (BIG - 1), BIG);
+	SORT8(x);
+	__u64 hi = v - (NCCLBPF_NZ(v >> 1) * (v / 4 + LT(v, 4)));
+	__u64 psum = 0, q1 = 0, q3 = 0;
+#pragma clang loop unroll(full)
+	for (int i = 0; i < BANDIT_WINDOW; i++) {
+		psum += x[i] & -LT(i, hi);
+		q1 = NCCLBPF_SEL(EQ(i, v / 4), x[i], q1);
+		q3 = NCCLBPF_SEL(EQ(i, v - 1 - v / 4), x[i], q3);
+	}
+	__u64 d = ncclbpf_opaque(hi);
+	if (d == 0)
+		d = 1;
+	__u64 pmean = psum / d;
+	__u64 tot = ncclbpf_opaque(n);
+	if (tot == 0)
+		tot = 1;
+	__u64 mean = (w->sum * BANDIT_WINDOW + pmean * v) / tot;
+	__u64 iqr = NCCLBPF_SEL(LT(v, 4), w->iqr, q3 - q1);
+	/* a few samples' IQR understates the spread: the prior is the floor until a full
+	 * window (8) is in */
+	__u64 prior = mean * cfg_sd_prior_pct / 100, floor = mean * cfg_sd_floor_pct / 100;
+	floor = NCCLBPF_SEL(EQ(full, 0), prior, floor);
+	__u64 s = NCCLBPF_SEL(LT(v, 4) & EQ(full, 0), prior, iqr * 100 / 135);
+	*sd = NCCLBPF_SEL(LT(s, floor), floor, s);
+	return mean;
+}
+
+/* The all-zero record new windows start from (a map value: no stack copy). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -388,9 +545,9 @@ static __always_inline struct bandit_window *window(struct bandit_key *k)
 }
 
 /* Restarts this rank's measurements of a band: counts to zero (the published MIN follows,
- * so every rank re-explores from the same collective), statistics dropped. */
-static __always_inline void restart_band(__u64 comm_id, __u32 band, struct bandit_arms *cnt,
-					 struct bandit_arms *st)
+ * so every rank re-explores), statistics dropped, the exploration base moved ahead. */
+static __always_inline void restart_band(__u64 comm_id, __u32 band, struct bandit_count *cnt,
+					 struct bandit_stat *st, __u64 band_seq)
 {
 	struct bandit_key k = {};
 	k.comm_id = comm_id;
@@ -403,6 +560,7 @@ static __always_inline void restart_band(__u64 comm_id, __u32 band, struct bandi
 			w->seen = 0;
 			w->n = 0;
 			w->sum = 0;
+			w->iqr = 0;
 			w->ref = 0;
 			w->drift = 0;
 			w->run = 0;
@@ -412,15 +570,25 @@ static __always_inline void restart_band(__u64 comm_id, __u32 band, struct bandi
 	}
 #pragma clang loop unroll(full)
 	for (int a = 0; a < BANDIT_MAX_ARMS; a++) {
-		cnt->v[a] = 1;
-		st->v[a] = 0;
+		cnt->n[a] = 1;
+		cnt->lo[a] = 0;
+		st->mean[a] = 0;
+		st->sd[a] = 0;
 	}
+	st->base = band_seq + cfg_restart_delay;
 }
 
-/* Per communicator: the completion time of its last GPU-timed collective. */
+/* Per communicator on this rank: its last collective the profiler saw. */
 struct bandit_last {
-	__u64 seq_plus1; /* its sequence number + 1 (0: none) */
-	__u64 end_ns;    /* its completion, host clock (start_ns + host_ns) */
+	__u64 comm_seq_plus1; /* its comm_seq + 1 when GPU-timed (0: not timed / none) */
+	__u64 kstart_ns;      /* its kernel's start and end (host clock) */
+	__u64 end_ns;         /* its completion (the reward's clock) */
+	__u64 band_plus1;     /* its band + 1 (0: not ours) */
+	__u64 arm;            /* BANDIT_MAX_ARMS: not a configured arm */
+	__u64 band_seq;
+	__u64 n_bytes;
+	__u64 pband_plus1;    /* the band and arm of the collective before it */
+	__u64 parm;
 };
 
 struct {
@@ -435,77 +603,92 @@ NCCLBPF_SAMPLE_CTL_MAP;
 SEC("profiler")
 int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 {
-	/* Only a collective NCCL instrumented (KernelCh) has a completion time: for the others
-	 * host_ns is the enqueue time, not a latency (KernelCh sampling, NCCLBPF_PROFILE_SAMPLE) */
-	if (!(ctx->flags & NCCLBPF_PROF_F_GPU_TIMED))
-		return 0;
-	/* The reward is the completion-to-completion period: this collective's completion
-	 * minus the previous collective's (of the communicator, whatever its size). Measured on
-	 * the GPU testbed (docs/results.md 9.4), a collective's own span - the kernel's GPU time
-	 * or enqueue-to-completion - misses time that the algorithm costs between kernels: at
-	 * 1 MiB on 4 emulated nodes Tree/Simple's kernels took 520-560 us against Ring/Simple's
-	 * 790-800, while one Tree/Simple collective after another took 875-956 us against
-	 * 805-822 (back to back 822-887 against 768-845). The period is what the job pays per
-	 * collective when collectives follow each other; with compute in between it includes
-	 * that compute, which makes every arm look alike (the gate then keeps NCCL's choice)
-	 * but does not reorder them. */
-	__u64 end = ctx->start_ns + ctx->host_ns;
 	__u64 comm = ctx->comm_id;
 	struct bandit_last fresh = {};
 	bpf_map_update_elem(&bandit_last, &comm, &fresh, BPF_NOEXIST);
 	struct bandit_last *lp = bpf_map_lookup_elem(&bandit_last, &comm);
 	if (!lp)
 		return 0;
-	__u64 prev_seq1 = lp->seq_plus1, prev_end = lp->end_ns;
-	lp->seq_plus1 = ctx->seq + 1;
-	lp->end_ns = end;
-
-	__u32 sband = ctx->size_bucket < 65 ? ctx->size_bucket : 64;
-	int band = band_of(ctx->coll_type, ctx->n_bytes, ctx->n_nodes);
-	if (band < 0) {
-		/* not ours: GPU-time it rarely (it still gets timed right before a sample of ours) */
-		__u32 *sc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
+	struct bandit_last p = *lp; /* the previous collective */
+	int cband = band_of(ctx->coll_type, ctx->n_bytes, ctx->n_nodes);
+	__u64 carm = BANDIT_MAX_ARMS;
+	__u64 found = arm_find(ctx->algo, ctx->proto, &carm);
+	/* Only a collective NCCL instrumented (KernelCh) has kernel timestamps (KernelCh
+	 * sampling, NCCLBPF_PROFILE_SAMPLE); for the others host_ns is the enqueue time */
+	__u64 timed = (ctx->flags & NCCLBPF_PROF_F_GPU_TIMED) != 0;
+	lp->comm_seq_plus1 = NCCLBPF_SEL(timed, ctx->comm_seq + 1, 0);
+	lp->kstart_ns = ctx->gpu_start_ns;
+	lp->end_ns = ctx->gpu_end_ns;
+	lp->band_plus1 = cband < 0 ? 0 : (__u64)cband + 1;
+	lp->arm = NCCLBPF_SEL(found, carm, BANDIT_MAX_ARMS);
+	lp->band_seq = ctx->band_seq;
+	lp->n_bytes = ctx->n_bytes;
+	lp->pband_plus1 = p.band_plus1;
+	lp->parm = p.arm;
+	__u32 csband = ctx->size_bucket < 65 ? ctx->size_bucket : 64;
+	if (cband < 0) {
+		/* not ours: GPU-time it rarely (it still gets timed next to a sample of ours) */
+		__u32 *sc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &csband);
 		if (sc && cfg_sample_other)
 			*sc = cfg_sample_other;
-		return 0;
 	}
-	__u64 arm;
-	if (!arm_find(ctx->algo, ctx->proto, &arm))
+	/* The sample: with cfg_reward 0 the previous collective's hold on the stream - from its
+	 * kernel's start to this kernel's start (on the testbed a collective's network traffic
+	 * outlasts its kernel and holds the next kernel back: docs/tuning.md) less the time the
+	 * host had not yet issued this one; with 1 this collective's completion-to-completion
+	 * period. Both need two consecutive GPU-timed collectives. */
+	__u64 hold = cfg_reward == 0;
+	__u64 both = timed & NCCLBPF_NZ(p.comm_seq_plus1) & EQ(p.comm_seq_plus1, ctx->comm_seq);
+	__u64 band1 = NCCLBPF_SEL(hold, p.band_plus1, lp->band_plus1);
+	__u64 arm = NCCLBPF_SEL(hold, p.arm, lp->arm);
+	__u64 bseq = NCCLBPF_SEL(hold, p.band_seq, ctx->band_seq);
+	__u64 nbytes = NCCLBPF_SEL(hold, p.n_bytes, ctx->n_bytes);
+	__u64 pre_band1 = NCCLBPF_SEL(hold, p.pband_plus1, p.band_plus1);
+	__u64 pre_arm = NCCLBPF_SEL(hold, p.parm, p.arm);
+	/* hold: (end - kstart) of the previous + the GPU's wait after it, less host lateness */
+	__u64 gap = NCCLBPF_SEL(LT(p.end_ns, ctx->gpu_start_ns), ctx->gpu_start_ns - p.end_ns, 0);
+	/* the host's call of this one (the Coll start comes only after the launch) */
+	__u64 issued = NCCLBPF_SEL(NCCLBPF_NZ(ctx->api_ns), ctx->api_ns, ctx->start_ns);
+	__u64 late = NCCLBPF_SEL(LT(p.end_ns, issued), issued - p.end_ns, 0);
+	__u64 wait = NCCLBPF_SEL(LT(late, gap), gap - late, 0);
+	__u64 span = NCCLBPF_SEL(LT(p.kstart_ns, p.end_ns), p.end_ns - p.kstart_ns, 0);
+	__u64 period = NCCLBPF_SEL(LT(p.end_ns, ctx->gpu_end_ns), ctx->gpu_end_ns - p.end_ns, 0);
+	__u64 lat = NCCLBPF_SEL(hold, span + wait, period);
+	if (band1 == 0 || band1 > BANDIT_BANDS)
+		return 0; /* the sample's collective is not one of ours */
+	__u32 key = (__u32)(band1 - 1);
+	struct bandit_count *cnt = bpf_map_lookup_elem(&bandit_count, &key);
+	struct bandit_stat *st = bpf_map_lookup_elem(&bandit_stat, &key);
+	if (!cnt || !st)
 		return 0;
-	if (!prev_seq1 || prev_seq1 != ctx->seq || end <= prev_end)
-		return 0; /* no previous collective, or it was not timed: no period */
-	__u64 lat = end - prev_end;
-	if (lat >= BIG)
-		return 0;
-	__u32 key = (__u32)band;
-	struct bandit_arms *cnt = bpf_map_lookup_elem(&bandit_count, &key);
-	struct bandit_arms *st = bpf_map_lookup_elem(&bandit_stat, &key);
+	/* the band's progress: its collectives up to this one are in what this rank publishes */
+	cnt->seen = bseq + 1;
+	if (!both || arm >= BANDIT_MAX_ARMS || lat == 0 || lat >= BIG)
+		return 0; /* not timed (or its neighbour was not), or not a configured arm */
+	__u32 sband = ncclbpf_size_bucket(nbytes);
 	struct bandit_key bk = {}, wk = {};
 	bk.comm_id = wk.comm_id = ctx->comm_id;
 	bk.band = wk.band = key;
 	bk.arm = BANDIT_MAX_ARMS;
 	wk.arm = (__u32)arm;
 	struct bandit_window *bs = window(&bk);
-	if (!cnt || !st || !bs)
+	if (!bs)
 		return 0;
-
 	struct bandit_window *w = window(&wk);
 	__u32 hb_key = BANDIT_BANDS;
-	struct bandit_arms *hb = bpf_map_lookup_elem(&bandit_count, &hb_key);
+	struct bandit_count *hb = bpf_map_lookup_elem(&bandit_count, &hb_key);
 	if (!w || !hb)
 		return 0;
-	hb->v[0] = 1; /* the heartbeat: non-zero once published from any rank that measures */
-	__u64 m = explore_samples(ctx->n_bytes);
+	hb->n[0] = 1; /* the heartbeat: non-zero once published from any rank that measures */
+	__u64 m = budget_of(nbytes);
 
-	/* Runs of one arm, counting only samples taken after the arm's exploration. The
+	/* Runs of one arm, counting only samples taken after the arm reached its budget. The
 	 * decision is fixed between explorations, so another arm after a long such run means
 	 * the tuner started re-exploring (another rank saw drift): start afresh too, or this
-	 * rank's old statistics would dominate the MAX. The run must outlast the overshoot at
-	 * the end of an exploration (the published counts lag by up to two epochs). */
+	 * rank's old statistics would dominate the MAX. */
 	if (NCCLBPF_NZ(bs->restart) | ((1 - EQ(bs->last_arm_plus1, arm + 1)) & (1 - LT(bs->run, BANDIT_RESTART_RUN)))) {
-		restart_band(ctx->comm_id, key, cnt, st);
-		/* this sample opens the new exploration: it counts as a warm-up one */
-		w->seen = 1;
+		restart_band(ctx->comm_id, key, cnt, st, bseq);
+		w->seen = 1; /* this sample opens the new exploration: a warm-up one */
 		bs->last_arm_plus1 = arm + 1;
 		__u32 *rc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
 		if (rc)
@@ -517,9 +700,8 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	bs->run = NCCLBPF_SEL(same, NCCLBPF_SEL(complete, bs->run + 1, 0), complete);
 	bs->last_arm_plus1 = arm + 1;
 	/* sampling: every collective while the band explores; once one arm has run long past
-	 * its exploration (exploitation), a burst now and then for the drift check - and every
-	 * collective again as soon as a window looks slow, so drift is confirmed or dismissed
-	 * within a few windows rather than a few bursts */
+	 * its budget (exploitation), a burst now and then for the drift check - and every
+	 * collective again as soon as a window looks slow */
 	__u32 *sc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
 	if (sc)
 		*sc = bs->run >= BANDIT_RESTART_RUN && !w->drift && cfg_sample_every > 1
@@ -529,40 +711,51 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	w->seen++;
 	if (w->seen <= cfg_warmup)
 		return 0; /* warm-up: the first samples of an arm after a (re)start */
-	if (!same && cfg_drop_after_switch)
-		return 0; /* carries the previous arm's stagger (cfg_explore_block_log2) */
+	/* right after another arm of the same band (one size at a time) the rank stagger of the
+	 * previous collective - the first rank to finish starts the next first, and waits in
+	 * it - may belong to the other arm */
+	if (cfg_drop_after_switch && pre_band1 == band1 && pre_arm != arm)
+		return 0;
 	__u64 slot = w->n % BANDIT_WINDOW;
 #pragma clang loop unroll(full)
 	for (int i = 0; i < BANDIT_WINDOW; i++)
 		w->lat[i] = NCCLBPF_SEL(EQ(slot, i), lat, w->lat[i]);
 	w->n++;
 	__u64 n = w->n < 250 ? w->n : 250;
-#pragma clang loop unroll(disable)
-	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
-		cnt->v[a] = NCCLBPF_SEL(EQ(arm, a), 1 + n, cnt->v[a]);
-	if (w->n % BANDIT_WINDOW)
-		return 0;
-	__u64 tm = trimmed_mean(w); /* a full window of fresh samples */
-	if (w->n <= m) {
-		/* exploration: the arm's statistic is the mean of its first windows */
-		w->sum += tm;
-		if (w->n < m)
-			return 0;
-		__u64 stat = w->sum / (m / BANDIT_WINDOW);
-		w->ref = stat ? stat : 1;
+	/* a window completed: its trimmed mean (the statistic, or the drift check) */
+	__u64 tm = 0, iqr = 0;
+	if (w->n % BANDIT_WINDOW == 0)
+		tm = trimmed_mean(w, &iqr);
+	if (!w->ref) {
+		/* still learning: the count and the statistic as of this sample */
+		if (tm) {
+			w->sum += tm;
+			w->iqr = iqr;
+		}
 #pragma clang loop unroll(disable)
 		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
-			st->v[a] = NCCLBPF_SEL(EQ(arm, a), w->ref, st->v[a]);
+			cnt->n[a] = NCCLBPF_SEL(EQ(arm, a), 1 + n, cnt->n[a]);
+		__u64 sd = 0;
+		__u64 mean = arm_stat(w, &sd);
+		mean = mean ? mean : 1;
+#pragma clang loop unroll(disable)
+		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+			st->mean[a] = NCCLBPF_SEL(EQ(arm, a), mean, st->mean[a]);
+			cnt->lo[a] = NCCLBPF_SEL(EQ(arm, a), mean, cnt->lo[a]);
+			st->sd[a] = NCCLBPF_SEL(EQ(arm, a), sd, st->sd[a]);
+		}
+		/* the budget reached: the statistic is frozen (the decision must not flap with
+		 * noise), later windows only check for drift */
+		if (w->n >= m) {
+			w->ref = mean;
+			w->drift = 0;
+		}
 		return 0;
 	}
-
-	/* drift: each later window of a long run (the exploited arm) against the statistic */
-	if (bs->run < BANDIT_WINDOW || !w->ref)
+	/* drift: each later full window of a long run (the exploited arm) against the
+	 * statistic; only a slowdown counts (a faster exploited arm is no worse a choice) */
+	if (!tm || bs->run < BANDIT_WINDOW)
 		return 0;
-	/* only a slowdown counts: the exploited arm getting faster does not make it a worse
-	 * choice, and a change of regime that makes every collective look faster (queued
-	 * collectives timed back to back after waited-for ones, as in the GPU testbed) would
-	 * otherwise re-explore the slow arms for nothing */
 	__u64 ref = w->ref & (BIG - 1);
 	if (tm > ref && (tm - ref) * 100 > ref * cfg_drift_pct)
 		w->drift++;

@@ -12,12 +12,16 @@
  * Scenarios: NCCL's choice (AUTO) is wrong; AUTO is best; another arm is faster than AUTO
  * but within the safety gate; the best arm degrades halfway (drift); three sizes
  * interleaved. Checks: every rank's decision log is identical; convergence to the best arm
- * within (warm-up + M) x arms collectives plus the two-epoch agreement lag; after
+ * within 80 of the band's collectives plus the two-epoch agreement lag (issue 22); after
  * convergence no arm slower than AUTO is exploited, nor one within the gate; unavailable
  * pairs are never chosen; re-exploration after drift and convergence to the new best.
  * With a third argument: the replay of the first GPU sweep's measured distributions
  * (test_replay below): no drift restart inside timed collectives, never significantly
- * slower than NCCL's default, within 3 % of the target where the samples separate them.
+ * slower than NCCL's default, within 5-8 % of the target where the samples separate them.
+ * The timeline: a Tree kernel ends at 60 % of its time, its traffic holds the stream until
+ * the next kernel starts (the reward, kernel start to kernel start, sees the whole time);
+ * the host queues every collective well ahead (api_ns). Training steps with interleaved
+ * sizes, gaps and overlap: test_bandit_steps.c.
  *
  *   test_bandit build/policies/bandit.bpf.o [build/ncclbpf [tests/bandit/data/gpu_c1_quantiles.csv]]
  */
@@ -35,12 +39,10 @@
 #include "test_util.h"
 
 #define R 4               /* ranks */
-#define K 16              /* epoch: BANDIT_EPOCH_LOG2 = 4 in the policy */
-/* M: valid samples per arm, by size (cfg_explore_windows_small/cfg_explore_windows/
- * cfg_explore_windows_large windows of 8 below 1 MiB / below 16 MiB / from there) */
-#define WINDOW_OF(bytes) ((bytes) < (1u << 20) ? 32 : (bytes) < (16u << 20) ? 16 : 8)
-#define WARMUP 1
-#define BLOCK 8 /* exploration turns: 2^cfg_explore_block_log2 collectives of the communicator */
+#define K 8               /* epoch: BANDIT_EPOCH_LOG2 = 3 in the policy */
+/* exploration of one band ends within this many of its collectives (issue 22: screening,
+ * the agreement lag, elimination rounds within the per-arm budget) */
+#define EXPLORE_BOUND 80
 #define MAX_COLL 6000
 #define NPAIR (NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS)
 
@@ -140,10 +142,16 @@ static void timeline_fill(struct ncclbpf_profiler_ctx *pc, int r, int pair, doub
 	double start = clk[r];
 	clk[r] += period_us;
 	pc->start_ns = (uint64_t)(start * 1000) + 1000000000ull;
+	/* the host queued it well before (a training loop running ahead) */
+	pc->api_ns = pc->start_ns > 500000000ull ? pc->start_ns - 500000000ull : 1;
 	if (timed) {
 		pc->host_ns = (uint64_t)((clk[r] - start) * 1000);
 		pc->gpu_ns = (uint64_t)(period_us * span_of(pair) * 1000);
 		pc->flags = NCCLBPF_PROF_F_GPU_TIMED;
+		/* the kernel starts at once and ends early for Tree: its traffic holds the stream
+		 * until the next kernel starts (the reward: kernel start to kernel start) */
+		pc->gpu_start_ns = pc->start_ns;
+		pc->gpu_end_ns = pc->start_ns + pc->gpu_ns;
 	} else {
 		pc->host_ns = 3000;
 		pc->gpu_ns = 0;
@@ -261,9 +269,11 @@ static int resolve(const struct ncclbpf_tuner_ctx *ctx, int auto_pair)
 	return auto_pair;
 }
 
-static void fill_ctx(struct ncclbpf_tuner_ctx *ctx, const struct model *m, uint64_t seq, uint64_t comm_seq)
+static void fill_ctx(struct ncclbpf_tuner_ctx *ctx, const struct model *m, uint64_t seq, uint64_t comm_seq,
+		     uint64_t band_seq)
 {
 	memset(ctx, 0, sizeof(*ctx));
+	ctx->band_seq = band_seq;
 	ctx->comm_id = 0x1234;
 	ctx->n_bytes = m->bytes;
 	ctx->seq = seq;
@@ -308,7 +318,7 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 		int chosen[R];
 		for (int r = 0; r < nr; r++) {
 			struct ncclbpf_tuner_ctx ctx;
-			fill_ctx(&ctx, m, seq, (uint64_t)s);
+			fill_ctx(&ctx, m, seq, (uint64_t)s, (uint64_t)(s / nm));
 			map_agreed_bind(&ranks[r].rd);
 			uint64_t ret = 0;
 			char err[256];
@@ -343,6 +353,8 @@ static void run(const struct model *models, int nm, int n, struct run_result *re
 			memset(&pc, 0, sizeof(pc));
 			pc.comm_id = 0x1234;
 			pc.seq = seq - 1;
+			pc.comm_seq = seq - 1;
+			pc.band_seq = (uint64_t)(s / nm);
 			pc.n_bytes = m->bytes;
 			timeline_fill(&pc, r, pair, t * (1 + 0.02 * uniform() + 0.01 * r), timed);
 			pc.coll_type = NCCLBPF_COLL_ALLREDUCE;
@@ -400,14 +412,12 @@ static int arms_available(const struct model *m)
 	return n;
 }
 
-/* exploration bound: warm-up + M samples per arm, taken in turns of BLOCK collectives of the
- * communicator (BLOCK / interleave of them this band's) whose first sample is dropped, one
- * turn of rounding per arm, plus two epochs of agreement lag */
+/* exploration bound, in the communicator's collectives: EXPLORE_BOUND of the band's, times
+ * the bands interleaved, plus two epochs of agreement lag */
 static int bound(const struct model *m, int interleave)
 {
-	double run = (double)BLOCK / interleave, kept = run > 1 ? (run - 1) / run : 0.5;
-	int per_arm = (int)ceil((WARMUP + WINDOW_OF(m->bytes)) / kept) + BLOCK;
-	return (per_arm * arms_available(m) + 2 * K) * interleave;
+	(void)m;
+	return (EXPLORE_BOUND + 2 * K) * interleave;
 }
 
 static void test_auto_wrong(void)
@@ -772,7 +782,7 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 			int pair = -1, keep = 0;
 			for (int r = 0; r < nr; r++) {
 				struct ncclbpf_tuner_ctx ctx;
-				fill_ctx(&ctx, &m, s, s);
+				fill_ctx(&ctx, &m, s, s, (uint64_t)i);
 				map_agreed_bind(&ranks[r].rd);
 				uint64_t ret = 0;
 				char err[256];
@@ -805,6 +815,8 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 				memset(&pc, 0, sizeof(pc));
 				pc.comm_id = 0x1234;
 				pc.seq = s;
+				pc.comm_seq = s;
+				pc.band_seq = (uint64_t)i;
 				pc.n_bytes = bytes;
 				/* what the profiler sees: the slowest rank's time, less on the others;
 				 * timed collectives are queued back to back (timed_scale) */
@@ -827,6 +839,16 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 				char err[256];
 				CHECK(ncclbpf_program_run(ranks[r].prof, &pc, sizeof(pc), &ret, err, sizeof(err)) == 0);
 				map_agreed_bind(NULL);
+			}
+			if (getenv("BANDIT_REPLAY_STATS") && bytes == strtoull(getenv("BANDIT_REPLAY_STATS"), NULL, 0) &&
+			    i >= 8 && i < 28) {
+				const uint64_t *st = (const uint64_t *)(pub_stat + (size_t)band * map_array_stride(ranks[0].stat));
+				const uint64_t *cn = (const uint64_t *)(pub_cnt + (size_t)band * map_array_stride(ranks[0].cnt));
+				fprintf(stderr, "i %d pair %d lat %.0f:", i, pair, lat);
+				for (int a = 0; a < 8; a++)
+					if (cn[a])
+						fprintf(stderr, " a%d n%llu %.0f sd%.0f", a, (unsigned long long)cn[a] - 1, st[a] / 1e3, st[8 + a] / 1e3);
+				fprintf(stderr, "\n");
 			}
 			uint64_t sum = 0, v;
 			for (int a = 0; a < 8; a++) {
@@ -851,6 +873,7 @@ static void replay_rep(const struct replay_data *d, int ni, int warm, double tim
 
 /* BANDIT_REPLAY_REPS, BANDIT_REPLAY_WARMUP, BANDIT_REPLAY_WARMUP_BYTES (0: flat),
  * BANDIT_REPLAY_MIN_WARMUP, BANDIT_REPLAY_SCALE override the defaults (for studies;
+ * BANDIT_REPLAY_STATS=BYTES prints that size's published statistics;
  * BANDIT_REPLAY_DEBUG=1 prints every timed decision, 2 every decision); the CTest run uses 5 repetitions, 200 warm-up collectives, scales 1 and
  * 0.75 (queued timed collectives that the profiler sees 25 % faster than waited ones). */
 static void test_replay(const char *data, const char *which, int no_ll128, double stagger_small,
@@ -953,8 +976,11 @@ int main(int argc, char **argv)
 		test_rodata_gate(argv[2]);
 	/* sweep 1 ran on the same testbed: NCCL offered no LL128 there either (the final sweep's
 	 * decision logs show it) */
+	/* within 8 % of the target: at 16 KiB on 4 nodes four offered pairs lie within 9 % under
+	 * +-20-30 % noise, which the 12 samples per arm of the 80-collective budget (issue 22)
+	 * do not order */
 	if (argc > 3)
-		test_replay(argv[3], "GPU sweep 1", 1, 0, 0, 0.05);
+		test_replay(argv[3], "GPU sweep 1", 1, 0, 0, 0.08);
 	/* the final sweep (gpu-c2): no LL128 offered, Tree's stagger charged to the next
 	 * collective in the waited-for warm-up (fitted to its decision logs, results.md 9.2) */
 	if (argc > 4) {
