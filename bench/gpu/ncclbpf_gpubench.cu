@@ -809,27 +809,15 @@ int main(int argc, char **argv)
 	struct gb_series *step_series = NULL;
 	int n_step_series = 0, cap_step_series = 0;
 	while (gb_read_full(result_pipe[0], &msg, sizeof(msg)) == 0) {
-		if (msg.kind == 2) {
+		if (msg.kind == 1 || msg.kind == 2) {
+			/* per-collective samples (1) or step times (2): max over ranks per index */
 			struct gb_samples *sm = &msg.u.samples;
-			struct gb_series *s = gb_series_get(&step_series, &n_step_series, &cap_step_series, -1,
-							    sm->rep, 0, o.steps);
-			if (!s || sm->first < 0 || sm->n < 0 || sm->n > GB_CHUNK || sm->first + sm->n > o.steps) {
-				oom = 1;
-				continue;
-			}
-			for (int i = 0; i < sm->n; i++) {
-				int k = sm->first + i;
-				if (sm->us[i] > s->us[k]) s->us[k] = sm->us[i];
-				s->ranks[k]++;
-			}
-			if (sm->first + sm->n > s->n) s->n = sm->first + sm->n;
-			continue;
-		}
-		if (msg.kind == 1) {
-			struct gb_samples *sm = &msg.u.samples;
-			struct gb_series *s = gb_series_get(&series, &n_series, &cap_series, sm->coll, sm->rep,
-							    sm->bytes, o.iters);
-			if (!s || sm->first < 0 || sm->n < 0 || sm->n > GB_CHUNK || sm->first + sm->n > o.iters) {
+			int steps = msg.kind == 2, cap = steps ? o.steps : o.iters;
+			struct gb_series *s = steps ? gb_series_get(&step_series, &n_step_series, &cap_step_series,
+								  -1, sm->rep, 0, cap)
+						    : gb_series_get(&series, &n_series, &cap_series, sm->coll,
+								  sm->rep, sm->bytes, cap);
+			if (!s || sm->first < 0 || sm->n < 0 || sm->n > GB_CHUNK || sm->first + sm->n > cap) {
 				oom = 1;
 				continue;
 			}

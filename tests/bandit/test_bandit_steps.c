@@ -199,18 +199,25 @@ static void add_bands(struct sm_model *m, int nodes)
 	}
 }
 
+/* The model of workload w on `nodes` ranks with the testbed's bands, run as a scenario. */
+static void run_workload(const char *what, const struct sm_workload *w, int nodes, uint64_t seed,
+			 int steps, int must_fail_old)
+{
+	struct sm_model m;
+	sm_init(&m, nodes, w, seed);
+	add_bands(&m, nodes);
+	char name[128];
+	snprintf(name, sizeof(name), "%s, %d nodes", what, nodes);
+	scenario(name, &m, steps, must_fail_old);
+}
+
 static void mixed(int nodes, uint64_t seed)
 {
 	struct sm_workload w = base_workload();
 	static const uint64_t sz[] = {16u << 20, 16u << 20, 4u << 20, 1u << 20, 256u << 10, 64u << 10, 4u << 10};
 	for (int i = 0; i < 7; i++)
 		add_call(&w, NCCLBPF_COLL_ALLREDUCE, sz[i], 0);
-	struct sm_model m;
-	sm_init(&m, nodes, &w, seed);
-	add_bands(&m, nodes);
-	char name[96];
-	snprintf(name, sizeof(name), "mixed AllReduce step, %d nodes", nodes);
-	scenario(name, &m, 500, 1);
+	run_workload("mixed AllReduce step", &w, nodes, seed, 500, 1);
 }
 
 static void fsdp(int nodes, uint64_t seed)
@@ -223,12 +230,7 @@ static void fsdp(int nodes, uint64_t seed)
 		add_call(&w, NCCLBPF_COLL_ALLGATHER, layer[i], 0);
 		add_call(&w, NCCLBPF_COLL_REDUCESCATTER, layer[i], 0);
 	}
-	struct sm_model m;
-	sm_init(&m, nodes, &w, seed);
-	add_bands(&m, nodes);
-	char name[96];
-	snprintf(name, sizeof(name), "FSDP-like AllGather/ReduceScatter step, %d nodes", nodes);
-	scenario(name, &m, 500, 1);
+	run_workload("FSDP-like AllGather/ReduceScatter step", &w, nodes, seed, 500, 1);
 }
 
 /* compute before each collective, as backward computes the next gradient bucket */
@@ -239,12 +241,7 @@ static void gap(int nodes, uint64_t seed)
 	for (int i = 0; i < 6; i++)
 		add_call(&w, NCCLBPF_COLL_ALLREDUCE, sz[i], 150);
 	w.queued = 1;
-	struct sm_model m;
-	sm_init(&m, nodes, &w, seed);
-	add_bands(&m, nodes);
-	char name[96];
-	snprintf(name, sizeof(name), "gap: 150 us of GPU work before each collective, %d nodes", nodes);
-	scenario(name, &m, 500, 1);
+	run_workload("gap: 150 us of GPU work before each collective", &w, nodes, seed, 500, 1);
 }
 
 static void overlap(int nodes, uint64_t seed)
@@ -256,12 +253,7 @@ static void overlap(int nodes, uint64_t seed)
 	w.overlap_us = 1200;
 	w.overlap_slow = 1.15;
 	w.queued = 1;
-	struct sm_model m;
-	sm_init(&m, nodes, &w, seed);
-	add_bands(&m, nodes);
-	char name[96];
-	snprintf(name, sizeof(name), "overlap: 1.2 ms of compute on another stream per step, %d nodes", nodes);
-	scenario(name, &m, 500, 0);
+	run_workload("overlap: 1.2 ms of compute on another stream per step", &w, nodes, seed, 500, 0);
 }
 
 /* One size at a time, as the sweep runs it (emulate-nodes.sh): 4 KiB .. 64 MiB in order on
