@@ -4,8 +4,13 @@
  * getCollInfo -> NCCL's selection rule -> a latency from a per-arm model -> the profiler's
  * events. Prints one summary line the test script compares across ranks.
  *
- * usage: bandit_rank LIB.so RANK NRANKS STEPS MODEL [--bytes B] [--sleep-us U]
- * --sleep-us U: each collective takes U us per modelled 100 us before it completes.
+ * usage: bandit_rank LIB.so RANK NRANKS STEPS MODEL [--bytes B] [--host-delay-us U]
+ * --host-delay-us U: the host sleeps U us before each call (a slow or loaded host; the GPU
+ *   timeline is unchanged, so the decisions must be too: run_bandit.sh's "slow" scenario).
+ * Time is virtual: the kernels run back to back on a GPU timeline the host advances by each
+ * collective's modelled time (the KernelCh timestamps), so the policy's reward - a kernel's
+ * hold on the stream, from GPU timestamps - and with it every decision is the same however
+ * fast or loaded the machine is (the host's own clock only makes it run ahead or behind).
  *   MODEL: wrong  NCCL's choice (AUTO) is 30 % slower than the best arm
  *          best   AUTO is the fastest; every other arm at least 15 % slower
  *          drift  as wrong, then halfway the best arm becomes 2.5x slower and another
@@ -36,7 +41,7 @@ static double uniform(void)
 int main(int argc, char **argv)
 {
 	if (argc < 6) {
-		fprintf(stderr, "usage: %s LIB.so RANK NRANKS STEPS wrong|best|drift [--bytes B] [--sleep-us U]\n",
+		fprintf(stderr, "usage: %s LIB.so RANK NRANKS STEPS wrong|best|drift [--bytes B] [--host-delay-us U]\n",
 			argv[0]);
 		return 2;
 	}
@@ -44,12 +49,14 @@ int main(int argc, char **argv)
 	int rank = atoi(argv[2]), n_ranks = atoi(argv[3]);
 	long steps = atol(argv[4]);
 	uint64_t bytes = 64 << 10;
-	unsigned long sleep = 0;
+	unsigned long host_delay_us = 0;
 	for (int i = 6; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--bytes"))
 			bytes = strtoull(argv[i + 1], NULL, 10);
-		else if (!strcmp(argv[i], "--sleep-us"))
-			sleep = strtoul(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--host-delay-us"))
+			host_delay_us = strtoul(argv[i + 1], NULL, 10);
+		else
+			return 2;
 	}
 	if (rank < 0 || rank >= n_ranks || steps <= 0 ||
 	    (strcmp(model, "wrong") && strcmp(model, "best") && strcmp(model, "drift")))
@@ -108,9 +115,16 @@ int main(int argc, char **argv)
 	drifted[second] = 80;
 	int drift = !strcmp(model, "drift");
 
+	/* the GPU timeline: the first kernel starts about now (on the GPU's clock) */
+	uint64_t gpu_clock = ph_now_ns() + PH_GPU_SKEW_NS;
 	int last = -1;
 	long converged = 0, bad = 0, kch_late = 0, n_late = 0;
 	for (long s = 0; s < steps; s++) {
+		if (host_delay_us) {
+			struct timespec ts = {(time_t)(host_delay_us / 1000000),
+					      (long)(host_delay_us % 1000000) * 1000};
+			nanosleep(&ts, NULL);
+		}
 		float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
 		memcpy(table, table0, sizeof(table));
 		int n_ch = 0, algo = 1, proto = 2;
@@ -137,16 +151,9 @@ int main(int argc, char **argv)
 		int ch = n_ch > 0 && n_ch < mc.nccl_channels ? n_ch : mc.nccl_channels;
 		struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo, .proto = proto,
 				    .n_channels = ch,
-				    .gpu_ns = (uint64_t)(mu[pair] * 1000 * common * (1 + 0.03 * uniform()))};
-		/* The collective takes its time before it completes: the policy's reward is the
-		 * completion-to-completion period, which a mock host only has if the modelled time
-		 * passes (--sleep-us U: U us per modelled 100 us; the kernel span above is a
-		 * fraction of it, as Tree's is on the GPU) */
-		if (sleep) {
-			long ns = (long)(mu[pair] * common * (double)sleep * 10);
-			struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-			nanosleep(&ts, NULL);
-		}
+				    .gpu_ns = (uint64_t)(mu[pair] * 1000 * common * (1 + 0.03 * uniform())),
+				    .gpu_at = gpu_clock};
+		gpu_clock += k.gpu_ns; /* the next kernel waits for this one (one stream) */
 		ph_coll_run(&pc, &k);
 		if (s >= steps * 3 / 8 && s < steps / 2) { /* exploited, before any drift */
 			kch_late += (k.task_mask & NB_PROF_KERNEL_CH) != 0;

@@ -464,8 +464,8 @@ void ph_coll_app(struct ph_comm *c, struct ph_coll *k)
 		struct ph_ev l = {.type = NB_PROF_KERNEL_LAUNCH, .parent = group_api};
 		ph_start_mask(c, &launch, &l, m);
 	}
-	/* the kernel starts on the GPU about now */
-	k->gpu_start = ph_now_ns() + PH_GPU_SKEW_NS;
+	/* the kernel starts on the GPU about now, or where the host's virtual GPU timeline says */
+	k->gpu_start = k->gpu_at ? k->gpu_at : ph_now_ns() + PH_GPU_SKEW_NS;
 	if (launch)
 		ph_stop(h, launch);
 	if (k->coll_handle)

@@ -50,6 +50,8 @@ struct ph_coll {
 	pid_t proxy_pid;        /* 0 = getpid(); another value = PXN op of another process */
 	uint64_t user_tag;      /* v7: ncclCollConfig_t.userProfilerTag of the call */
 	bool sym;               /* v7: a symmetric kernel runs (v5/v6 on 2.31: algo = variant, proto "") */
+	uint64_t gpu_at;        /* GPU clock of the kernel's start (a host's virtual GPU timeline);
+				 * 0: the kernel starts about now */
 	/* filled by ph_coll_app for ph_coll_proxy */
 	int task_mask;          /* the mask NCCL read at this call's API entry (kept by the task) */
 	void *coll_handle;
