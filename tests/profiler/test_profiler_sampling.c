@@ -230,8 +230,9 @@ static void test_bounded_delay(void)
 	CHECK(profiler_latency_get(comm, NCCLBPF_COLL_ALLREDUCE, band, &st) == 0);
 	uint64_t before = st.count;
 	CHECK(before >= 1 && before <= 3);
-	sleep_ms(5); /* > 2 ms: the band is due again */
-	for (int i = 0; i < 4; i++) {
+	sleep_ms(5); /* > 2 ms: the band is due again, at its next index on the delay grid
+		       * (a multiple of min(N, PROFILER_SAMPLE_DELAY_GRID)), the same on every rank */
+	for (int i = 0; i < (int)PROFILER_SAMPLE_DELAY_GRID + 2; i++) {
 		struct ph_coll k = coll_of(4096);
 		ph_coll_run(&c, &k);
 	}

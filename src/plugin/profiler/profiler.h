@@ -184,17 +184,21 @@ static inline bool profiler_is_event_token(uint64_t t) { return (t & 3u) == 1u; 
  * at its GroupApi start (the same moment NCCL reads it) or, without API events, at Coll
  * start; a collective without KernelCh completes at its Coll stop. */
 #define PROFILER_BANDS 65
+#define PROFILER_SAMPLE_RUNS 4
 struct profiler_sampler {
 	int *nccl_mask;            /* NCCL's activation mask (shared by NCCL's comms) */
 	bool on;                   /* sampling active for this context */
 	bool requesting;           /* this context holds one process-wide KernelCh request */
 	uint8_t prev_band;
+	uint8_t prev_run;          /* collectives of prev_band in a row, capped (the predictor's key) */
 	uint32_t fixed_n;          /* NCCLBPF_PROFILE_SAMPLE=N, 0 = adaptive */
 	uint32_t n;                /* current 1-in-N */
 	uint64_t delay_ns;         /* max delay before a band seen gets a GPU-timed sample */
 	uint64_t last_coll_ns;
 	uint64_t ewma_dt_ns;       /* collective inter-arrival time, EWMA 1/16 */
-	uint8_t next_band[PROFILER_BANDS]; /* learned successor of each band (0xff unknown) */
+	/* learned successor of (band, its run length so far - 1), 0xff unknown: a step that
+	 * all-reduces two 16 MiB buckets in a row and then a 4 MiB one is predicted exactly */
+	uint8_t next_band[PROFILER_BANDS][PROFILER_SAMPLE_RUNS];
 	uint32_t since[PROFILER_BANDS];    /* collectives of the band since its last sample */
 	uint64_t last_sample_ns[PROFILER_BANDS];
 	uint32_t seen[PROFILER_BANDS];     /* collectives of the band (steered bursts) */
@@ -205,6 +209,9 @@ struct profiler_sampler {
  * (KernelCh costs ~1-2 us of NCCL time per collective: <= 1 %). */
 #define PROFILER_SAMPLE_SPACING_NS 200000ull
 #define PROFILER_SAMPLE_MAX_N 1024u
+/* The bounded delay's grid: an overdue band is sampled at its next collective whose band
+ * index is a multiple of min(N, this), the same collective on every rank. */
+#define PROFILER_SAMPLE_DELAY_GRID 8u
 
 struct profiler_ctx;
 void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable);

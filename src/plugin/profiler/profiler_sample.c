@@ -14,6 +14,14 @@
  * share NCCL's one int: the bit is set while any context holds a request, so no context
  * can starve another by clearing it.
  *
+ * Rank-aligned: every rank of a communicator runs the same collectives in the same order,
+ * so a choice made from the band sequence and each band's own collective index picks the
+ * same collectives on every rank, and their spans join in one trace (OTLP: trace id from
+ * commHash and sequence). Only N and the bounded delay come from this rank's clock; N is a
+ * power of two (a rank one step off samples a subset or superset of the others') with
+ * hysteresis, and both rules act on a grid of band indices (multiples of N, of
+ * min(N, PROFILER_SAMPLE_DELAY_GRID)), never on "now".
+ *
  * Everything here runs on the application thread of the context's communicator (NCCL
  * serializes a communicator's enqueue), except the process-wide request count (atomic). */
 #include <stdlib.h>
@@ -103,6 +111,7 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	s->on = enable && nccl_mask;
 	s->requesting = false;
 	s->prev_band = 0xff;
+	s->prev_run = 0;
 	const char *env = getenv("NCCLBPF_PROFILE_SAMPLE");
 	int fixed = profiler_sample_parse(env);
 	if (fixed < 0) {
@@ -174,18 +183,51 @@ void profiler_sample_release(struct profiler_ctx *c)
 	s->on = false;
 }
 
-/* Is the next collective of band b due for KernelCh? `since` counts the band's collectives
- * after its last sample, so the next one is the (since + 1)-th: 1 in N means since + 1 >= N
- * (N = 1: every collective). */
+/* Is the next collective of band b due for KernelCh? Its index in the band is seen[b]
+ * (rank-invariant): 1 in N means the multiples of N (N = 1: every collective). `since`
+ * counts the band's collectives after its last sample: a band the prediction keeps
+ * missing is forced after mult * N; one not sampled for mult * delay is sampled at the
+ * next point of the delay grid. */
 static bool band_due(const struct profiler_sampler *s, uint32_t b, uint64_t now, uint32_t mult)
 {
 	if (b >= PROFILER_BANDS)
 		return false;
 	if (s->last_sample_ns[b] == 0)
 		return true; /* never GPU-timed: the first collective of a band is always wanted */
-	if (s->since[b] + 1 >= s->n * mult)
+	uint32_t k = s->seen[b];
+	if (mult == 1 && k % s->n == 0)
 		return true;
-	return s->since[b] > 0 && now - s->last_sample_ns[b] >= s->delay_ns * mult;
+	if (mult > 1 && s->since[b] + 1 >= s->n * mult)
+		return true;
+	uint32_t grid = s->n < PROFILER_SAMPLE_DELAY_GRID ? s->n : PROFILER_SAMPLE_DELAY_GRID;
+	return s->since[b] > 0 && now - s->last_sample_ns[b] >= s->delay_ns * mult && k % grid == 0;
+}
+
+/* The adaptive N: a power of two near r = PROFILER_SAMPLE_SPACING_NS / dt, changed only
+ * when r has clearly left the current N's range (above 1.5 N or below 0.4 N), so ranks
+ * whose rates hover around a boundary keep the same N. */
+static uint32_t adaptive_n(uint32_t cur, uint64_t dt)
+{
+	const uint64_t sp = PROFILER_SAMPLE_SPACING_NS;
+	if (dt == 0)
+		dt = 1;
+	if (sp * 2 <= (uint64_t)cur * 3 * dt && sp * 5 >= (uint64_t)cur * 2 * dt)
+		return cur;
+	uint64_t raw = (sp + dt - 1) / dt;
+	uint32_t n = 1;
+	while (n < raw && n < PROFILER_SAMPLE_MAX_N)
+		n <<= 1;
+	return n;
+}
+
+/* The predicted band of the collective after one of band b that ended a run of `run`
+ * collectives of b (the current one included); b itself when nothing is known. */
+static uint32_t predict_next(const struct profiler_sampler *s, uint32_t b, uint32_t run)
+{
+	if (b >= PROFILER_BANDS)
+		return b;
+	uint32_t r = run == 0 ? 0 : (run > PROFILER_SAMPLE_RUNS ? PROFILER_SAMPLE_RUNS : run) - 1;
+	return s->next_band[b][r] != 0xff ? s->next_band[b][r] : b;
 }
 
 bool profiler_sample_steered_due(uint32_t v, uint32_t index)
@@ -224,11 +266,8 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 		s->ewma_dt_ns = s->ewma_dt_ns ? s->ewma_dt_ns - s->ewma_dt_ns / 16 + dt / 16 : dt;
 	}
 	s->last_coll_ns = now;
-	if (!s->fixed_n) {
-		uint64_t dt = s->ewma_dt_ns ? s->ewma_dt_ns : PROFILER_SAMPLE_SPACING_NS;
-		uint64_t n = (PROFILER_SAMPLE_SPACING_NS + dt - 1) / dt;
-		s->n = n < 1 ? 1 : n > PROFILER_SAMPLE_MAX_N ? PROFILER_SAMPLE_MAX_N : (uint32_t)n;
-	}
+	if (!s->fixed_n)
+		s->n = adaptive_n(s->n, s->ewma_dt_ns ? s->ewma_dt_ns : PROFILER_SAMPLE_SPACING_NS);
 	if (instrumented) {
 		s->since[band] = 0;
 		s->last_sample_ns[band] = now;
@@ -236,10 +275,14 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 		s->since[band]++;
 	}
 	s->seen[band]++;
-	if (s->prev_band < PROFILER_BANDS)
-		s->next_band[s->prev_band] = (uint8_t)band;
+	if (s->prev_band < PROFILER_BANDS && s->prev_run > 0) {
+		uint32_t r = (s->prev_run > PROFILER_SAMPLE_RUNS ? PROFILER_SAMPLE_RUNS : s->prev_run) - 1;
+		s->next_band[s->prev_band][r] = (uint8_t)band;
+	}
+	uint32_t run = s->prev_band == band && s->prev_run < 255 ? s->prev_run + 1u : 1u;
 	s->prev_band = (uint8_t)band;
-	uint32_t pred = s->next_band[band] != 0xff ? s->next_band[band] : band;
+	s->prev_run = (uint8_t)run;
+	uint32_t pred = predict_next(s, band, run);
 	/* the predicted next band is due, or this band is long overdue (prediction failing) */
 	/* a band a policy steers follows its request, not the default rules */
 	uint32_t v_cur = ctl_of(s, band);
@@ -254,7 +297,7 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 	 * the sampled one's period starts): instrument the next call when the one after it
 	 * (the predicted successor of pred) is a steered sample */
 	if (!want) {
-		uint32_t pred2 = pred < PROFILER_BANDS && s->next_band[pred] != 0xff ? s->next_band[pred] : pred;
+		uint32_t pred2 = predict_next(s, pred, pred == band ? run + 1 : 1);
 		uint32_t v2 = pred2 == pred ? v_pred : ctl_of(s, pred2);
 		if (v2 && pred2 < PROFILER_BANDS)
 			want = profiler_sample_steered_due(v2, s->seen[pred2] + (pred2 == pred));
