@@ -10,7 +10,12 @@
 against NCCL's default and the oracle (a static table of the best pair per size), per
 repetition: total of the first steps (what learning costs), mean step after convergence,
 regret against the oracle, the step from which every window of 20 steps stays within 3 %
-of the oracle's mean; the --bandit configs are checked against the issue's criteria.
+of the oracle's mean; the --bandit configs are checked against the issue's criteria. A
+second table per workload gives the cost of learning within each run, free of the
+repetition-to-repetition spread: the first steps' total less as many of the run's own
+median step after convergence (a static config's value is the noise floor), that cost net
+of the default's in the same repetition, and the step by which the gain after convergence
+has paid it back.
 
 Per node count and size: the median of every config over all samples of all repetitions,
 the best forced pair, and the bandit against the best pair and against NCCL's default with
@@ -192,7 +197,54 @@ def steps_report(path, a):
                 for b in bad:
                     print(f"\n**{c}: {b}**")
                 misses += len(bad)
+        learning_cost_table(runs, configs, reps, first, late0, nsteps, a)
     return misses
+
+
+def learning_cost_table(runs, configs, reps, first, late0, nsteps, a):
+    """The cost of learning, within each run: the first steps' total less as many of the
+    run's own median step of steps late0..nsteps (its converged state: the arms it settled
+    on). Every repetition is a fresh set of processes whose step time moves as a whole
+    (rings, placement: +-15 % between repetitions on this testbed), so comparing a run with
+    itself removes that spread; a static config (default, oracle) shows what is left - its
+    own warm-up and drift, the noise floor. Net: minus the default's value in the same
+    repetition. Pays back: net cost over the per-step gain against the default's converged
+    step (same repetition), as a step number; "never" without a gain."""
+    def own(c, r):
+        v = runs[(c, r)]
+        return (sum(v[:first]) - first * statistics.median(v[late0:nsteps])) / 1e3
+
+    def span(v, fmt="{:.1f}"):
+        return (fmt.format(statistics.median(v)) + " [" + fmt.format(min(v)) + ", " + fmt.format(max(v)) + "]") if v else "–"
+
+    print()
+    print(f"Cost of learning, first {first} steps (ms; median [min, max] over repetitions): "
+          f"the total less {first} x the run's own median step of steps {late0}..{nsteps}; net: less the "
+          "default's value in the same repetition; pays back: the step by which the gain after convergence "
+          "against the default (same repetition) repays the net cost.")
+    print()
+    print(f"| config | learning cost, ms | in % of the first {first} steps | net of the default, ms | pays back by step |")
+    print("|---|---|---|---|---|")
+    for c in configs:
+        rs = [r for r in reps if (c, r) in runs]
+        cost = [own(c, r) for r in rs]
+        pct = [100 * own(c, r) * 1e3 / sum(runs[(c, r)][:first]) for r in rs]
+        net, back = [], []
+        if c != a.default:
+            for r in rs:
+                if (a.default, r) not in runs:
+                    continue
+                n = own(c, r) - own(a.default, r)
+                net.append(n)
+                gain = (statistics.median(runs[(a.default, r)][late0:nsteps]) -
+                        statistics.median(runs[(c, r)][late0:nsteps])) / 1e3
+                back.append(max(0.0, n) / gain if gain > 0 else math.inf)
+        bk = "–"
+        if back:
+            m = statistics.median(back)
+            bk = "never" if math.isinf(m) else f"{int(math.ceil(m))}"
+            bk += f" ({sum(1 for b in back if math.isinf(b))} of {len(back)} never)" if any(map(math.isinf, back)) else ""
+        print(f"| {c} | {span(cost)} | {span(pct, '{:.2f}')} | {span(net) if net else '–'} | {bk} |")
 
 
 def main():
