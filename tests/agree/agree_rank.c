@@ -21,6 +21,11 @@
  * connection to this process's own control socket (NCCLBPF_CONTROL_DIR/<pid>.sock) open
  * without a request for L ms: the control thread waits for it (as for a slow `ctl` client),
  * so this process ends a reload activation later than the others.
+ * --hold FILE: before finalizing, wait until FILE exists (at most 120 s): an explicit
+ * synchronization point, so that a rank's exit never races what the test checks.
+ * --until FILE: STEPS is only a cap; once FILE exists and holds a number N (checked every
+ * 64 steps), stop at the first multiple of 64 >= N - so a test ends the ranks after what it
+ * waits for happened, however slow the machine (never a rank that finished before a kill).
  * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
 #include <errno.h>
 #include <pthread.h>
@@ -82,7 +87,8 @@ int main(int argc, char **argv)
 	unsigned long sleep = 0, late_ms = 0, stall_ms = 0;
 	bool no_profiler = false;
 	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1, comm2 = 0;
-	const char *comm2_at = NULL;
+	const char *comm2_at = NULL, *hold = NULL, *until = NULL;
+	long until_at = -1;
 	for (int i = 5; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--sleep-us"))
 			sleep = strtoul(argv[i + 1], NULL, 10);
@@ -102,6 +108,10 @@ int main(int argc, char **argv)
 			stall_ms = strtoul(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--no-profiler"))
 			no_profiler = atoi(argv[i + 1]) != 0;
+		else if (!strcmp(argv[i], "--hold"))
+			hold = argv[i + 1];
+		else if (!strcmp(argv[i], "--until"))
+			until = argv[i + 1];
 	}
 	if (rank < 0 || rank >= n_ranks || steps <= 0)
 		return 2;
@@ -134,6 +144,16 @@ int main(int argc, char **argv)
 	bool second = false;
 	long create_at = -1;
 	for (long s = 0; s < steps; s++) {
+		if (until && s % 64 == 0) {
+			FILE *f = until_at < 0 ? fopen(until, "r") : NULL;
+			if (f) {
+				if (fscanf(f, "%ld", &until_at) != 1)
+					until_at = -1; /* not written completely yet */
+				fclose(f);
+			}
+			if (until_at >= 0 && s >= until_at)
+				break;
+		}
 		if (comm2 && comm2_at && !second) {
 			if (s % 50 == 0) {
 				printf("step %ld\n", s);
@@ -186,6 +206,8 @@ int main(int argc, char **argv)
 		if (sleep)
 			sleep_us(sleep);
 	}
+	for (int waited = 0; hold && waited < 120000 && access(hold, F_OK) != 0; waited += 10)
+		sleep_us(10000);
 	if (second) {
 		if (!no_profiler)
 			ph_comm_finalize(&pc2);
