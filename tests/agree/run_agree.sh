@@ -423,6 +423,9 @@ done
 #           relay never acks (a child is missing), the leader learns of the member without
 #           a rank directly; every rank falls back at S_1
 begin no_profiler_tree
+# the 3000 ms bound as before: on a loaded machine the leader sometimes does not hear the
+# member without a rank (it then times out at S_1 = 128, where the others fall back)
+set_wait 3000
 export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o NRANKS=6 NCCLBPF_AGREE_FANOUT=3
 for r in 0 1 2 3 5; do start_rank $r $r 600; done
 start_rank 4 4 600 --no-profiler 1
