@@ -80,9 +80,10 @@ static void config_init(void)
 	config.enabled = true;
 	config.wait_ns = env_u64("NCCLBPF_AGREE_WAIT_MS", AGREE_DEFAULT_WAIT_MS) * 1000000ull;
 	config.collect_ns = config.wait_ns / 4;
-	if (a && strcmp(a, "off") == 0) {
+	int b = runtime_env_parse_bool(a);
+	if (b == 0) { /* off, 0, no, false */
 		config.enabled = false;
-	} else if (a && *a) {
+	} else if (a && *a && b < 0) {
 		if (split_addr(a, config.host, sizeof(config.host), &config.port))
 			config.have_addr = true;
 		else
@@ -227,6 +228,7 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 	if (comm_id == 0)
 		return NULL;
 	agree_config();
+	agree_view_register(); /* `ctl dump` of agreed maps (agree_view.c) */
 	/* the decision log's ring is attached under the registry lock: the service thread's
 	 * drain reads it under that lock (attached after it, the drain could read a ring whose
 	 * capacity it does not see yet; ThreadSanitizer) */

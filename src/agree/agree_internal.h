@@ -288,4 +288,7 @@ void agree_partial_finish(const struct nb_map_agreed_desc *d, uint8_t *out,
 /* ---- decision log (decision_log.c) ---- */
 void agree_decision_log_drain(bool final);
 
+/* ---- `ctl dump` of agreed maps (agree_view.c) ---- */
+void agree_view_register(void);
+
 #endif

@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "maps/env_bool.h"
 #include "maps/epoch_fast.h"
 #include "maps/map_internal.h"
 
@@ -66,7 +67,8 @@ static bool membarrier_setup(void)
 	long cmds = syscall(SYS_membarrier, NB_MEMBARRIER_CMD_QUERY, 0);
 	long need = NB_MEMBARRIER_CMD_PRIVATE_EXPEDITED | NB_MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED;
 
-	if (getenv("NCCLBPF_EPOCH_FENCE")) /* debugging / measurement: force full fences */
+	/* debugging / measurement: force full fences (runtime/env.c warns about bad values) */
+	if (nb_env_bool_parse(getenv("NCCLBPF_EPOCH_FENCE")) == 1)
 		return false;
 	return cmds > 0 && (cmds & need) == need &&
 	       syscall(SYS_membarrier, NB_MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;

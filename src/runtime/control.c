@@ -1,17 +1,23 @@
 /* Control socket and its service thread (control.h).
  *
- * Security: the directory is created 0700 (an existing one must be a directory we own; its
- * mode is tightened to 0700), the socket is chmod 0600, and every connection's peer
- * credentials (SO_PEERCRED) must be our uid or root; others get an error reply and a WARN
- * line. Requests are read with a timeout, so a stalled client cannot hold the thread.
+ * Security: the directory rules are control_dir.c's (created 0700; an existing one is
+ * used only when it is a private directory of this uid, and never changed), the socket is
+ * chmod 0600, and every connection's peer credentials (SO_PEERCRED) must be our uid or
+ * root; others get an error reply and a WARN line. Connections are multiplexed with
+ * per-request deadlines and a bounded number of them (control_io.c), so stalled or
+ * flooding clients cannot hold the thread.
  *
  * Life cycle: started by the first plugin init (runtime_control_acquire), stopped and the
  * socket unlinked by the last finalize and, failing that, at exit (only by the process
  * that created it: a forked child inherits the descriptor but neither the thread nor the
- * socket). The thread blocks every signal: the application's handlers never run on it. */
+ * socket). A process killed by a signal leaves its socket: the next start in the directory
+ * and `ctl list` remove sockets of dead processes (no signal handler of ours would survive
+ * the host's own). The thread blocks every signal: the application's handlers never run
+ * on it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,7 +36,6 @@
 #include "runtime/runtime.h"
 
 #define MAX_PROVIDERS 8
-#define IO_TIMEOUT_MS 5000
 
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int users;
@@ -41,7 +46,9 @@ static int listen_fd = -1, wake_rd = -1, wake_wr = -1;
  * the service thread for runtime_control_set_tick's function */
 static _Atomic int kick_rd = -1, kick_wr = -1;
 static void (*_Atomic control_tick)(void);
-static char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static char sock_path[PATH_MAX + 32]; /* for messages: the directory's path and the name */
+static char sock_name[32];            /* <pid>.sock in the directory ctl_dfd */
+static int ctl_dfd = -1;
 static pid_t owner_pid;
 static bool disabled_logged;
 
@@ -52,8 +59,6 @@ static struct {
 	void (*fn)(struct runtime_status_emit *e);
 } providers[MAX_PROVIDERS];
 static int provider_cnt;
-
-static struct runtime_ratelimit refuse_limit;
 
 /* ---- reply buffer ---- */
 
@@ -108,186 +113,9 @@ void cb_json_str(struct ctl_buf *b, const char *s)
 	cb_printf(b, "\"");
 }
 
-/* ---- directory ---- */
-
-int runtime_control_dir(char *buf, size_t len)
-{
-	const char *d = getenv("NCCLBPF_CONTROL_DIR");
-	int n;
-	if (d && *d) {
-		n = snprintf(buf, len, "%s", d);
-	} else if ((d = getenv("XDG_RUNTIME_DIR")) && *d) {
-		n = snprintf(buf, len, "%s/ncclbpf", d);
-	} else {
-		d = getenv("TMPDIR");
-		n = snprintf(buf, len, "%s/ncclbpf-%u", d && *d ? d : "/tmp", (unsigned)geteuid());
-	}
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static int ensure_dir(const char *dir, char *err, size_t errlen)
-{
-	struct stat st;
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	if (lstat(dir, &st) != 0) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "%s is not a directory", dir);
-		return -ENOTDIR;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "%s belongs to uid %u, not to this process (uid %u)", dir,
-			 (unsigned)st.st_uid, (unsigned)geteuid());
-		return -EPERM;
-	}
-	if ((st.st_mode & 0777) != 0700 && chmod(dir, 0700) != 0) {
-		snprintf(err, errlen, "cannot make %s mode 0700: %s", dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
 const char *runtime_control_path(void)
 {
 	return running ? sock_path : "";
-}
-
-/* ---- the service thread ---- */
-
-/* Waits for a client's socket; a stop request (finalize) interrupts it, so a stalled
- * client never delays NCCL's communicator destruction. */
-static int io_wait(int fd, short ev)
-{
-	struct pollfd p[2] = {{fd, ev, 0}, {wake_rd, POLLIN, 0}};
-	int rc;
-	do
-		rc = poll(p, 2, IO_TIMEOUT_MS);
-	while (rc < 0 && errno == EINTR);
-	if (rc > 0 && p[1].revents)
-		return -ECANCELED;
-	return rc > 0 ? 0 : -ETIMEDOUT;
-}
-
-static int read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-	while (got < len) {
-		if (io_wait(fd, POLLIN))
-			return -ETIMEDOUT;
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n == 0 ? -ECONNRESET : -errno;
-		got += (size_t)n;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	size_t put = 0;
-	while (put < len) {
-		if (io_wait(fd, POLLOUT))
-			return -ETIMEDOUT;
-		ssize_t n = send(fd, (const char *)buf + put, len - put, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -errno;
-		put += (size_t)n;
-	}
-	return 0;
-}
-
-static void reply(int fd, uint8_t op, int status, const struct ctl_buf *b)
-{
-	uint8_t hdr[NBC_HEADER_SIZE];
-	struct nbc_header h = {NBC_MAGIC, NBC_VERSION, op, 0, (uint32_t)(b ? b->len : 0), status};
-	nbc_header_encode(&h, hdr);
-	if (write_full(fd, hdr, sizeof(hdr)) == 0 && b && b->len)
-		write_full(fd, b->p, b->len);
-}
-
-static void reply_error(int fd, uint8_t op, int status, const char *msg)
-{
-	struct ctl_buf b = {0};
-	cb_printf(&b, "%s\n", msg);
-	reply(fd, op, status, &b);
-	free(b.p);
-}
-
-static void serve(int fd)
-{
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
-	char err[256];
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cl != sizeof(cred)) {
-		reply_error(fd, 0, -EPERM, "cannot read the peer's credentials: refused");
-		return;
-	}
-	if (cred.uid != geteuid() && cred.uid != 0) {
-		if (runtime_ratelimit_ok(&refuse_limit, 5))
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT,
-				    "control: refused a request from uid %u (pid %d): only uid %u and "
-				    "root may control this process", (unsigned)cred.uid, (int)cred.pid,
-				    (unsigned)geteuid());
-		snprintf(err, sizeof(err), "permission denied: uid %u may not control pid %d",
-			 (unsigned)cred.uid, (int)getpid());
-		reply_error(fd, 0, -EPERM, err);
-		return;
-	}
-	uint8_t raw[NBC_HEADER_SIZE];
-	struct nbc_header h;
-	if (read_full(fd, raw, sizeof(raw)))
-		return; /* nothing complete to answer */
-	nbc_header_decode(raw, &h);
-	int rc = nbc_check_request_header(&h, err, sizeof(err));
-	if (rc) {
-		reply_error(fd, h.op, rc, err);
-		return;
-	}
-	uint8_t *payload = malloc(h.len ? h.len : 1);
-	if (!payload) {
-		reply_error(fd, h.op, -ENOMEM, "out of memory");
-		return;
-	}
-	if (read_full(fd, payload, h.len)) {
-		free(payload);
-		reply_error(fd, h.op, -EINVAL, "truncated request");
-		return;
-	}
-	struct nbc_request req;
-	rc = nbc_parse_request(&h, payload, h.len, &req, err, sizeof(err));
-	if (rc) {
-		reply_error(fd, h.op, rc, err);
-	} else {
-		struct ctl_buf out = {0};
-		rc = control_handle(&req, &out);
-		if (rc < 0 && (req.flags & NBC_FLAG_JSON) && (!out.p || out.p[0] != '{')) {
-			/* handlers answer errors in text: keep --json output parseable */
-			struct ctl_buf j = {0};
-			while (out.len && out.p[out.len - 1] == '\n')
-				out.p[--out.len] = '\0';
-			cb_printf(&j, "{\"ok\":false,\"status\":%d,\"message\":", rc);
-			cb_json_str(&j, out.p ? out.p : "");
-			cb_printf(&j, "}\n");
-			free(out.p);
-			out = j;
-		}
-		if (out.truncated)
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control: %s reply truncated at %u bytes",
-				    nbc_op_name(req.op), NBC_MAX_REPLY);
-		reply(fd, req.op, rc, &out);
-		free(out.p);
-	}
-	free(payload);
 }
 
 /* ---- NCCLBPF_WATCH ---- */
@@ -426,8 +254,9 @@ static void *control_main(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		struct pollfd p[3] = {{listen_fd, POLLIN, 0}, {wake_rd, POLLIN, 0},
-				      {atomic_load(&kick_rd), POLLIN, 0}};
+		struct pollfd p[3 + CONTROL_IO_MAX_CONNS] = {
+			{control_io_listen_paused() ? -1 : listen_fd, POLLIN, 0}, {wake_rd, POLLIN, 0},
+			{atomic_load(&kick_rd), POLLIN, 0}};
 		int timeout = -1;
 		struct runtime_registry_stats rs;
 		runtime_registry_stats(&rs);
@@ -435,23 +264,22 @@ static void *control_main(void *arg)
 			timeout = 20;
 		if (watch.on && (timeout < 0 || timeout > 500))
 			timeout = 500;
-		int rc = poll(p, p[2].fd >= 0 ? 3 : 2, timeout);
+		int nc = control_io_pollfds(p + 3, CONTROL_IO_MAX_CONNS, &timeout);
+		int rc = poll(p, 3 + (nfds_t)nc, timeout); /* a negative fd is skipped */
 		if (rc < 0 && errno != EINTR)
 			break;
-		if (p[1].revents)
+		if (rc > 0 && p[1].revents)
 			break; /* stop requested */
 		if (rc > 0 && p[2].fd >= 0 && (p[2].revents & POLLIN)) {
 			char drain[64];
 			while (read(p[2].fd, drain, sizeof(drain)) > 0) {
 			}
 		}
-		if (rc > 0 && (p[0].revents & POLLIN)) {
-			int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0) {
-				serve(fd);
-				close(fd);
-			}
-		}
+		/* open connections first (their deadlines too), then newcomers: a request that
+		 * arrived is served before a newer connection could evict it */
+		control_io_events(p + 3, rc > 0 ? nc : 0);
+		if (rc > 0 && p[0].fd >= 0 && (p[0].revents & POLLIN))
+			control_io_accept(listen_fd);
 		void (*tick)(void) = atomic_load(&control_tick);
 		if (tick)
 			tick(); /* e.g. a reload requested on another rank (tuner_reload.c) */
@@ -461,6 +289,20 @@ static void *control_main(void *arg)
 			watch_poll();
 	}
 	return NULL;
+}
+
+static void control_status(struct runtime_status_emit *e)
+{
+	struct control_io_stats st;
+	control_io_stats(&st);
+	e->str(e, "socket", runtime_control_path());
+	e->u64(e, "connections", st.accepted);
+	e->u64(e, "connections_open", st.open);
+	e->u64(e, "replies", st.served);
+	e->u64(e, "refused_other_uid", st.refused);
+	e->u64(e, "cut_at_deadline", st.timed_out);
+	e->u64(e, "evicted", st.evicted);
+	e->u64(e, "accept_emfile", st.emfile);
 }
 
 /* ---- start / stop ---- */
@@ -474,11 +316,14 @@ static void stop_locked(void)
 		/* the pipe is ours and empty: cannot fail; nothing else to do */
 	}
 	pthread_join(thread, NULL);
+	control_io_stop();
 	close(listen_fd);
 	close(wake_rd);
 	close(wake_wr);
 	listen_fd = wake_rd = wake_wr = -1;
-	unlink(sock_path);
+	unlinkat(ctl_dfd, sock_name, 0);
+	close(ctl_dfd);
+	ctl_dfd = -1;
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT, "control socket %s removed", sock_path);
 	running = false;
 }
@@ -487,7 +332,7 @@ static void at_exit(void)
 {
 	/* only the creator removes it; the thread dies with the process */
 	if (running && owner_pid == getpid())
-		unlink(sock_path);
+		unlinkat(ctl_dfd, sock_name, 0);
 }
 
 static void at_fork_child(void)
@@ -497,7 +342,8 @@ static void at_fork_child(void)
 		close(listen_fd);
 		close(wake_rd);
 		close(wake_wr);
-		listen_fd = wake_rd = wake_wr = -1;
+		close(ctl_dfd);
+		listen_fd = wake_rd = wake_wr = ctl_dfd = -1;
 		running = false;
 	}
 	pthread_mutex_init(&ctl_lock, NULL);
@@ -511,56 +357,81 @@ static void install_hooks(void)
 	pthread_atfork(NULL, NULL, at_fork_child);
 }
 
+/* Binds and listens under a temporary name, then renames it into place: a <pid>.sock
+ * always has a listener behind it (or had one: then it is stale), never one still being
+ * set up, and a stale socket of a dead process with our pid is replaced atomically. */
+static int bind_socket(int dfd, const char *dir, int *out_fd, char *err, size_t errlen)
+{
+	char tmp[48];
+	struct sockaddr_un sa;
+	snprintf(tmp, sizeof(tmp), ".%d.sock.tmp", (int)getpid());
+	int rc = control_sockaddr(dfd, dir, tmp, &sa, err, errlen);
+	if (rc < 0)
+		return rc;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return rc;
+	}
+	unlinkat(dfd, tmp, 0); /* ours, from a dead process with our pid */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sa.sun_path, 0600) != 0 ||
+	    listen(fd, 64) != 0 || renameat(dfd, tmp, dfd, sock_name) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s/%s: %s", dir, sock_name, strerror(errno));
+		close(fd);
+		unlinkat(dfd, tmp, 0);
+		return rc;
+	}
+	*out_fd = fd;
+	return 0;
+}
+
 static int start_locked(void)
 {
-	char dir[sizeof(sock_path)], err[512];
-	const char *off = getenv("NCCLBPF_CONTROL");
-	if (off && (!strcmp(off, "off") || !strcmp(off, "0"))) {
+	char dir[PATH_MAX], err[PATH_MAX + 512];
+	if (!runtime_env_bool("NCCLBPF_CONTROL", true)) {
 		if (!disabled_logged)
 			runtime_log(NB_LOG_INFO, NB_LOG_INIT, "control socket off (NCCLBPF_CONTROL)");
 		disabled_logged = true;
 		return 0;
 	}
 	pthread_once(&hooks_once, install_hooks);
-	if (runtime_control_dir(dir, sizeof(dir) - 16) < 0) {
+	if (runtime_control_dir(dir, sizeof(dir)) < 0) {
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control socket disabled: directory name "
-			    "too long (NCCLBPF_CONTROL_DIR)");
+			    "longer than %d bytes (NCCLBPF_CONTROL_DIR)", PATH_MAX - 1);
 		return -ENAMETOOLONG;
 	}
-	if (ensure_dir(dir, err, sizeof(err)) < 0) {
+	int dfd = control_dir_open(dir, err, sizeof(err));
+	if (dfd < 0) {
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control socket disabled: %s", err);
-		return -EPERM;
+		return dfd;
 	}
-	int pn = snprintf(sock_path, sizeof(sock_path), "%.*s/%d.sock",
-			  (int)(sizeof(sock_path) - 20), dir, (int)getpid());
-	(void)pn; /* dir was limited to sizeof(sock_path) - 16 above */
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int pfd[2];
-	if (fd < 0 || pipe2(pfd, O_CLOEXEC) != 0) {
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control socket disabled: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
-	unlink(sock_path); /* a dead process with our pid left it */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sock_path, 0600) != 0 ||
-	    listen(fd, 16) != 0) {
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control socket %s disabled: %s", sock_path,
-			    strerror(errno));
+	snprintf(sock_name, sizeof(sock_name), "%d.sock", (int)getpid());
+	snprintf(sock_path, sizeof(sock_path), "%s/%s", dir, sock_name);
+	int stale = control_dir_sweep(dfd, dir);
+	if (stale)
+		runtime_log(NB_LOG_INFO, NB_LOG_INIT, "control: removed %d stale socket(s) of dead "
+			    "processes from %s", stale, dir);
+	int fd = -1, pfd[2];
+	int rc = bind_socket(dfd, dir, &fd, err, sizeof(err));
+	if (rc == 0 && pipe2(pfd, O_CLOEXEC) != 0) {
+		rc = -errno;
+		snprintf(err, sizeof(err), "pipe: %s", strerror(errno));
 		close(fd);
-		close(pfd[0]);
-		close(pfd[1]);
-		unlink(sock_path);
-		return -EIO;
+		unlinkat(dfd, sock_name, 0);
+	}
+	if (rc < 0) {
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control socket disabled: %s", err);
+		close(dfd);
+		return rc;
 	}
 	listen_fd = fd;
 	wake_rd = pfd[0];
 	wake_wr = pfd[1];
+	ctl_dfd = dfd;
 	owner_pid = getpid();
-	const char *w = getenv("NCCLBPF_WATCH");
-	watch.on = w && !strcmp(w, "1");
+	watch.on = runtime_env_bool("NCCLBPF_WATCH", false);
 	if (watch.on && !watch.spec)
 		control_watch_set_spec(getenv("NCCLBPF_POLICY"));
 	if (watch.on)
@@ -570,19 +441,24 @@ static int start_locked(void)
 		atomic_store(&kick_rd, kp[0]);
 		atomic_store(&kick_wr, kp[1]);
 	}
+	control_io_start();
+	runtime_status_provider("control", control_status);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&thread, NULL, control_main, NULL);
+	rc = pthread_create(&thread, NULL, control_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "control socket disabled: no thread (%s)",
 			    strerror(rc));
+		control_io_stop();
 		close(listen_fd);
 		close(wake_rd);
 		close(wake_wr);
 		listen_fd = wake_rd = wake_wr = -1;
-		unlink(sock_path);
+		unlinkat(ctl_dfd, sock_name, 0);
+		close(ctl_dfd);
+		ctl_dfd = -1;
 		return -rc;
 	}
 	running = true;
@@ -608,6 +484,24 @@ void runtime_control_release(void)
 }
 
 /* ---- communicators and status providers ---- */
+
+static void (*_Atomic agreed_views)(uint32_t slot, uint64_t generation, runtime_agreed_view_cb cb,
+				    void *arg);
+
+void runtime_agreed_view_provider(void (*fn)(uint32_t slot, uint64_t generation,
+					     runtime_agreed_view_cb cb, void *arg))
+{
+	atomic_store(&agreed_views, fn);
+}
+
+bool control_agreed_views(uint32_t slot, uint64_t generation, runtime_agreed_view_cb cb,
+			  void *arg)
+{
+	void (*fn)(uint32_t, uint64_t, runtime_agreed_view_cb, void *) = atomic_load(&agreed_views);
+	if (fn)
+		fn(slot, generation, cb, arg);
+	return fn != NULL;
+}
 
 void runtime_comm_register(struct runtime_comm_stats *s)
 {

@@ -29,8 +29,12 @@ void runtime_control_kick(void);
 /* The socket path of this process, or "" when none is served. */
 const char *runtime_control_path(void);
 
-/* The control directory (environment as above). Returns 0 or -ENAMETOOLONG. */
+/* The control directory (environment as above). Returns 0 or -ENAMETOOLONG. A shared
+ * sticky directory (mode 1777, as /tmp) given as NCCLBPF_CONTROL_DIR stands for its
+ * subdirectory ncclbpf-<uid>. */
 int runtime_control_dir(char *buf, size_t len);
+/* The same for a directory given explicitly (`ctl --dir`; NULL or "": the default). */
+int runtime_control_dir_resolve(const char *configured, char *buf, size_t len);
 
 /* Per-communicator counters the plugin publishes for `ctl status`. The owner is the only
  * writer (NCCL serializes a communicator's calls): plain relaxed load+store increments. */
@@ -76,6 +80,24 @@ struct runtime_status_emit {
 	void (*str)(struct runtime_status_emit *e, const char *key, const char *v);
 };
 void runtime_status_provider(const char *section, void (*fn)(struct runtime_status_emit *e));
+
+/* Agreed maps (`ctl dump`): what each communicator's tuner reads is the version the
+ * agreement layer published, not the map's own storage. The agree module provides it. */
+struct runtime_agreed_view {
+	uint64_t comm_id;
+	uint64_t version;        /* 0: nothing published yet (all zeros) */
+	uint64_t activation_seq; /* the collective it is active from (S_v) */
+	uint64_t tuner_seq;      /* the communicator's last collective */
+	bool fallback;           /* fell back: NCCL's defaults from fallback_seq on */
+	uint64_t fallback_seq;
+	const uint8_t *data;     /* max_entries x stride bytes (valid during the callback) */
+	uint32_t stride;
+};
+typedef void (*runtime_agreed_view_cb)(const struct runtime_agreed_view *v, void *arg);
+/* fn(slot, generation, cb, arg) calls cb for every communicator that reads the agreed map
+ * in that slot (generation: map_agreed_desc's, so a reused slot is not mistaken for it). */
+void runtime_agreed_view_provider(void (*fn)(uint32_t slot, uint64_t generation,
+					     runtime_agreed_view_cb cb, void *arg));
 
 #endif
 

@@ -1,6 +1,7 @@
 /* Client of the control socket (control.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "runtime/control.h"
+#include "runtime/control_internal.h"
 #include "runtime/control_proto.h"
 
 static int wait_fd(int fd, short ev, int timeout_ms)
@@ -61,16 +63,45 @@ int runtime_control_call(const char *path, unsigned op, unsigned flags, unsigned
 		free(req);
 		return (int)n;
 	}
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "%s: path too long for a Unix socket", path);
-		free(req);
-		return -ENAMETOOLONG;
+	/* a path too long for sun_path is reached through its opened directory */
+	int dfd = -1;
+	if (strlen(path) < sizeof(sa.sun_path)) {
+		memcpy(sa.sun_path, path, strlen(path) + 1);
+	} else {
+		const char *slash = strrchr(path, '/');
+		char *dir = slash ? strndup(path, (size_t)(slash - path)) : NULL;
+		dfd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+		rc = dfd < 0 ? -ENAMETOOLONG
+			     : control_sockaddr(dfd, dir, slash + 1, &sa, err, errlen);
+		if (dfd < 0)
+			snprintf(err, errlen, "%s: %s", path,
+				 dir ? strerror(errno) : "path too long for a Unix socket");
+		free(dir);
+		if (rc < 0) {
+			rc = dfd < 0 && errno == ENOENT ? -ENOENT : rc;
+			if (dfd >= 0)
+				close(dfd);
+			free(req);
+			return rc;
+		}
 	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	rc = fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ? -errno : 0;
+	if (dfd >= 0)
+		close(dfd);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		goto out;
+	}
+	/* the other end must be our uid or root: in a directory others can write to, a
+	 * socket of theirs would otherwise read our requests and answer for the job */
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cl != sizeof(cred) ||
+	    (cred.uid != geteuid() && cred.uid != 0)) {
+		rc = -EPERM;
+		snprintf(err, errlen, "%s is served by uid %u, neither this user (uid %u) nor root: "
+			 "not talking to it", path, (unsigned)cred.uid, (unsigned)geteuid());
 		goto out;
 	}
 	size_t put = 0;

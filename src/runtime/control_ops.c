@@ -51,7 +51,8 @@ static void hello(const struct nbc_request *req, struct ctl_buf *o)
 	gethostname(host, sizeof(host) - 1);
 	control_foreach_comm(count_comm, &ncomm);
 	if (JSON(req)) {
-		cb_printf(o, "{\"pid\":%d,\"uid\":%u,\"host\":", (int)getpid(), (unsigned)geteuid());
+		cb_printf(o, "{\"schema\":\"ncclbpf.ctl.hello/1\",\"pid\":%d,\"uid\":%u,\"host\":",
+			  (int)getpid(), (unsigned)geteuid());
 		cb_json_str(o, host);
 		cb_printf(o, ",\"socket\":");
 		cb_json_str(o, runtime_control_path());
@@ -235,7 +236,8 @@ static void status(const struct nbc_request *req, struct ctl_buf *o)
 	runtime_registry_stats(&rs);
 	uint64_t pending = runtime_activation_pending();
 	if (JSON(req)) {
-		cb_printf(o, "{\"pid\":%d,\"uid\":%u,\"host\":", (int)getpid(), (unsigned)geteuid());
+		cb_printf(o, "{\"schema\":\"ncclbpf.ctl.status/1\",\"pid\":%d,\"uid\":%u,\"host\":",
+			  (int)getpid(), (unsigned)geteuid());
 		cb_json_str(o, host);
 		cb_printf(o, ",\"protocol\":%u,\"version\":%" PRIu64 ",\"reloads\":%" PRIu64
 			  ",\"reload_failures\":%" PRIu64 ",\"retired_pending\":%zu,"
@@ -369,7 +371,7 @@ static int list_one(const struct map_ref *r, void *arg)
 {
 	struct maps_ctx *mc = arg;
 	struct nb_map *m = r->map;
-	const char *how = r->how;
+	const char *how = map_agreed_slot(m) >= 0 ? "agreed" : r->how;
 	size_t n = map_entries(m);
 	if (JSON(mc->req)) {
 		cb_printf(mc->o, "%s{\"object\":", mc->n++ ? "," : "");
@@ -395,7 +397,7 @@ static void maps(const struct nbc_request *req, struct ctl_buf *o)
 {
 	struct maps_ctx mc = {.req = req, .o = o};
 	if (JSON(req))
-		cb_printf(o, "[");
+		cb_printf(o, "{\"schema\":\"ncclbpf.ctl.maps/1\",\"maps\":[");
 	else
 		cb_printf(o, "%-40s %-13s %5s %6s %11s %8s  %s\n", "map", "type", "key", "value",
 			  "max_entries", "entries", "storage");
@@ -403,7 +405,7 @@ static void maps(const struct nbc_request *req, struct ctl_buf *o)
 	foreach_map(list_one, &mc);
 	pthread_mutex_unlock(&registry_lock);
 	if (JSON(req))
-		cb_printf(o, "]\n");
+		cb_printf(o, "]}\n");
 }
 
 struct find_ctx {
@@ -463,6 +465,117 @@ static void int_value(struct ctl_buf *o, const uint8_t *p, size_t n)
 	cb_printf(o, "%" PRIu64, v);
 }
 
+/* One entry: JSON object (after a comma unless first) or a text line. */
+static void print_entry(const struct nbc_request *req, struct ctl_buf *o, const uint8_t *key,
+			uint32_t ks, const uint8_t *val, uint32_t vs, bool first)
+{
+	if (JSON(req)) {
+		cb_printf(o, "%s{\"key\":\"", first ? "" : ",");
+		hex_bytes(o, key, ks);
+		cb_printf(o, "\",\"value\":\"");
+		hex_bytes(o, val, vs);
+		cb_printf(o, "\"");
+		if (ks <= 8) {
+			cb_printf(o, ",\"key_int\":");
+			int_value(o, key, ks);
+		}
+		if (vs <= 8) {
+			cb_printf(o, ",\"value_int\":");
+			int_value(o, val, vs);
+		}
+		cb_printf(o, "}");
+		return;
+	}
+	cb_printf(o, "key ");
+	if (ks <= 8)
+		int_value(o, key, ks), cb_printf(o, " (hex:"), hex_bytes(o, key, ks), cb_printf(o, ")");
+	else
+		cb_printf(o, "hex:"), hex_bytes(o, key, ks);
+	cb_printf(o, "  value ");
+	if (vs <= 8)
+		int_value(o, val, vs), cb_printf(o, " (hex:"), hex_bytes(o, val, vs), cb_printf(o, ")");
+	else
+		cb_printf(o, "hex:"), hex_bytes(o, val, vs);
+	cb_printf(o, "\n");
+}
+
+/* ---- agreed maps: the published view, per communicator ---- */
+
+struct agreed_dump {
+	const struct nbc_request *req;
+	struct ctl_buf *o;
+	uint32_t max_entries, value_size;
+	int n;
+};
+
+static void agreed_one(const struct runtime_agreed_view *v, void *arg)
+{
+	struct agreed_dump *ad = arg;
+	struct ctl_buf *o = ad->o;
+	static const uint8_t zeros[64];
+	if (JSON(ad->req)) {
+		cb_printf(o, "%s{\"comm\":\"0x%016" PRIx64 "\",\"version\":%" PRIu64
+			  ",\"activation_seq\":%" PRIu64 ",\"tuner_seq\":%" PRIu64 ",\"fallback\":%s,"
+			  "\"fallback_seq\":", ad->n ? "," : "", v->comm_id, v->version,
+			  v->activation_seq, v->tuner_seq, v->fallback ? "true" : "false");
+		if (v->fallback)
+			cb_printf(o, "%" PRIu64, v->fallback_seq);
+		else
+			cb_printf(o, "null");
+		cb_printf(o, ",\"entries\":[");
+	} else {
+		cb_printf(o, "comm 0x%016" PRIx64 ": ", v->comm_id);
+		if (v->version)
+			cb_printf(o, "version %" PRIu64 " (active from collective %" PRIu64 ")",
+				  v->version, v->activation_seq);
+		else
+			cb_printf(o, "version 0 (nothing published yet: zeros)");
+		cb_printf(o, ", last collective %" PRIu64, v->tuner_seq);
+		if (v->fallback)
+			cb_printf(o, "; falls back to NCCL's defaults from collective %" PRIu64,
+				  v->fallback_seq);
+		cb_printf(o, "\n");
+	}
+	for (uint32_t k = 0; k < ad->max_entries; k++) {
+		const uint8_t *val = v->data ? v->data + (size_t)k * v->stride : NULL;
+		if (!val && ad->value_size > sizeof(zeros))
+			break; /* nothing published: said above */
+		print_entry(ad->req, o, (const uint8_t *)&k, 4, val ? val : zeros, ad->value_size,
+			    k == 0);
+	}
+	if (JSON(ad->req))
+		cb_printf(o, "]}");
+	ad->n++;
+}
+
+/* What the tuner programs of each communicator read; the map's own storage is only what
+ * this rank's profiler programs write outside any communicator, never read by a tuner. */
+static int dump_agreed(const struct nbc_request *req, struct ctl_buf *o, const char *name,
+		       int slot, uint32_t vs)
+{
+	struct nb_map_agreed_desc d;
+	if (!map_agreed_desc((uint32_t)slot, &d)) {
+		cb_printf(o, "map '%s' was unloaded meanwhile\n", name);
+		return -ENOENT;
+	}
+	struct agreed_dump ad = {req, o, d.max_entries, vs, 0};
+	if (JSON(req)) {
+		cb_printf(o, "{\"schema\":\"ncclbpf.ctl.dump/1\",\"map\":");
+		cb_json_str(o, name);
+		cb_printf(o, ",\"type\":\"array\",\"agreed\":true,\"key_size\":4,"
+			  "\"value_size\":%u,\"epoch\":%u,\"communicators\":[", vs, d.epoch);
+	} else {
+		cb_printf(o, "agreed map %s (epoch %u collectives): the published version each "
+			  "communicator's tuner reads\n", name, d.epoch);
+	}
+	control_agreed_views((uint32_t)slot, d.generation, agreed_one, &ad);
+	if (JSON(req))
+		cb_printf(o, "],\"count\":%d}\n", ad.n);
+	else if (!ad.n)
+		cb_printf(o, "no communicator reads it (yet): every rank reads version 0, zeros\n");
+	return 0;
+}
+
 static int dump(const struct nbc_request *req, struct ctl_buf *o)
 {
 	char err[300];
@@ -476,6 +589,14 @@ static int dump(const struct nbc_request *req, struct ctl_buf *o)
 	}
 	struct nb_map *m = r->map;
 	uint32_t ks = map_key_size(m), vs = map_value_size(m);
+	int slot = map_agreed_slot(m);
+	if (slot >= 0) {
+		/* the agreement layer's lock is taken without ours held (no order between them) */
+		char name[300];
+		snprintf(name, sizeof(name), "%s", r->name);
+		pthread_mutex_unlock(&registry_lock);
+		return dump_agreed(req, o, name, slot, vs);
+	}
 	uint8_t key[NB_MAP_MAX_KEY_SIZE], next[NB_MAP_MAX_KEY_SIZE];
 	uint8_t *val = malloc(vs);
 	const void *k = NULL;
@@ -486,7 +607,7 @@ static int dump(const struct nbc_request *req, struct ctl_buf *o)
 		return -ENOMEM;
 	}
 	if (JSON(req)) {
-		cb_printf(o, "{\"map\":");
+		cb_printf(o, "{\"schema\":\"ncclbpf.ctl.dump/1\",\"map\":");
 		cb_json_str(o, r->name);
 		cb_printf(o, ",\"type\":\"%s\",\"key_size\":%u,\"value_size\":%u,\"entries\":[",
 			  type_name(map_type(m)), ks, vs);
@@ -501,36 +622,7 @@ static int dump(const struct nbc_request *req, struct ctl_buf *o)
 		map_epoch_exit();
 		if (!v)
 			continue; /* deleted meanwhile */
-		if (JSON(req)) {
-			cb_printf(o, "%s{\"key\":\"", n ? "," : "");
-			hex_bytes(o, key, ks);
-			cb_printf(o, "\",\"value\":\"");
-			hex_bytes(o, val, vs);
-			cb_printf(o, "\"");
-			if (ks <= 8) {
-				cb_printf(o, ",\"key_int\":");
-				int_value(o, key, ks);
-			}
-			if (vs <= 8) {
-				cb_printf(o, ",\"value_int\":");
-				int_value(o, val, vs);
-			}
-			cb_printf(o, "}");
-		} else {
-			cb_printf(o, "key ");
-			if (ks <= 8)
-				int_value(o, key, ks), cb_printf(o, " (hex:"), hex_bytes(o, key, ks),
-					cb_printf(o, ")");
-			else
-				cb_printf(o, "hex:"), hex_bytes(o, key, ks);
-			cb_printf(o, "  value ");
-			if (vs <= 8)
-				int_value(o, val, vs), cb_printf(o, " (hex:"), hex_bytes(o, val, vs),
-					cb_printf(o, ")");
-			else
-				cb_printf(o, "hex:"), hex_bytes(o, val, vs);
-			cb_printf(o, "\n");
-		}
+		print_entry(req, o, key, ks, val, vs, n == 0);
 		n++;
 	}
 	pthread_mutex_unlock(&registry_lock);
@@ -555,6 +647,13 @@ static int update(const struct nbc_request *req, struct ctl_buf *o)
 		goto out;
 	}
 	rc = -EPERM;
+	if (map_agreed_slot(r->map) >= 0) {
+		cb_printf(o, "map '%s' is an agreed map (NCCLBPF_F_AGREED): the tuners of every rank "
+			  "read the version the agreement layer published, which a local update "
+			  "cannot change (its values come from the profiler programs' contributions "
+			  "on all ranks): not updated\n", r->name);
+		goto out;
+	}
 	if (r->readonly || (map_flags(r->map) & NB_MAP_F_RDONLY_PROG)) {
 		cb_printf(o, "map '%s' is read-only to programs (constants the verifier may have "
 			  "relied on): not updated\n", r->name);
@@ -574,7 +673,13 @@ static int update(const struct nbc_request *req, struct ctl_buf *o)
 	} else if ((rc = map_update(r->map, key, val, NB_ANY)) < 0) {
 		cb_printf(o, "update of '%s' failed: %s\n", r->name, strerror(-rc));
 	} else {
-		cb_printf(o, JSON(req) ? "{\"updated\":true}\n" : "updated %s\n", r->name);
+		if (JSON(req)) {
+			cb_printf(o, "{\"schema\":\"ncclbpf.ctl.update/1\",\"ok\":true,\"map\":");
+			cb_json_str(o, r->name);
+			cb_printf(o, ",\"updated\":true}\n");
+		} else {
+			cb_printf(o, "updated %s\n", r->name);
+		}
 	}
 	free(val);
 out:
@@ -602,7 +707,8 @@ static int parse_hook(const char *name, enum nb_hook_type *hook, struct ctl_buf 
 static void result(const struct nbc_request *req, struct ctl_buf *o, int rc, const char *msg)
 {
 	if (JSON(req)) {
-		cb_printf(o, "{\"ok\":%s,\"status\":%d,\"programs\":%d,\"message\":",
+		cb_printf(o, "{\"schema\":\"ncclbpf.ctl.%s/1\",\"ok\":%s,\"status\":%d,"
+			  "\"programs\":%d,\"message\":", nbc_op_name(req->op),
 			  rc >= 0 ? "true" : "false", rc < 0 ? rc : 0, rc > 0 ? rc : 0);
 		cb_json_str(o, msg);
 		cb_printf(o, "}\n");

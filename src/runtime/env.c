@@ -1,12 +1,53 @@
-/* NCCLBPF_VERIFY, NCCLBPF_JIT and NCCLBPF_RANK_LOCAL. Read at prepare/load time only, never on a run. An
- * unknown value is reported once per process and the safe default is used. */
+/* NCCLBPF_VERIFY, NCCLBPF_JIT, NCCLBPF_RANK_LOCAL and the boolean variables' parser. Read at
+ * prepare/load/init time only, never on a run. An unknown value is reported once per process
+ * and variable, saying what is done instead. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "maps/env_bool.h"
 #include "runtime/runtime.h"
 
-static atomic_bool warned_verify, warned_jit, warned_rank_local;
+static atomic_bool warned_verify, warned_rank_local;
+
+/* Names already warned about (a handful of variables; init paths only). */
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *warned_names[32];
+
+static bool warn_once(const char *name)
+{
+	bool first = true;
+	pthread_mutex_lock(&warned_lock);
+	unsigned i = 0;
+	for (; i < 32 && warned_names[i]; i++)
+		if (!strcmp(warned_names[i], name))
+			first = false;
+	if (first && i < 32)
+		warned_names[i] = name;
+	pthread_mutex_unlock(&warned_lock);
+	return first;
+}
+
+int runtime_env_parse_bool(const char *value)
+{
+	return nb_env_bool_parse(value);
+}
+
+bool runtime_env_bool(const char *name, bool def)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	int b = nb_env_bool_parse(v);
+	if (b >= 0)
+		return b;
+	if (warn_once(name))
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT,
+			    "%s=%s: not a boolean (1|0, on|off, yes|no, true|false): using the "
+			    "default, %s", name, v, def ? "on" : "off");
+	return def;
+}
 
 enum ncclbpf_verify_mode runtime_env_verify_mode(void)
 {
@@ -23,15 +64,7 @@ enum ncclbpf_verify_mode runtime_env_verify_mode(void)
 
 bool runtime_env_jit_enabled(void)
 {
-	const char *v = getenv("NCCLBPF_JIT");
-	if (!v || !*v || !strcmp(v, "1"))
-		return true;
-	if (!strcmp(v, "0"))
-		return false;
-	if (!atomic_exchange(&warned_jit, true))
-		runtime_log(NB_LOG_WARN, NB_LOG_INIT,
-			    "NCCLBPF_JIT=%s: unknown value, using 1 (1|0)", v);
-	return true;
+	return runtime_env_bool("NCCLBPF_JIT", true);
 }
 
 /* NCCLBPF_RANK_LOCAL=allow: tuner decisions may depend on rank-local data (the latency

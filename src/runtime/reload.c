@@ -174,7 +174,8 @@ struct load {
 	int attached;
 	bool failed;
 	uint64_t version;
-	struct report *r;
+	struct report *r;    /* errors */
+	struct report *info; /* what a successful reload did: reported only if it succeeds */
 };
 
 static const char *base_name(const char *path)
@@ -248,7 +249,7 @@ static int prepare_and_add(struct load *L, struct ncclbpf_program *prog,
 	}
 	const char *mode = ncclbpf_program_is_jitted(prog) ? "JIT" : "interpreter";
 	if (L->strict)
-		say(L->r, "attached %s:%s to hook %s (%s)\n", base_name(file), prog->nbp->name,
+		say(L->info, "attached %s:%s to hook %s (%s)\n", base_name(file), prog->nbp->name,
 		    prog->hook->name, mode);
 	else
 		runtime_log(NB_LOG_INFO, NB_LOG_INIT, "attached %s:%s to hook %s (%s)", file,
@@ -287,7 +288,7 @@ static void load_entry(struct load *L, const char *entry_in)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	o->loaded_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	o->version = L->version;
-	if (!o->entry || reuse_maps(o->obj, L->r) < 0) {
+	if (!o->entry || reuse_maps(o->obj, L->info) < 0) {
 		fail(L, "policy %s skipped: out of memory", entry);
 		goto out_close;
 	}
@@ -499,11 +500,12 @@ void runtime_activation_note_adopted(uint64_t version, uint64_t content)
 	adopted_content = content;
 }
 
-int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, char *msg,
-		   size_t msglen)
+/* runtime_reload; info collects what the reload does, said only once it succeeded */
+static int reload_spec(const char *spec, enum nb_hook_type hook, unsigned flags, char *msg,
+		       size_t msglen, struct report *info)
 {
 	struct report r = {msg, 0, msglen};
-	struct load L = {.strict = true, .r = &r};
+	struct load L = {.strict = true, .r = &r, .info = info};
 	struct nb_hook_chain *chains[NB_HOOK_COUNT];
 	uint64_t busy;
 
@@ -574,11 +576,24 @@ int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, cha
 	registry_count_reload(true);
 	registry_reclaim_locked();
 	pthread_mutex_unlock(&registry_lock);
+	if (info->buf)
+		say(&r, "%s", info->buf);
 	say(&r, "%s version %llu\n", gated ? "staged (activating across ranks at an agreed seq)"
 					   : "active", (unsigned long long)L.version);
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT, "reloaded %s (%d program(s), version %llu%s)", spec,
 		    L.attached, (unsigned long long)L.version, gated ? ", activating across ranks" : "");
 	return L.attached;
+}
+
+int runtime_reload(const char *spec, enum nb_hook_type hook, unsigned flags, char *msg,
+		   size_t msglen)
+{
+	/* "attached" and "map ...: reused" lines wait in info: a reload refused or failed
+	 * after its programs were prepared must not read as if they had been attached */
+	struct report info = {msglen ? calloc(1, msglen) : NULL, 0, msglen};
+	int rc = reload_spec(spec, hook, flags, msg, msglen, &info);
+	free(info.buf);
+	return rc;
 }
 
 int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msglen)
@@ -606,11 +621,8 @@ int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msg
 	for (unsigned h = 0; h < NB_HOOK_COUNT; h++) {
 		const struct nb_hook_chain *c = atomic_load_explicit(&runtime_hook_slots[h],
 								     memory_order_relaxed);
-		if (!(mask & (1u << h)) || !c)
-			continue;
-		for (size_t i = 0; i < c->len; i++)
-			say(&r, "detached %s from hook %s\n", c->items[i].label, hook_desc(h)->name);
-		n += (int)c->len;
+		if ((mask & (1u << h)) && c)
+			n += (int)c->len;
 	}
 	uint64_t version = registry_next_version();
 	/* "no program" is NCCL's own choice on every rank only when every rank detaches at
@@ -624,6 +636,15 @@ int runtime_detach(enum nb_hook_type hook, unsigned flags, char *msg, size_t msg
 	if (n > 0 && split_risk(attached_mask, gated, flags, &r)) {
 		pthread_mutex_unlock(&registry_lock);
 		return -EPERM;
+	}
+	/* said only now: a refused detach must not read as if it had happened */
+	for (unsigned h = 0; h < NB_HOOK_COUNT; h++) {
+		const struct nb_hook_chain *c = atomic_load_explicit(&runtime_hook_slots[h],
+								     memory_order_relaxed);
+		for (size_t i = 0; (mask & (1u << h)) && c && i < c->len; i++)
+			say(&r, "%s %s from hook %s%s\n", gated ? "detaching" : "detached",
+			    c->items[i].label, hook_desc(h)->name,
+			    gated ? " (activating across ranks at an agreed seq)" : "");
 	}
 	registry_publish(none, mask, version, gated);
 	registry_reclaim_locked();
@@ -639,6 +660,8 @@ static int env_result;
 
 static void load_from_env_once(void)
 {
+	/* read by the maps module, which cannot log: its bad values are reported here */
+	runtime_env_bool("NCCLBPF_EPOCH_FENCE", false);
 	const char *spec = getenv("NCCLBPF_POLICY");
 	if (!spec || !*spec) {
 		runtime_log(NB_LOG_INFO, NB_LOG_INIT, "NCCLBPF_POLICY not set: pass-through");

@@ -403,6 +403,11 @@ vm_helper_fn runtime_helper_impl(enum nb_hook_type hook, int32_t id);
 enum ncclbpf_verify_mode runtime_env_verify_mode(void); /* STRICT or WARN */
 bool runtime_env_jit_enabled(void);
 bool runtime_env_rank_local_allowed(void); /* NCCLBPF_RANK_LOCAL=allow */
+/* A boolean NCCLBPF_* variable: 1/0, on/off, yes/no, true/false (any case); unset or empty:
+ * def; anything else: def and one WARN per variable saying so. */
+bool runtime_env_bool(const char *name, bool def);
+/* The same spellings without a variable or a WARN: 1 true, 0 false, -1 neither. */
+int runtime_env_parse_bool(const char *value);
 
 /* Instruction budget of checked-mode runs (unverified programs must not hang the CLI). */
 #define RUNTIME_CHECKED_INSN_BUDGET 100000000ull

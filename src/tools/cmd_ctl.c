@@ -55,7 +55,42 @@ NCCLBPF_CLI_COMMAND(ctl, .name = "ctl", .run = cmd_ctl,
 		    "  KEY, VALUE     decimal or 0x-hex integer (little-endian, must fit the map's size),\n"
 		    "                 or hex:BYTES with exactly the map's size\n"
 		    "\n"
-		    "exit status: 0 done, 1 a process answered with an error, 2 usage, 3 not reachable\n");
+		    "Agreed maps (NCCLBPF_F_AGREED): dump shows each communicator's published\n"
+		    "version, the one its tuner reads; update is refused (every rank must read the\n"
+		    "same bytes: the profiler programs' contributions are what changes them).\n"
+		    "\n"
+		    "exit status: 0 done; 1 a process answered with an error (the message on stderr;\n"
+		    "nothing is reported done that was refused); 2 usage (also a PID that is not a\n"
+		    "positive process id); 3 no such process or no control socket reachable (--all:\n"
+		    "none live). --all: the worst of the processes' statuses.\n"
+		    "\n"
+		    "json (--json; every document has \"schema\"):\n"
+		    "  list: {\"schema\": \"ncclbpf.ctl.list/1\", \"processes\": [hello replies]}\n"
+		    "  --all CMD: {\"schema\": \"ncclbpf.ctl.all/1\", \"command\", \"replies\":\n"
+		    "    [{\"pid\", \"ok\": bool, \"reply\": that process's document}]}\n"
+		    "  hello (list's entries): {\"schema\": \"ncclbpf.ctl.hello/1\", \"pid\", \"uid\",\n"
+		    "    \"host\", \"socket\", \"communicators\", \"programs\": [labels]}\n"
+		    "  status: {\"schema\": \"ncclbpf.ctl.status/1\", \"pid\", \"uid\", \"host\",\n"
+		    "    \"protocol\", \"version\", \"reloads\", \"reload_failures\", \"retired_pending\",\n"
+		    "    \"objects_live\", \"activation_pending\", \"hooks\": [{\"hook\", \"version\",\n"
+		    "    \"gated\", \"faults\", \"programs\": [{\"label\", \"object\", \"name\", \"mode\",\n"
+		    "    \"insns\", \"loaded_at\", \"version\", \"role\"}]}], \"communicators\": [{\"kind\",\n"
+		    "    \"comm\", \"ranks\", \"nodes\", \"abi\", \"decisions\", \"changed\", \"faults\",\n"
+		    "    \"clamps\", \"chain_version\", \"general_path\"}], then one object per section\n"
+		    "    (\"control\", \"profiler\", \"agreement\", ...) of key: value}\n"
+		    "  maps: {\"schema\": \"ncclbpf.ctl.maps/1\", \"maps\": [{\"object\", \"name\",\n"
+		    "    \"type\", \"key_size\", \"value_size\", \"max_entries\", \"flags\", \"entries\",\n"
+		    "    \"storage\": own|shared|pinned|agreed, \"readonly\"}]}\n"
+		    "  dump: {\"schema\": \"ncclbpf.ctl.dump/1\", \"map\", \"type\", \"key_size\",\n"
+		    "    \"value_size\", \"entries\": [{\"key\", \"value\": hex, \"key_int\", \"value_int\"\n"
+		    "    (sizes <= 8)}], \"count\"}; an agreed map: {\"schema\", \"map\", \"agreed\": true,\n"
+		    "    \"key_size\", \"value_size\", \"communicators\": [{\"comm\", \"version\",\n"
+		    "    \"activation_seq\", \"fallback\", \"entries\": [...]}]}\n"
+		    "  update: {\"schema\": \"ncclbpf.ctl.update/1\", \"ok\": true, \"map\", \"updated\"}\n"
+		    "  reload, detach: {\"schema\": \"ncclbpf.ctl.reload/1\" (detach/1), \"ok\",\n"
+		    "    \"status\": 0 or -errno, \"programs\", \"message\"}\n"
+		    "  any other error: {\"schema\": \"ncclbpf.ctl.error/1\", \"ok\": false, \"status\",\n"
+		    "    \"message\"}\n");
 
 struct ctl_opts {
 	char dir[PATH_MAX];
@@ -212,7 +247,7 @@ static int ctl_list(const struct ctl_opts *o)
 	if (!o->json)
 		printf("%-8s %-20s %5s  %s\n", "PID", "HOST", "COMMS", "PROGRAMS");
 	else
-		printf("[");
+		printf("{\"schema\":\"ncclbpf.ctl.list/1\",\"processes\":[");
 	for (size_t i = 0; i < n; i++) {
 		char *reply = NULL;
 		if (call_one(o, pids[i], NBC_OP_HELLO, 0, NULL, true, &reply) != 0) {
@@ -227,7 +262,7 @@ static int ctl_list(const struct ctl_opts *o)
 		free(reply);
 	}
 	if (o->json)
-		printf("]\n");
+		printf("]}\n");
 	free(pids);
 	return 0;
 }
@@ -252,11 +287,15 @@ static int parse_args(int argc, char **argv, struct ctl_opts *o)
 				return -1;
 			}
 			const char *v = argv[++i];
-			if (!strcmp(a, "--hook"))
+			if (!strcmp(a, "--hook")) {
 				o->hook = v;
-			else if (!strcmp(a, "--dir"))
-				snprintf(o->dir, sizeof(o->dir), "%s", v);
-			else if ((o->timeout_ms = atoi(v) * 1000) <= 0) {
+			} else if (!strcmp(a, "--dir")) {
+				/* resolved as the library resolves NCCLBPF_CONTROL_DIR */
+				if (!*v || runtime_control_dir_resolve(v, o->dir, sizeof(o->dir)) < 0) {
+					fprintf(stderr, "ncclbpf ctl: bad --dir '%s'\n", v);
+					return -1;
+				}
+			} else if ((o->timeout_ms = atoi(v) * 1000) <= 0) {
 				fprintf(stderr, "ncclbpf ctl: bad --timeout %s\n", v);
 				return -1;
 			}
@@ -268,8 +307,9 @@ static int parse_args(int argc, char **argv, struct ctl_opts *o)
 			return -1;
 		} else if (!o->cmd && o->pid < 0 && !o->all && strcmp(a, "list")) {
 			char *end;
+			errno = 0;
 			long pid = strtol(a, &end, 10);
-			if (*end || pid <= 0) {
+			if (*end || pid <= 0 || errno == ERANGE || pid > INT_MAX) {
 				fprintf(stderr, "ncclbpf ctl: '%s' is not a process id (or list, --all)\n",
 					a);
 				return -1;
@@ -347,7 +387,8 @@ int cmd_ctl(int argc, char **argv)
 		long *pids;
 		size_t n = scan_pids(&o, &pids), done = 0;
 		if (o.json)
-			printf("[");
+			printf("{\"schema\":\"ncclbpf.ctl.all/1\",\"command\":\"%s\",\"replies\":[",
+			       ctl_cmds[ci].name);
 		for (size_t i = 0; i < n; i++) {
 			char *reply = NULL;
 			int r = call_one(&o, pids[i], op, na, args, true, &reply);
@@ -367,7 +408,7 @@ int cmd_ctl(int argc, char **argv)
 			done++;
 		}
 		if (o.json)
-			printf("]\n");
+			printf("]}\n");
 		free(pids);
 		if (!done) {
 			fprintf(stderr, "ncclbpf ctl: no live process in %s\n", o.dir);

@@ -19,15 +19,18 @@
  * at every step once the file exists (the test writes it); prints "step S" every 50 steps.
  * --stall-control-ms L (with --comm2): when creating the second communicator, hold a
  * connection to this process's own control socket (NCCLBPF_CONTROL_DIR/<pid>.sock) open
- * without a request for L ms: the control thread waits for it (as for a slow `ctl` client),
- * so this process ends a reload activation later than the others.
+ * without a request for L ms: with NCCLBPF_CONTROL_TEST_STALL_MS (docs/control.md
+ * "Testing") the control thread waits for it, so this process ends a reload activation
+ * later than the others.
  * --hold FILE: before finalizing, wait until FILE exists (at most 120 s): an explicit
  * synchronization point, so that a rank's exit never races what the test checks.
  * --until FILE: STEPS is only a cap; once FILE exists and holds a number N (checked every
  * 64 steps), stop at the first multiple of 64 >= N - so a test ends the ranks after what it
  * waits for happened, however slow the machine (never a rank that finished before a kill).
  * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -67,9 +70,13 @@ static void *stall_control(void *arg)
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (!dir || fd < 0)
 		return NULL;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s/%d.sock", dir, (int)getpid());
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+	/* through the opened directory: any depth of the checkout fits sun_path */
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%d.sock", dfd, (int)getpid());
+	if (dfd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
 		sleep_us(ms * 1000);
+	if (dfd >= 0)
+		close(dfd);
 	close(fd);
 	return NULL;
 }

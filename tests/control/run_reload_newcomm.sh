@@ -11,7 +11,7 @@
 #   1. after: the reload is requested on one process (the others adopt it through the
 #      agreement layer); every rank creates X right after W's first collective decided by
 #      the new policy, i.e. W has switched, the commit has not happened (rank 3's control
-#      thread serves a stalled control client for 400 ms meanwhile). X must run the new
+#      thread waits 400 ms for a stalled control client meanwhile, NCCLBPF_CONTROL_TEST_STALL_MS). X must run the new
 #      policy from its first collective on every rank (failed before the fix: 32 32 32 1299).
 #   2. before: rank 3's file is missing when the reload is requested on rank 0, so ranks
 #      0-2 stage it and W waits; every rank creates X at the same step N of W (chosen by
@@ -48,10 +48,13 @@ run() { # run after|before
 		mkdir -p "$DIR/node$r"
 		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node$r/new.bpf.o"
 		local extra="--stall-control-ms 0" steps=5000 us=200
+		# rank 3's control thread waits 400 ms for a connection that sends nothing
+		# (NCCLBPF_CONTROL_TEST_STALL_MS: since connections are multiplexed, a stalled
+		# client alone no longer holds the thread)
 		[ "$SCEN" = after ] && [ $r = 3 ] && extra="--stall-control-ms 400"
 		# before: 2,048 collectives (the window in which rank 3 must stage) last 1 s+
 		[ "$SCEN" = before ] && extra="--comm2-at $DIR/create_at" steps=5000 us=500
-		(cd "$DIR/node$r" && exec timeout -s KILL 60 "$RANKBIN" "$LIB" $r 4 $steps \
+		(cd "$DIR/node$r" && NCCLBPF_CONTROL_TEST_STALL_MS=400 exec timeout -s KILL 60 "$RANKBIN" "$LIB" $r 4 $steps \
 			--sleep-us $us --comm $W --comm2 $X $extra >"$DIR/out.$r" 2>"$DIR/err.$r") &
 		pids[$r]=$!
 	done

@@ -378,15 +378,19 @@ int main(void)
 	CHECK_STR_CONTAINS(out, "ctl_maps.bpf.o:ctl_v1");
 	free(out);
 	struct jm *v = ctl_json("list --json", 0);
-	CHECK(v && v->type == JM_ARR && v->n == 1);
-	CHECK(num(v, "0.pid") == (double)pid);
-	CHECK(num(v, "0.communicators") == 4);
+	CHECK(!strcmp(str(v, "schema"), "ncclbpf.ctl.list/1"));
+	CHECK(jm_path(v, "processes") && jm_path(v, "processes")->n == 1);
+	CHECK(num(v, "processes.0.pid") == (double)pid);
+	CHECK(num(v, "processes.0.communicators") == 4);
+	CHECK(!strcmp(str(v, "processes.0.schema"), "ncclbpf.ctl.hello/1"));
 	jm_free(v);
 
 	/* status */
 	usleep(100000); /* some decisions */
 	v = ctl_json("%ld status --json", pid);
+	CHECK(!strcmp(str(v, "schema"), "ncclbpf.ctl.status/1"));
 	CHECK(num(v, "pid") == (double)pid);
+	CHECK(num(v, "control.connections") >= 1); /* the control section */
 	CHECK(!strcmp(str(v, "hooks.0.hook"), "tuner"));
 	CHECK(!strcmp(str(v, "hooks.0.programs.0.label"), "ctl_maps.bpf.o:ctl_v1"));
 	CHECK(!strcmp(str(v, "hooks.0.programs.0.mode"), "JIT"));
@@ -421,13 +425,18 @@ int main(void)
 	CHECK_STR_CONTAINS(out, "ctl_maps.bpf.o:notes");
 	free(out);
 	v = ctl_json("%ld maps --json", pid);
-	CHECK(v && v->type == JM_ARR && v->n >= 3);
+	CHECK(!strcmp(str(v, "schema"), "ncclbpf.ctl.maps/1"));
+	CHECK(jm_path(v, "maps") && jm_path(v, "maps")->n >= 3);
+	jm_free(v);
+	v = ctl_json("%ld update counts 6 1 --json", pid);
+	CHECK(!strcmp(str(v, "schema"), "ncclbpf.ctl.update/1"));
 	jm_free(v);
 	CHECK_EQ_U64(ctl(&out, "%ld update counts 5 777", pid), 0);
 	free(out);
 	CHECK_EQ_U64(ctl(&out, "%ld update notes 0x10 hex:0100000000000000", pid), 0);
 	free(out);
 	v = ctl_json("%ld dump counts --json", pid);
+	CHECK(!strcmp(str(v, "schema"), "ncclbpf.ctl.dump/1"));
 	CHECK(num(v, "entries.5.value_int") == 777);
 	CHECK(num(v, "entries.0.value_int") > 0); /* the program counts its calls */
 	CHECK(num(v, "count") == 8);
@@ -470,9 +479,23 @@ int main(void)
 	CHECK(num(v, "reload_failures") == 3);
 	jm_free(v);
 
-	/* a tuner reload in a multi-rank job without the agreement layer: refused */
+	/* a tuner reload in a multi-rank job without the agreement layer: refused, and
+	 * nothing in the reply reads as if it had been done (before: "attached ..." and
+	 * "map ...: reused" first, in the --json message too) */
 	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o", pid), 1);
 	CHECK_STR_CONTAINS(out, "can deadlock NCCL");
+	CHECK(!strstr(out, "attached") && !strstr(out, "reused"));
+	free(out);
+	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o --json", pid), 1);
+	{
+		char err[200];
+		struct jm *r = jm_parse(out ? out : "", err, sizeof(err));
+		CHECK(r && !strcmp(str(r, "schema"), "ncclbpf.ctl.reload/1"));
+		CHECK(r && jm_path(r, "ok") && jm_path(r, "ok")->type == JM_BOOL && !jm_path(r, "ok")->b);
+		CHECK(strstr(str(r, "message"), "can deadlock NCCL") &&
+		      !strstr(str(r, "message"), "attached"));
+		jm_free(r);
+	}
 	free(out);
 	/* a good reload (forced): maps of the same shape keep their contents */
 	CHECK_EQ_U64(ctl(&out, "%ld reload tests/progs/ctl_maps_v2.bpf.o --hook tuner --force", pid), 0);
@@ -494,9 +517,10 @@ int main(void)
 	CHECK_STR_CONTAINS(out, "shared");
 	free(out);
 
-	/* detach */
+	/* detach: refused without a word of "detached" */
 	CHECK_EQ_U64(ctl(&out, "%ld detach --hook tuner", pid), 1);
 	CHECK_STR_CONTAINS(out, "refused");
+	CHECK(!strstr(out, "detached"));
 	free(out);
 	CHECK_EQ_U64(ctl(&out, "%ld detach --hook tuner --force", pid), 0);
 	CHECK_STR_CONTAINS(out, "detached ctl_maps_v2.bpf.o:ctl_v2 from hook tuner");
@@ -509,9 +533,20 @@ int main(void)
 	CHECK_STR_CONTAINS(out, "== pid");
 	free(out);
 	v = ctl_json("--all status --json", 0);
-	CHECK(v && v->type == JM_ARR && v->n == 1);
-	CHECK(!strcmp(str(v, "0.reply.hooks.0.programs.0.label"), "ctl_maps.bpf.o:ctl_v1"));
+	CHECK(!strcmp(str(v, "schema"), "ncclbpf.ctl.all/1"));
+	CHECK(!strcmp(str(v, "command"), "status"));
+	CHECK(jm_path(v, "replies") && jm_path(v, "replies")->n == 1);
+	CHECK(!strcmp(str(v, "replies.0.reply.hooks.0.programs.0.label"), "ctl_maps.bpf.o:ctl_v1"));
 	jm_free(v);
+	/* an error answered in JSON */
+	CHECK_EQ_U64(ctl(&out, "%ld dump nosuch --json", pid), 1);
+	{
+		char err[200];
+		struct jm *r = jm_parse(out ? out : "", err, sizeof(err));
+		CHECK(r && !strcmp(str(r, "schema"), "ncclbpf.ctl.error/1"));
+		jm_free(r);
+	}
+	free(out);
 
 	test_malformed(pid);
 	test_other_uid(pid);
@@ -524,6 +559,12 @@ int main(void)
 	CHECK_EQ_U64(ctl(&out, "%ld frobnicate", pid), 2);
 	free(out);
 	CHECK_EQ_U64(ctl(&out, "999999999 status"), 3);
+	free(out);
+	/* a pid that overflows is a usage error, not clamped to LONG_MAX */
+	CHECK_EQ_U64(ctl(&out, "99999999999999999999 status"), 2);
+	CHECK_STR_CONTAINS(out, "is not a process id");
+	free(out);
+	CHECK_EQ_U64(ctl(&out, "4294967297 status"), 2);
 	free(out);
 
 	/* a client that connects and stalls must not hold up finalize (the read would wait

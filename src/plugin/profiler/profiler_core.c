@@ -72,7 +72,7 @@ static int mode_from_env(void)
 {
 	const char *e = getenv("NCCLBPF_PROFILE");
 	if (e && *e) {
-		if (!strcmp(e, "off") || !strcmp(e, "0"))
+		if (runtime_env_parse_bool(e) == 0) /* off, 0, no, false */
 			return PROFILER_MODE_OFF;
 		if (!strcmp(e, "coll"))
 			return PROFILER_MODE_COLL;
@@ -92,8 +92,7 @@ static int mode_from_env(void)
 		return PROFILER_MODE_COLL;
 	/* reloads activated through the agreement layer need its group, which forms once the
 	 * profiler has told it the rank (tuner_reload.c) */
-	const char *ra = getenv("NCCLBPF_RELOAD_AGREE");
-	if (ra && !strcmp(ra, "1"))
+	if (runtime_env_bool("NCCLBPF_RELOAD_AGREE", false))
 		return PROFILER_MODE_COLL;
 	return PROFILER_MODE_OFF;
 }
@@ -502,8 +501,7 @@ static bool profiler_null_mode(void)
 {
 	int m = atomic_load_explicit(&null_mode, memory_order_relaxed);
 	if (m < 0) {
-		const char *e = getenv("NCCLBPF_PROFILE_NULL");
-		m = e && *e && strcmp(e, "0") ? 1 : 0;
+		m = runtime_env_bool("NCCLBPF_PROFILE_NULL", false);
 		atomic_store_explicit(&null_mode, m, memory_order_relaxed);
 		if (m)
 			runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,

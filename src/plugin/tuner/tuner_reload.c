@@ -352,8 +352,8 @@ void tuner_reload_watch(struct tuner_comm *tc, uint64_t seq)
 static void create_maps(void)
 {
 	runtime_status_provider("agreement", agreement_status);
-	const char *a = getenv("NCCLBPF_AGREE"), *r = getenv("NCCLBPF_RELOAD_AGREE");
-	if (!r || strcmp(r, "1") || (a && !strcmp(a, "off")))
+	if (!runtime_env_bool("NCCLBPF_RELOAD_AGREE", false) ||
+	    runtime_env_parse_bool(getenv("NCCLBPF_AGREE")) == 0)
 		return;
 	struct nb_map_spec specs[4] = {
 		{"ncclbpf_reload_min", NB_MAP_TYPE_ARRAY, 4, 16, 1,
