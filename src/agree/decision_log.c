@@ -3,7 +3,10 @@
  * its communicator's ring (no lock, no allocation, no I/O); the service thread formats and
  * writes them. A full ring drops the record and counts it (agree_stats.decisions_dropped)
  * and the file says so in a {"dropped":N} line, so a checker never mistakes a gap for
- * agreement. */
+ * agreement. The file is created and written by runtime/logfile.c: never through a planted
+ * symlink or over an existing file, never killing the process at the file size limit, and
+ * records that could not be written (disk full, EFBIG, EIO) are counted in a
+ * {"lost":N,"reason":"..."} line (docs/agreement.md "Decision logs"). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,32 +19,40 @@
 #include "runtime/runtime.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static FILE *log_file;
+static struct runtime_logfile log_file = {.fd = -1};
+static bool log_on;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int lost_marker(char *buf, size_t len, uint64_t lost, const char *reason)
+{
+	return snprintf(buf, len, "{\"lost\":%" PRIu64 ",\"reason\":\"%s\"}\n", lost, reason);
+}
 
 static void log_open(void)
 {
 	const char *dir = getenv("NCCLBPF_DECISION_LOG");
 	if (!dir || !*dir)
 		return;
-	char host[128] = "host", path[4096];
+	char host[128] = "host", base[200], err[4096 + 512];
 	gethostname(host, sizeof(host) - 1);
 	for (char *p = host; *p; p++)
-		if (*p == '/' || *p == '"')
+		if (*p == '/' || *p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
 			*p = '_';
-	snprintf(path, sizeof(path), "%s/decisions-%s-%d.jsonl", dir, host, (int)getpid());
-	log_file = fopen(path, "w");
-	if (!log_file)
+	snprintf(base, sizeof(base), "decisions-%s-%d", host, (int)getpid());
+	int rc = runtime_logfile_create(&log_file, dir, base, ".jsonl", lost_marker, err,
+					sizeof(err));
+	if (rc < 0)
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-			    "agree: cannot write the decision log %s: %m", path);
-	else
-		setvbuf(log_file, NULL, _IOFBF, 1 << 16);
+			    "agree: no decision log written: %s", err);
+	else if (err[0])
+		runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING, "agree: decision log: %s", err);
+	log_on = rc == 0;
 }
 
 bool agree_decision_log_enabled(void)
 {
 	pthread_once(&log_once, log_open);
-	return log_file != NULL;
+	return log_on;
 }
 
 void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t n_bytes,
@@ -85,20 +96,32 @@ static void put_name(char *buf, size_t len, int v, const char *const *names, int
 		snprintf(buf, len, "\"%s\"", names[v]);
 }
 
-/* A JSON string (labels are file names: quote, backslash and control bytes escaped). */
-static void json_put_str(FILE *f, const char *s)
+/* A JSON string into buf (labels are file names: quote, backslash and control bytes
+ * escaped); returns the length written, or len when it did not fit. */
+static size_t json_str(char *buf, size_t len, const char *s)
 {
-	fputc('"', f);
+	size_t o = 0;
+	if (o + 1 >= len)
+		return len;
+	buf[o++] = '"';
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
+		int n;
 		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
+			n = snprintf(buf + o, len - o, "\\%c", ch);
 		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
+			n = snprintf(buf + o, len - o, "\\u%04x", ch);
 		else
-			fputc(ch, f);
+			n = snprintf(buf + o, len - o, "%c", ch);
+		if (n < 0 || (size_t)n >= len - o)
+			return len;
+		o += (size_t)n;
 	}
-	fputc('"', f);
+	if (o + 1 >= len)
+		return len;
+	buf[o++] = '"';
+	buf[o] = 0;
+	return o;
 }
 
 static void drain_comm(struct agree_comm *ac)
@@ -111,21 +134,27 @@ static void drain_comm(struct agree_comm *ac)
 	int rank = atomic_load(&ac->rank);
 	for (; tail < head; tail++) {
 		const struct agree_decision *d = &ac->log_ring[tail & (ac->log_cap - 1)];
-		char a[32], p[32], pol[160];
+		char a[32], p[32], pol[160], line[1536];
 		put_name(a, sizeof(a), d->algo, algos, 7);
 		put_name(p, sizeof(p), d->proto, protos, 3);
 		nb_policy_name(d->policy, pol, sizeof(pol));
-		fprintf(log_file,
+		int n = snprintf(line, sizeof(line),
 			"{\"comm\":\"0x%" PRIx64 "\",\"rank\":%d,\"seq\":%" PRIu64 ",\"coll\":\"%s\","
 			"\"bytes\":%" PRIu64 ",\"algo\":%s,\"proto\":%s,\"channels\":%d,"
 			"\"src\":\"%s\"",
 			ac->comm_id, rank, d->seq, coll_name(d->coll), d->n_bytes, a, p, d->channels,
 			nb_dsrc_name(d->src));
-		if (pol[0]) {
-			fputs(",\"policy\":", log_file);
-			json_put_str(log_file, pol);
+		size_t o = n > 0 && (size_t)n < sizeof(line) ? (size_t)n : sizeof(line);
+		if (pol[0] && o < sizeof(line)) {
+			n = snprintf(line + o, sizeof(line) - o, ",\"policy\":");
+			o = n > 0 && (size_t)n < sizeof(line) - o ? o + (size_t)n : sizeof(line);
+			if (o < sizeof(line))
+				o += json_str(line + o, sizeof(line) - o, pol);
 		}
-		fputs("}\n", log_file);
+		if (o + 2 < sizeof(line)) {
+			memcpy(line + o, "}\n", 3);
+			runtime_logfile_append(&log_file, line, o + 2);
+		}
 		AGREE_STAT(decisions_logged, 1);
 	}
 	atomic_store_explicit(&ac->log_tail, tail, memory_order_release);
@@ -133,7 +162,7 @@ static void drain_comm(struct agree_comm *ac)
 
 void agree_decision_log_drain(bool final)
 {
-	if (!log_file)
+	if (!log_on)
 		return;
 	/* the registry's lock first: the service thread already holds it when it drains for a
 	 * closing communicator (step_comms), and a tuner close drains on NCCL's thread; the
@@ -150,12 +179,13 @@ void agree_decision_log_drain(bool final)
 	struct agree_stats st;
 	agree_get_stats(&st);
 	if (st.decisions_dropped != dropped_reported) {
-		fprintf(log_file, "{\"dropped\":%" PRIu64 "}\n", st.decisions_dropped - dropped_reported);
+		char line[64];
+		int n = snprintf(line, sizeof(line), "{\"dropped\":%" PRIu64 "}\n",
+				 st.decisions_dropped - dropped_reported);
+		runtime_logfile_append(&log_file, line, (size_t)n);
 		dropped_reported = st.decisions_dropped;
 	}
-	if (final)
-		fflush(log_file);
-	else
-		fflush(log_file); /* buffered in the ring; one write per service pass */
+	/* one write per service pass (the ring buffers in between); final: the last marker */
+	runtime_logfile_flush(&log_file, final);
 	pthread_mutex_unlock(&log_lock);
 }

@@ -409,6 +409,40 @@ bool runtime_env_bool(const char *name, bool def);
 /* The same spellings without a variable or a WARN: 1 true, 0 false, -1 neither. */
 int runtime_env_parse_bool(const char *value);
 
+/* Append-only record files (logfile.c): created with O_EXCL | O_NOFOLLOW (never following
+ * or truncating what is there; NAME-1 ... NAME-15 tried next), written whole records at a
+ * time, never killing the process (RLIMIT_FSIZE checked, SIGXFSZ blocked on the writing
+ * thread only), and records (one line each, ending in a newline) that could not be
+ * written are counted and marked in the file
+ * with the caller's marker record (room kept for it). One writer thread at a time. */
+typedef int (*runtime_logfile_marker_fn)(char *buf, size_t len, uint64_t lost,
+					 const char *reason);
+struct runtime_logfile {
+	int fd;
+	char path[4352];
+	uint64_t off;            /* end of the whole records written */
+	uint64_t reserved_end;   /* preallocated (fallocate KEEP_SIZE) up to here */
+	bool can_reserve;
+	bool marked_since_ok;    /* a marker went out since the last record written */
+	int last_err;            /* cause of the current loss (-errno), 0 none */
+	uint64_t lost;           /* records lost in all */
+	uint64_t unmarked;       /* of those, not yet in a marker */
+	char *buf;               /* records waiting for the next flush */
+	size_t len, cap;
+	uint64_t records;        /* in buf */
+	runtime_logfile_marker_fn marker;
+};
+/* Creates DIR/BASE+EXT (or BASE-N+EXT). 0 (err non-empty when another name was taken: the
+ * caller logs it) or a negative errno with err. */
+int runtime_logfile_create(struct runtime_logfile *lf, const char *dir, const char *base,
+			   const char *ext, runtime_logfile_marker_fn marker, char *err,
+			   size_t errlen);
+/* Queues one whole record (flushing first when the buffer is full). */
+int runtime_logfile_append(struct runtime_logfile *lf, const char *rec, size_t n);
+/* Writes the queued records; final: the last chance for a marker. 0 or the write error. */
+int runtime_logfile_flush(struct runtime_logfile *lf, bool final);
+void runtime_logfile_close(struct runtime_logfile *lf);
+
 /* Instruction budget of checked-mode runs (unverified programs must not hang the CLI). */
 #define RUNTIME_CHECKED_INSN_BUDGET 100000000ull
 

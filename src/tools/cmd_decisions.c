@@ -3,8 +3,10 @@
  * Reads every decisions-*.jsonl of the directories (and the files given), groups the lines
  * by communicator and collective sequence number, and compares the ranks' decisions.
  * Exit 0: every (comm, seq) that several ranks logged has one decision. Exit 3: the first
- * divergent (comm, seq) in (comm, seq) order is printed with each rank's decision. Exit 1:
- * an unreadable file or a malformed line (file:line:col and what is wrong). Exit 2: usage.
+ * divergent (comm, seq) in (comm, seq) order is printed with each rank's decision. Exit 4:
+ * no divergence, but decisions were dropped or lost by the writers (the logs say so): not
+ * all collectives were checked. Exit 1: nothing to check (no log, no decision), an
+ * unreadable file or a malformed line (file:line:col and what is wrong). Exit 2: usage.
  * --json: the same as one document (schema ncclbpf.decisions/1, in the help text). */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include "tools/cli.h"
 
 #define DECISIONS_EXIT_DIVERGENT 3
+#define DECISIONS_EXIT_INCOMPLETE 4
 
 struct drec {
 	uint64_t comm, seq, bytes;
@@ -32,7 +35,8 @@ struct dset {
 	size_t n, cap;
 	char **files;
 	size_t n_files;
-	uint64_t dropped;
+	uint64_t dropped; /* {"dropped":N}: the writer's ring was full */
+	uint64_t lost;    /* {"lost":N,"reason":...}: the writer could not write them */
 };
 
 static const char *const coll_names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
@@ -104,8 +108,45 @@ static bool jint(struct jp *j, int64_t *out)
 enum { K_COMM = 1, K_RANK = 2, K_SEQ = 4, K_COLL = 8, K_BYTES = 16, K_ALGO = 32, K_PROTO = 64,
        K_CHANNELS = 128, K_ALL = 255, K_SRC = 256, K_POLICY = 512 };
 
-/* 1 = a decision, 0 = a "dropped" line, -1 = error (j->err). */
-static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped)
+/* {"lost":N,"reason":"..."} after its first key: the count, then one string. */
+static int parse_lost(struct jp *j, uint64_t *lost)
+{
+	int64_t v;
+	const char *s;
+	size_t sl;
+	if (!jint(j, &v) || v < 0)
+		return -1;
+	*lost += (uint64_t)v;
+	ws(j);
+	if (*j->p == ',') {
+		j->p++;
+		ws(j);
+		if (!jstring(j, &s, &sl))
+			return -1;
+		if (sl != 6 || memcmp(s, "reason", 6)) {
+			j->err = "a lost line has the keys lost and reason";
+			return -1;
+		}
+		ws(j);
+		if (*j->p++ != ':') {
+			j->err = "expected ':'";
+			return -1;
+		}
+		ws(j);
+		if (!jstring(j, &s, &sl))
+			return -1;
+		ws(j);
+	}
+	if (*j->p != '}') {
+		j->err = "a lost line has the keys lost and reason";
+		return -1;
+	}
+	j->p++;
+	return 0;
+}
+
+/* 1 = a decision, 0 = a "dropped" or "lost" line, -1 = error (j->err). */
+static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped, uint64_t *lost)
 {
 	unsigned seen = 0;
 	ws(j);
@@ -141,6 +182,12 @@ static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped)
 				return -1;
 			}
 			return 0;
+		} else if (KEY("lost")) {
+			if (seen) {
+				j->err = "lost must be the first key";
+				return -1;
+			}
+			return parse_lost(j, lost) < 0 ? -1 : 0;
 		} else if (KEY("comm")) {
 			bit = K_COMM;
 			if (!jstring(j, &s, &sl))
@@ -266,8 +313,15 @@ static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped)
 static int read_file(struct dset *d, const char *path)
 {
 	FILE *f = fopen(path, "r");
+	struct stat st;
 	if (!f) {
 		fprintf(stderr, "ncclbpf decisions: %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_REFUSED;
+	}
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		/* a directory reads as an empty file through stdio: not a log (nor a FIFO) */
+		fprintf(stderr, "ncclbpf decisions: %s: not a regular file\n", path);
+		fclose(f);
 		return CLI_EXIT_REFUSED;
 	}
 	char **nf = realloc(d->files, (d->n_files + 1) * sizeof(*nf));
@@ -283,6 +337,7 @@ static int read_file(struct dset *d, const char *path)
 	ssize_t len;
 	unsigned long lineno = 0;
 	int rc = 0;
+	errno = 0;
 	while ((len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
 		if ((size_t)len != strlen(line)) {
@@ -300,7 +355,7 @@ static int read_file(struct dset *d, const char *path)
 		}
 		struct drec r = {.file = file, .src = -1};
 		struct jp j = {.p = line};
-		int k = parse_line(&j, &r, &d->dropped);
+		int k = parse_line(&j, &r, &d->dropped, &d->lost);
 		if (k < 0) {
 			fprintf(stderr, "%s:%lu:%ld: malformed decision line: %s\n", path, lineno,
 				(long)(j.p - line) + 1, j.err);
@@ -321,6 +376,13 @@ static int read_file(struct dset *d, const char *path)
 			d->cap = nc;
 		}
 		d->r[d->n++] = r;
+		errno = 0;
+	}
+	if (!rc && (ferror(f) || (len < 0 && errno && errno != EAGAIN))) {
+		/* getline's -1 is also out of memory or a read error: never taken for the end */
+		fprintf(stderr, "ncclbpf decisions: %s:%lu: %s\n", path, lineno + 1,
+			strerror(errno ? errno : EIO));
+		rc = CLI_EXIT_REFUSED;
 	}
 	free(line);
 	fclose(f);
@@ -334,8 +396,13 @@ static int read_arg(struct dset *d, const char *path)
 		fprintf(stderr, "ncclbpf decisions: %s: %s\n", path, strerror(errno));
 		return CLI_EXIT_REFUSED;
 	}
-	if (!S_ISDIR(st.st_mode))
+	if (S_ISREG(st.st_mode))
 		return read_file(d, path);
+	if (!S_ISDIR(st.st_mode)) {
+		/* a FIFO would block the open: refused before it */
+		fprintf(stderr, "ncclbpf decisions: %s: not a regular file or directory\n", path);
+		return CLI_EXIT_REFUSED;
+	}
 	DIR *dir = opendir(path);
 	if (!dir) {
 		fprintf(stderr, "ncclbpf decisions: %s: %s\n", path, strerror(errno));
@@ -348,13 +415,21 @@ static int read_arg(struct dset *d, const char *path)
 		if (strncmp(e->d_name, "decisions-", 10) || l < 16 || strcmp(e->d_name + l - 6, ".jsonl"))
 			continue;
 		char full[4096];
+		struct stat est;
 		snprintf(full, sizeof(full), "%s/%s", path, e->d_name);
+		if (lstat(full, &est) != 0 || !S_ISREG(est.st_mode)) {
+			fprintf(stderr, "ncclbpf decisions: %s: not a regular file, skipped\n", full);
+			continue;
+		}
 		rc = read_file(d, full);
 		n++;
 	}
 	closedir(dir);
-	if (!rc && n == 0)
-		fprintf(stderr, "ncclbpf decisions: %s: no decisions-*.jsonl files\n", path);
+	if (!rc && n == 0) {
+		fprintf(stderr, "ncclbpf decisions: %s: no decisions-*.jsonl files: nothing to "
+			"check\n", path);
+		rc = CLI_EXIT_REFUSED;
+	}
 	return rc;
 }
 
@@ -499,6 +574,12 @@ int cmd_decisions(int argc, char **argv)
 	}
 	if (!rc && inputs == 0)
 		rc = cli_usage_error("decisions", "no log directory or file given");
+	if (!rc && d.n == 0) {
+		/* fail closed: "consistent" about nothing would pass any check */
+		fprintf(stderr, "ncclbpf decisions: no decision in %zu file(s): nothing to check%s\n",
+			d.n_files, d.dropped || d.lost ? " (the writers dropped or lost them all)" : "");
+		rc = CLI_EXIT_REFUSED;
+	}
 	if (rc)
 		goto out;
 	if (d.n) /* qsort(NULL, 0) is undefined (found by fuzz_decisions) */
@@ -526,8 +607,11 @@ int cmd_decisions(int argc, char **argv)
 			div = &sums[c];
 		i = end;
 	}
+	bool complete = !d.dropped && !d.lost;
 	if (div)
 		rc = DECISIONS_EXIT_DIVERGENT;
+	else if (!complete)
+		rc = DECISIONS_EXIT_INCOMPLETE;
 	if (json) {
 		struct cli_json j;
 		cli_json_init(&j, stdout);
@@ -536,6 +620,8 @@ int cmd_decisions(int argc, char **argv)
 		cli_json_uint(&j, "files", d.n_files);
 		cli_json_uint(&j, "decisions", d.n);
 		cli_json_uint(&j, "dropped", d.dropped);
+		cli_json_uint(&j, "lost", d.lost);
+		cli_json_bool(&j, "complete", complete);
 		cli_json_array(&j, "communicators");
 		for (size_t c = 0; c < n_comms; c++) {
 			const struct comm_summary *s = &sums[c];
@@ -552,7 +638,7 @@ int cmd_decisions(int argc, char **argv)
 			cli_json_end(&j);
 		}
 		cli_json_end(&j);
-		cli_json_bool(&j, "consistent", !div);
+		cli_json_bool(&j, "consistent", !div && complete);
 		if (div) {
 			cli_json_object(&j, "divergence");
 			json_comm_id(&j, "comm", div->comm);
@@ -587,12 +673,21 @@ int cmd_decisions(int argc, char **argv)
 			       s->comm, s->ranks, s->min_rank, s->max_rank, s->seqs, s->full, s->ranks,
 			       s->partial, s->changed);
 	}
-	if (d.dropped)
-		printf("WARNING: %" PRIu64 " decisions were dropped by the writers (log ring full): "
-		       "those collectives were not checked\n", d.dropped);
-	if (!quiet)
+	if (!complete) {
+		/* said also with -q: it is the verdict */
+		printf("INCOMPLETE: %zu file(s), %zu decisions, %zu communicator(s) agree, but ",
+		       d.n_files, d.n, n_comms);
+		if (d.dropped)
+			printf("%" PRIu64 " decision(s) were dropped by the writers (log ring full)%s",
+			       d.dropped, d.lost ? " and " : "");
+		if (d.lost)
+			printf("%" PRIu64 " could not be written (disk full or file size limit; "
+			       "\"lost\" lines)", d.lost);
+		printf(": those collectives were not checked\n");
+	} else if (!quiet) {
 		printf("%zu file(s), %zu decisions, %zu communicator(s): consistent\n", d.n_files, d.n,
 		       n_comms);
+	}
 out:
 	for (size_t f = 0; f < d.n_files; f++)
 		free(d.files[f]);
@@ -616,20 +711,27 @@ NCCLBPF_CLI_COMMAND(decisions, .name = "decisions", .run = cmd_decisions,
 			    "  -q, --quiet   print only a divergence\n"
 			    "  --json        one JSON document on stdout (below), also on a divergence\n"
 			    "\n"
-			    "exit status: 0 all ranks agree; 3 a divergence (the first divergent\n"
-			    "communicator and seq, with each rank's decision); 1 an unreadable file or\n"
-			    "a malformed line (file:line:col: what is wrong; a partial last line, as a\n"
-			    "killed process leaves, is reported and ignored; nothing on stdout); 2 usage.\n"
+			    "exit status: 0 all ranks agree, nothing missing; 3 a divergence (the first\n"
+			    "divergent communicator and seq, with each rank's decision); 4 no divergence,\n"
+			    "but the logs are incomplete: decisions were dropped (the writer's ring was\n"
+			    "full: {\"dropped\":N} lines) or lost (not written: disk full, file size limit:\n"
+			    "{\"lost\":N,\"reason\":...} lines), so some collectives were not checked;\n"
+			    "1 nothing to check (no decisions-*.jsonl file, no decision), a file that is\n"
+			    "not a regular file, unreadable, or a malformed line (file:line:col: what is\n"
+			    "wrong; a partial last line, as a killed process leaves, is reported and\n"
+			    "ignored; nothing on stdout); 2 usage.\n"
 			    "\n"
 			    "json (schema \"ncclbpf.decisions/1\"):\n"
 			    "  {\"schema\", \"files\": number of files read, \"decisions\": decision lines,\n"
-			    "   \"dropped\": decisions the writers dropped (not checked),\n"
+			    "   \"dropped\": decisions the writers dropped, \"lost\": decisions they could not\n"
+			    "   write (neither checked), \"complete\": bool (both 0),\n"
 			    "   \"communicators\": [{\"comm\": \"0x<hex>\", \"ranks\": distinct ranks,\n"
 			    "     \"min_rank\", \"max_rank\", \"collectives\": sequence numbers logged,\n"
 			    "     \"logged_by_all\", \"logged_by_fewer\": of those, by every rank / by\n"
 			    "     fewer, \"changed\": collectives the policy changed, \"consistent\": bool}]\n"
 			    "     (in communicator order; all of them, also after a divergence),\n"
-			    "   \"consistent\": bool (exit 0), \"divergence\": null or the first divergent\n"
+			    "   \"consistent\": bool (exit 0: no divergence and complete), \"divergence\":\n"
+			    "   null or the first divergent\n"
 			    "   collective {\"comm\", \"seq\", \"decisions\": [{\"rank\", \"file\", \"coll\",\n"
 			    "     \"bytes\", \"algo\", \"proto\": names or null (NCCL's choice),\n"
 			    "     \"channels\", \"src\": who decided, or null for a log without it}]\n"

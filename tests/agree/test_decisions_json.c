@@ -1,8 +1,10 @@
 /* `ncclbpf decisions --json` (schema ncclbpf.decisions/1): the summary document parsed and
  * checked on consistent, divergent (two communicators, the second divergent at two seqs:
- * the first is reported, every communicator still summarized), partial, dropped, malformed
- * and empty logs; exit codes 0/3/1/2 as without --json. Runs ./ncclbpf in the build
- * directory. */
+ * the first is reported, every communicator still summarized), partial, dropped, lost,
+ * malformed and empty logs; exit codes 0/3/4/1/2 as without --json. Fail closed: nothing to
+ * check (an empty directory or log, a directory named *.jsonl, a read error such as out of
+ * memory) is exit 1, never "consistent"; dropped or lost decisions are exit 4, never
+ * "consistent". Runs ./ncclbpf in the build directory. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,6 +14,15 @@
 #include "tools/cli_run.h"
 
 static char *out;
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NB_CLANG_ASAN 1
+#endif
+#endif
+#ifndef NB_CLANG_ASAN
+#define NB_CLANG_ASAN 0
+#endif
 
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int run(const char *fmt, ...)
@@ -95,12 +106,14 @@ int main(void)
 	write_text("decisions_json.d/decisions-b.jsonl",
 		   D("0x1f", 1, 1, "\"Tree\"", 4) D("0x1f", 1, 2, "null", 0)
 			   D("0x1f", 1, 3, "\"Ring\"", 2));
-	CHECK(run("./ncclbpf decisions --json %s", dir) == 0);
+	/* 5 decisions dropped by a writer: the logged ones agree, but not all were checked */
+	CHECK(run("./ncclbpf decisions --json %s", dir) == 4);
 	struct jm *j = parse();
 	CHECK(j != NULL);
 	CHECK(jstr_is(j, "schema", "ncclbpf.decisions/1"));
 	CHECK(jnum(j, "files") == 2 && jnum(j, "decisions") == 5 && jnum(j, "dropped") == 5);
-	CHECK(jbool(j, "consistent") == 1 && jnull(j, "divergence"));
+	CHECK(jnum(j, "lost") == 0 && jbool(j, "complete") == 0);
+	CHECK(jbool(j, "consistent") == 0 && jnull(j, "divergence"));
 	const struct jm *c0 = jidx(j, "communicators", 0);
 	CHECK(c0 && !jidx(j, "communicators", 1));
 	CHECK(jstr_is(c0, "comm", "0x1f"));
@@ -111,10 +124,55 @@ int main(void)
 	CHECK(jbool(c0, "consistent") == 1);
 	jm_free(j);
 	/* -q does not silence the document */
-	CHECK(run("./ncclbpf decisions -q --json %s", dir) == 0);
+	CHECK(run("./ncclbpf decisions -q --json %s", dir) == 4);
 	j = parse();
 	CHECK(jstr_is(j, "schema", "ncclbpf.decisions/1"));
 	jm_free(j);
+	/* the text says so, -q too, and never "consistent" */
+	CHECK(run("./ncclbpf decisions -q %s", dir) == 4);
+	CHECK_STR_CONTAINS(out, "INCOMPLETE: 2 file(s), 5 decisions, 1 communicator(s) agree, "
+				"but 5 decision(s) were dropped");
+	CHECK(!strstr(out, "consistent"));
+	/* lost (not written: disk full, file size limit) as the writer marks it */
+	write_text("decisions_json.d/decisions-a.jsonl",
+		   D("0x1f", 0, 1, "\"Tree\"", 4) D("0x1f", 0, 2, "null", 0)
+			   "{\"lost\":7,\"reason\":\"No space left on device\"}\n");
+	CHECK(run("./ncclbpf decisions %s", dir) == 4);
+	CHECK_STR_CONTAINS(out, "7 could not be written (disk full or file size limit");
+	CHECK(!strstr(out, "consistent"));
+	CHECK(run("./ncclbpf decisions --json %s", dir) == 4);
+	j = parse();
+	CHECK(jnum(j, "lost") == 7 && jnum(j, "dropped") == 0 && jbool(j, "complete") == 0 &&
+	      jbool(j, "consistent") == 0);
+	jm_free(j);
+	/* complete: exit 0, consistent */
+	write_text("decisions_json.d/decisions-a.jsonl",
+		   D("0x1f", 0, 1, "\"Tree\"", 4) D("0x1f", 0, 2, "null", 0));
+	CHECK(run("./ncclbpf decisions --json %s", dir) == 0);
+	j = parse();
+	CHECK(jbool(j, "complete") == 1 && jbool(j, "consistent") == 1);
+	jm_free(j);
+	CHECK(run("./ncclbpf decisions %s", dir) == 0);
+	CHECK_STR_CONTAINS(out, "2 file(s), 5 decisions, 1 communicator(s): consistent");
+	/* a malformed lost line is malformed */
+	write_text("decisions_json.d/bad-lost.jsonl", "{\"lost\":-1}\n");
+	CHECK(run("./ncclbpf decisions decisions_json.d/bad-lost.jsonl 2>&1") == 1);
+	write_text("decisions_json.d/bad-lost.jsonl", "{\"lost\":1,\"why\":\"x\"}\n");
+	CHECK(run("./ncclbpf decisions decisions_json.d/bad-lost.jsonl 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "a lost line has the keys lost and reason");
+	unlink("decisions_json.d/bad-lost.jsonl");
+	/* a directory named like a log is not a log: skipped, and said */
+	CHECK(run("mkdir -p %s/decisions-zdir.jsonl", dir) == 0);
+	CHECK(run("./ncclbpf decisions %s 2>&1", dir) == 0);
+	CHECK_STR_CONTAINS(out, "decisions-zdir.jsonl: not a regular file, skipped");
+	CHECK(run("rmdir %s/decisions-zdir.jsonl", dir) == 0);
+	/* a FIFO given by name: refused, not opened (it would block) */
+	CHECK(run("mkfifo %s.fifo", dir) == 0);
+	CHECK(run("timeout 20 ./ncclbpf decisions %s.fifo 2>&1", dir) == 1);
+	CHECK_STR_CONTAINS(out, "not a regular file or directory");
+	CHECK(run("rm -f %s.fifo", dir) == 0);
+	write_text("decisions_json.d/decisions-a.jsonl",
+		   D("0x1f", 0, 1, "\"Tree\"", 4) D("0x1f", 0, 2, "null", 0) "{\"dropped\":5}\n");
 
 	/* a second communicator 0x2a diverging at seq 5 (channels) and seq 9 (algo): the
 	 * first divergence is reported with each rank's decision; both communicators are
@@ -163,12 +221,25 @@ int main(void)
 	CHECK(out[0] == '\0');
 	CHECK(run("./ncclbpf decisions --json 2>&1") == 2);
 	CHECK(run("./ncclbpf decisions --json --frobnicate %s 2>&1", dir) == 2);
+	/* nothing to check: exit 1 and why, nothing on stdout (before: "consistent", 0) */
 	write_text("decisions_json.d/e.jsonl", "");
-	CHECK(run("./ncclbpf decisions --json decisions_json.d/e.jsonl") == 0);
-	j = parse();
-	CHECK(j && jnum(j, "decisions") == 0 && jbool(j, "consistent") == 1);
-	CHECK(jidx(j, "communicators", 0) == NULL && jnull(j, "divergence"));
-	jm_free(j);
+	CHECK(run("./ncclbpf decisions --json decisions_json.d/e.jsonl 2>/dev/null") == 1);
+	CHECK(out[0] == '\0');
+	CHECK(run("./ncclbpf decisions decisions_json.d/e.jsonl 2>&1") == 1);
+	CHECK_STR_CONTAINS(out, "no decision in 1 file(s): nothing to check");
+	CHECK(run("rm -rf %s.empty && mkdir %s.empty", dir, dir) == 0);
+	CHECK(run("./ncclbpf decisions %s.empty 2>&1", dir) == 1);
+	CHECK_STR_CONTAINS(out, "no decisions-*.jsonl files: nothing to check");
+	CHECK(run("./ncclbpf decisions --json %s.empty 2>/dev/null", dir) == 1);
+	CHECK(out[0] == '\0');
+	CHECK(run("rmdir %s.empty", dir) == 0);
+	/* a read error (out of memory for a 40 MB line under a 60 MB address-space limit) is
+	 * an error, not the end of the file (not under ASan, which needs the address space) */
+#if !defined(__SANITIZE_ADDRESS__) && !NB_CLANG_ASAN
+	CHECK(run("head -c 40000000 /dev/zero | tr '\\0' a > %s/decisions-big.jsonl", dir) == 0);
+	CHECK(run("(ulimit -v 60000; ./ncclbpf decisions %s/decisions-big.jsonl) 2>&1", dir) == 1);
+	CHECK_STR_CONTAINS(out, "decisions-big.jsonl:1: Cannot allocate memory");
+#endif
 	CHECK(run("rm -rf %s", dir) == 0);
 	free(out);
 	TEST_DONE();
