@@ -344,6 +344,7 @@ static void at_fork_child(void)
 		close(wake_wr);
 		close(ctl_dfd);
 		listen_fd = wake_rd = wake_wr = ctl_dfd = -1;
+		control_io_forget();
 		running = false;
 	}
 	pthread_mutex_init(&ctl_lock, NULL);

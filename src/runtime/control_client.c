@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -40,6 +41,33 @@ static int recv_full(int fd, void *buf, size_t len, int timeout_ms)
 	return 0;
 }
 
+/* The socket's address; a path too long for sun_path is reached through its opened
+ * directory (*dfd, to be closed after the connect). */
+static int socket_addr(const char *path, struct sockaddr_un *sa, int *dfd, char *err,
+		       size_t errlen)
+{
+	if (strlen(path) < sizeof(sa->sun_path)) {
+		memcpy(sa->sun_path, path, strlen(path) + 1);
+		return 0;
+	}
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path)) : NULL;
+	if (!dir) {
+		snprintf(err, errlen, "%s: path too long for a Unix socket", path);
+		return -ENAMETOOLONG;
+	}
+	*dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int rc = *dfd < 0 ? -errno : control_sockaddr(*dfd, dir, slash + 1, sa, err, errlen);
+	if (*dfd < 0)
+		snprintf(err, errlen, "%s: %s", dir, strerror(-rc));
+	free(dir);
+	if (rc < 0 && *dfd >= 0) {
+		close(*dfd);
+		*dfd = -1;
+	}
+	return rc;
+}
+
 int runtime_control_call(const char *path, unsigned op, unsigned flags, unsigned argc,
 			 const char *const *argv, int timeout_ms, int *status, char **out,
 			 size_t *outlen, char *err, size_t errlen)
@@ -63,29 +91,16 @@ int runtime_control_call(const char *path, unsigned op, unsigned flags, unsigned
 		free(req);
 		return (int)n;
 	}
-	/* a path too long for sun_path is reached through its opened directory */
 	int dfd = -1;
-	if (strlen(path) < sizeof(sa.sun_path)) {
-		memcpy(sa.sun_path, path, strlen(path) + 1);
-	} else {
-		const char *slash = strrchr(path, '/');
-		char *dir = slash ? strndup(path, (size_t)(slash - path)) : NULL;
-		dfd = dir ? open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-		rc = dfd < 0 ? -ENAMETOOLONG
-			     : control_sockaddr(dfd, dir, slash + 1, &sa, err, errlen);
-		if (dfd < 0)
-			snprintf(err, errlen, "%s: %s", path,
-				 dir ? strerror(errno) : "path too long for a Unix socket");
-		free(dir);
-		if (rc < 0) {
-			rc = dfd < 0 && errno == ENOENT ? -ENOENT : rc;
-			if (dfd >= 0)
-				close(dfd);
-			free(req);
-			return rc;
-		}
+	if ((rc = socket_addr(path, &sa, &dfd, err, errlen)) < 0) {
+		free(req);
+		return rc;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* a server whose backlog is full would block connect() without end */
+	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	rc = fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ? -errno : 0;
 	if (dfd >= 0)
 		close(dfd);
@@ -97,8 +112,13 @@ int runtime_control_call(const char *path, unsigned op, unsigned flags, unsigned
 	 * socket of theirs would otherwise read our requests and answer for the job */
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cl != sizeof(cred) ||
-	    (cred.uid != geteuid() && cred.uid != 0)) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cl != sizeof(cred)) {
+		rc = -EPERM;
+		snprintf(err, errlen, "%s: cannot read the server's credentials: not talking to it",
+			 path);
+		goto out;
+	}
+	if (cred.uid != geteuid() && cred.uid != 0) {
 		rc = -EPERM;
 		snprintf(err, errlen, "%s is served by uid %u, neither this user (uid %u) nor root: "
 			 "not talking to it", path, (unsigned)cred.uid, (unsigned)geteuid());

@@ -53,6 +53,7 @@ int control_dir_sweep(int dfd, const char *dir);
 struct pollfd;
 void control_io_start(void);
 void control_io_stop(void);
+void control_io_forget(void); /* in a forked child */
 /* Accepts waiting connections (each request that came with its connect is answered). */
 void control_io_accept(int listen_fd);
 /* Adds the connections to p (at most max), lowers *timeout_ms (-1: none) to the next

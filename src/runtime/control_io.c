@@ -93,6 +93,14 @@ static void conn_close(struct conn *c)
 	take_reserve(); /* the descriptor just freed, if the reserve was spent */
 }
 
+void control_io_forget(void)
+{
+	/* a forked child: the table is the parent's (its descriptors close at exec) */
+	memset(conns, 0, sizeof(conns));
+	for (int i = 0; i < CONN_MAX; i++)
+		conns[i].fd = -1;
+}
+
 void control_io_stop(void)
 {
 	for (int i = 0; i < CONN_MAX; i++)
