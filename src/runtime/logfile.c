@@ -196,7 +196,7 @@ static void write_marker(struct runtime_logfile *lf, bool final)
 	char m[MARKER_MAX];
 	if (!lf->unmarked || !lf->marker || (lf->marked_since_ok && !final))
 		return;
-	int n = lf->marker(m, sizeof(m), lf->unmarked, strerror(-lf->last_err));
+	int n = lf->marker(m, sizeof(m), lf->unmarked, strerror(-lf->unmarked_err));
 	if (n <= 0 || (size_t)n >= sizeof(m))
 		return;
 	if (write_all(lf->fd, m, (size_t)n) == 0) {
@@ -245,6 +245,7 @@ int runtime_logfile_flush(struct runtime_logfile *lf, bool final)
 			}
 			lf->lost += lf->records;
 			lf->unmarked += lf->records;
+			lf->unmarked_err = rc;
 			warn_loss(lf, rc);
 		}
 		lf->len = 0;
@@ -267,6 +268,7 @@ int runtime_logfile_append(struct runtime_logfile *lf, const char *rec, size_t n
 			if (!p) {
 				lf->lost++;
 				lf->unmarked++;
+				lf->unmarked_err = -ENOMEM;
 				warn_loss(lf, -ENOMEM);
 				return -ENOMEM;
 			}

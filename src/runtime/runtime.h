@@ -427,6 +427,7 @@ struct runtime_logfile {
 	int last_err;            /* cause of the current loss (-errno), 0 none */
 	uint64_t lost;           /* records lost in all */
 	uint64_t unmarked;       /* of those, not yet in a marker */
+	int unmarked_err;        /* the cause the marker names (-errno; kept after a success) */
 	char *buf;               /* records waiting for the next flush */
 	size_t len, cap;
 	uint64_t records;        /* in buf */

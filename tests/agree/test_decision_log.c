@@ -28,6 +28,7 @@
 
 #include "agree/agree.h"
 #include "agree/agree_internal.h"
+#include "runtime/decision_src.h"
 #include "test_util.h"
 #include "tools/cli_run.h"
 
@@ -61,7 +62,8 @@ static void log_decisions(const char *dir)
 	if (!ac || !ac->log_ring)
 		_exit(20);
 	for (uint64_t s = 0; s < DECISIONS; s++) {
-		agree_log_decision(ac, s, 4, 4096 << (s % 8), 1, 2, (int)(s % 16));
+		agree_log_decision(ac, s, 4, 4096 << (s % 8), 1, 2, (int)(s % 16),
+				   NB_DSRC_POLICY, 0);
 		if (s % 256 == 255)
 			agree_decision_log_drain(false);
 	}
