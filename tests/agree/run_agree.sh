@@ -185,7 +185,8 @@ expect_same_fallback() {
 }
 
 # ---- 0. the checker itself: exit codes on consistent, divergent, malformed, empty and
-#         truncated logs (regression: an empty log was qsort(NULL, 0), found by fuzzing)
+#         truncated logs (regression: an empty log was qsort(NULL, 0), found by fuzzing;
+#         an empty log is nothing to check: exit 1, never "consistent")
 SCEN=checker
 C=$RUN/checker
 mkdir -p "$C"
@@ -203,7 +204,8 @@ echo '{"comm":"0x1f","rank":1,"seq":7,"coll":"AllReduce"}' >"$C/m.jsonl"
 "$CLI" decisions --bogus "$C/a.jsonl" >/dev/null 2>&1; [ $? -eq 2 ] || die "unknown option: exit != 2"
 grep -q "m.jsonl:1:.*missing key" "$C/out" || die "malformed line not located"
 : >"$C/empty.jsonl"
-"$CLI" decisions "$C/empty.jsonl" >/dev/null 2>&1; [ $? -eq 0 ] || die "empty log: exit != 0"
+"$CLI" decisions "$C/empty.jsonl" >"$C/out" 2>&1; [ $? -eq 1 ] || die "empty log: exit != 1"
+grep -q "nothing to check" "$C/out" || die "empty log: not said that nothing was checked"
 printf '%s\n%s' "$L0" '{"comm":"0x1f","ra' >"$C/t.jsonl"
 "$CLI" decisions "$C/t.jsonl" "$C/b.jsonl" >"$C/out" 2>&1; [ $? -eq 0 ] || die "truncated last line: exit != 0"
 grep -q "truncated last line ignored" "$C/out" || die "truncated line not reported"
