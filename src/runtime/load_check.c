@@ -228,7 +228,12 @@ int runtime_check_program(const struct nb_object *nbo, const struct nb_program *
 	rc = check_refs(nbo, p, err, errlen);
 	if (rc < 0 || !vopts)
 		return rc;
-	rc = verifier_check(p, nbo->maps, nbo->map_cnt, h, vopts, diag, stats);
+	/* the cost limit per run: the caller's (verify --max-insns), else NCCLBPF_MAX_INSNS,
+	 * else the hook's; here so that `verify` and the runtime apply the same one */
+	struct nb_verifier_opts o = *vopts;
+	if (!o.max_insns)
+		o.max_insns = runtime_env_max_insns(h);
+	rc = verifier_check(p, nbo->maps, nbo->map_cnt, h, &o, diag, stats);
 	if (rc == -EACCES)
 		verifier_format_diag(diag, p, err, errlen);
 	else if (rc)

@@ -443,6 +443,11 @@ int runtime_logfile_append(struct runtime_logfile *lf, const char *rec, size_t n
 /* Writes the queued records; final: the last chance for a marker. 0 or the write error. */
 int runtime_logfile_flush(struct runtime_logfile *lf, bool final);
 void runtime_logfile_close(struct runtime_logfile *lf);
+/* NCCLBPF_MAX_INSNS for hook h (0 = the hook's default limit) */
+uint64_t runtime_env_max_insns(const struct nb_hook_desc *h);
+/* Parses a NCCLBPF_MAX_INSNS / --max-insns value (N, or HOOK=N[,HOOK=N...]) for hook h:
+ * *out = its limit, 0 when the value names other hooks only. -EINVAL: malformed. */
+int runtime_parse_max_insns(const char *v, const struct nb_hook_desc *h, uint64_t *out);
 
 /* Instruction budget of checked-mode runs (unverified programs must not hang the CLI). */
 #define RUNTIME_CHECKED_INSN_BUDGET 100000000ull

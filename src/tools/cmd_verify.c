@@ -237,6 +237,10 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 				       (unsigned long long)st.states_stored,
 				       (unsigned long long)st.states_pruned,
 				       (unsigned long long)st.peak_states, (double)st.time_ns / 1e6);
+			if (vo->stats && !vo->json && rc == 0)
+				printf("  cost: max_insns %llu per run (limit %llu)\n",
+				       (unsigned long long)st.max_insns,
+				       (unsigned long long)st.max_insns_limit);
 			if (vo->stats && !vo->json && rc == 0 && vm_jit_available())
 				print_jit_status(path, p->name, hook, vo->allow_rank_local);
 		}
@@ -265,6 +269,11 @@ static int verify_object(const char *path, const struct verify_opts *vo, struct 
 			cli_json_uint(j, "states_pruned", st.states_pruned);
 			cli_json_uint(j, "peak_states", st.peak_states);
 			cli_json_num(j, "time_ms", (double)st.time_ns / 1e6);
+			if (rc == 0)
+				cli_json_uint(j, "max_insns", st.max_insns);
+			else
+				cli_json_null(j, "max_insns");
+			cli_json_uint(j, "max_insns_limit", st.max_insns_limit);
 			cli_json_end(j);
 		} else {
 			cli_json_null(j, "stats");
@@ -320,6 +329,16 @@ static int cmd_verify(int argc, char **argv)
 			    cli_parse_range("verify", "--budget", v, 1, 1000000000000ll, &b) < 0)
 				return CLI_EXIT_USAGE;
 			vo.budget = (uint64_t)b;
+		} else if ((r = cli_opt_value("verify", argc, argv, &i, "--max-insns", &v)) != 0) {
+			uint64_t n;
+			if (r < 0)
+				return CLI_EXIT_USAGE;
+			if (runtime_parse_max_insns(v, NULL, &n) < 0)
+				return cli_usage_error("verify", "--max-insns: '%s' is not N or "
+							 "HOOK=N[,HOOK=N...] (N from 1 to 10^15)", v);
+			/* the runtime's own variable: the verifier and the JIT check (--stats)
+			 * read it where the runtime reads it (runtime_check_program) */
+			setenv("NCCLBPF_MAX_INSNS", v, 1);
 		} else {
 			return cli_usage_error("verify", "unknown option '%s'", a);
 		}
@@ -355,7 +374,8 @@ static int cmd_verify(int argc, char **argv)
 
 NCCLBPF_CLI_COMMAND(
 	verify, .name = "verify", .run = cmd_verify,
-	.synopsis = "[--type HOOK] [--stats] [--budget N] [--allow-rank-local] [--allow-empty] "
+	.synopsis = "[--type HOOK] [--stats] [--budget N] [--max-insns N] [--allow-rank-local] "
+		    "[--allow-empty] "
 		    "[--json] OBJ...",
 	.summary = "verify programs for their hook, compiler-style diagnostics",
 	.help = "Verifies every program of each object for the hook its section names (as the "
@@ -376,9 +396,14 @@ NCCLBPF_CLI_COMMAND(
 		"of\n"
 		"                      the section's hook (a warning says when they differ)\n"
 		"  --stats             instructions processed, states stored/pruned, peak states, "
-		"time\n"
+		"time,\n"
+		"                      and max_insns: the most instructions one run executes\n"
 		"  --budget N          processed-instruction budget, 1 to 10^12 (default: the "
 		"hook's)\n"
+		"  --max-insns N       most instructions one run may execute (E-COST above it): N\n"
+		"                      for every hook or HOOK=N[,HOOK=N...]; default\n"
+		"                      NCCLBPF_MAX_INSNS (this option sets it), else the hook's\n"
+		"                      (10^6; 10^7 for env and tuner/init), as the runtime loads it\n"
 		"  --allow-rank-local  accept tuner decisions from rank-local data (also\n"
 		"                      NCCLBPF_RANK_LOCAL=allow); only safe when every rank "
 		"sees the\n"
@@ -405,4 +430,5 @@ NCCLBPF_CLI_COMMAND(
 		"          \"source\": strings (source null when unknown), \"insn\": number}],\n"
 		"        \"stats\": {\"insns\", \"processed\", \"states_stored\", "
 		"\"states_pruned\",\n"
-		"          \"peak_states\", \"time_ms\": numbers} or null}]}]}\n");
+		"          \"peak_states\", \"time_ms\", \"max_insns\" (null if rejected),\n"
+		"          \"max_insns_limit\" (0: none): numbers} or null}]}]}\n");

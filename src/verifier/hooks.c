@@ -118,29 +118,37 @@ static const struct nb_helper_proto conformance_helpers[] = {
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 /* stack bytes per frame, program size limit, verifier processed-instruction budget */
 #define POLICY_LIMITS 512, 4096, 1000000
+/* Most instructions one run may execute (issue 24). A decision runs on NCCL's thread:
+ * 10^6 instructions is about 1 ms in the JIT (tuner, profiler, net: per collective or per
+ * transfer). tuner/init and env run once per communicator or variable: 10x that. */
+#define RUN_LIMIT_PER_CALL 1000000
+#define RUN_LIMIT_AT_INIT 10000000
 
 static const struct nb_hook_desc hooks[NB_HOOK_COUNT] = {
 	[NB_HOOK_CONFORMANCE] = { NB_HOOK_CONFORMANCE, "conformance", "conformance", 0, NULL, 0,
 				  conformance_helpers, N(conformance_helpers), 512, 65536,
-				  1000000, true },
+				  1000000, true, 0 /* conformance programs: no limit */ },
 	[NB_HOOK_TUNER] = { NB_HOOK_TUNER, "tuner", "tuner", sizeof(struct ncclbpf_tuner_ctx),
 			    tuner_fields, N(tuner_fields), policy_helpers, N(policy_helpers),
-			    POLICY_LIMITS, false },
+			    POLICY_LIMITS, false, RUN_LIMIT_PER_CALL },
 	[NB_HOOK_TUNER_CHUNK] = { NB_HOOK_TUNER_CHUNK, "tuner/chunk", "tuner/chunk",
 				  sizeof(struct ncclbpf_chunk_ctx), chunk_fields, N(chunk_fields),
-				  policy_helpers, N(policy_helpers), POLICY_LIMITS, false },
+				  policy_helpers, N(policy_helpers), POLICY_LIMITS, false,
+				  RUN_LIMIT_PER_CALL },
 	[NB_HOOK_PROFILER] = { NB_HOOK_PROFILER, "profiler", "profiler",
 			       sizeof(struct ncclbpf_profiler_ctx), profiler_fields,
 			       N(profiler_fields), policy_helpers, N(policy_helpers),
-			       POLICY_LIMITS, false },
+			       POLICY_LIMITS, false, RUN_LIMIT_PER_CALL },
 	[NB_HOOK_NET] = { NB_HOOK_NET, "net", "net", sizeof(struct ncclbpf_net_ctx), net_fields,
-			  N(net_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
+			  N(net_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false,
+			  RUN_LIMIT_PER_CALL },
 	[NB_HOOK_ENV] = { NB_HOOK_ENV, "env", "env", sizeof(struct ncclbpf_env_ctx), env_fields,
-			  N(env_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false },
+			  N(env_fields), io_helpers, N(io_helpers), POLICY_LIMITS, false,
+			  RUN_LIMIT_AT_INIT },
 	[NB_HOOK_TUNER_INIT] = { NB_HOOK_TUNER_INIT, "tuner/init", "tuner/init",
 				 sizeof(struct ncclbpf_tuner_init_ctx), hook_tuner_init_fields,
 				 NB_TUNER_INIT_FIELDS, policy_helpers, N(policy_helpers),
-				 POLICY_LIMITS, false },
+				 POLICY_LIMITS, false, RUN_LIMIT_AT_INIT },
 };
 
 const struct nb_hook_desc *hook_desc(enum nb_hook_type type)

@@ -90,6 +90,9 @@ struct nb_hook_desc {
 	uint32_t max_insns;     /* program size limit */
 	uint64_t loop_budget;   /* verifier processed-instruction budget */
 	bool ctx_is_raw_memory; /* conformance: r1 = buffer of r2 bytes, no field table */
+	/* most instructions one run may execute (the verifier's static bound, E-COST);
+	 * 0 = no limit. NCCLBPF_MAX_INSNS overrides it per hook (runtime/env.c). */
+	uint64_t run_limit;
 };
 
 const struct nb_hook_desc *hook_desc(enum nb_hook_type type);

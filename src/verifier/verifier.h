@@ -97,6 +97,11 @@ struct nb_verifier_stats {
 	uint64_t loops_widened; /* loop heads verified by widening (verifier_widen.c) */
 	uint64_t widen_rollbacks; /* widenings whose proof failed (that loop was walked) */
 	uint64_t runs;          /* explorations (an error after a widening verifies again) */
+	/* Worst-case instructions one run executes (loops x iteration bounds, bpf_loop x
+	 * nr_loops x the callback, subprograms): checked against the hook's limit
+	 * (E-COST); set when the program is accepted. */
+	uint64_t max_insns;
+	uint64_t max_insns_limit; /* the limit it was checked against (0 = none) */
 };
 
 struct nb_verifier_opts {
@@ -116,6 +121,9 @@ struct nb_verifier_opts {
 	bool no_widen;
 	/* Optional: filled with the warnings of the run (cleared first). */
 	struct nb_verifier_warnings *warnings;
+	/* Most instructions one run may execute (E-COST above); 0 = the hook's limit
+	 * (hook->run_limit; NCCLBPF_MAX_INSNS in the runtime). */
+	uint64_t max_insns;
 };
 
 /* Returns 0 if safe, -EACCES on rejection (diag filled), -ENOMEM. */

@@ -570,6 +570,7 @@ static int do_exit(struct verifier_env *env)
 			return verr(env, NB_VERR_POINTER_LEAK, pc,
 				    "the program returns %s; it must return a number", d);
 		}
+		vcost_exit(env);
 		return 1;
 	}
 	if (r0->type == VT_PTR_STACK && r0->frameno == env->cur.nframes - 1)
@@ -697,9 +698,11 @@ static int prune_point(struct verifier_env *env)
 	struct vrecord **link = &env->records[env->pc];
 	while (*link) {
 		struct vrecord *r = *link;
-		if (vstate_contains(r, &env->cur, env->live_regs[env->pc])) {
+		if (vstate_contains(r, &env->cur, env->live_regs[env->pc]) &&
+		    vcost_prunable(r, env->cur.rec)) {
 			r->hit++;
 			vstate_prune_precision(env, r);
+			vcost_pruned(env, r); /* its bound is the rest of this path's */
 			env->stats.states_pruned++;
 			return 1;
 		}
@@ -775,7 +778,7 @@ static int explore(struct verifier_env *env)
 	int err = vstate_store(env); /* root: precision marks end here */
 	bool first = true;
 	while (!err) {
-		if (++env->stats.insns_processed + env->charge > env->budget) {
+		if (++env->stats.insns_processed > env->budget) {
 			uint32_t head = env->cur.loop_head;
 			if (head == UINT32_MAX)
 				return verr(env, NB_VERR_BUDGET, env->pc,
@@ -800,14 +803,17 @@ static int explore(struct verifier_env *env)
 			env->insn_flags[env->pc] |= VF_VISITED;
 			if (isa_is_lddw(&env->insns[env->pc]))
 				env->insn_flags[env->pc + 1] |= VF_VISITED;
+			env->cur.steps++; /* executed by this path (its cost, verifier_cost.c) */
 			r = step(env);
 		}
 		if (r < 0)
 			return r;
 		if (r == 1) {
-			vrecord_path_done(env, env->cur.rec);
+			int c = vrecord_path_done(env, env->cur.rec);
 			vstate_free(&env->cur);
-			if (env->undo) { /* a widened loop would run past the budget: walk it */
+			if (c < 0)
+				return c;
+			if (env->undo) { /* a widening failed its proof or cost: walk the loop */
 				struct vwiden *w = env->undo;
 				env->undo = NULL;
 				verifier_widen_rollback(env, w);
@@ -849,7 +855,9 @@ static void reset_run(struct verifier_env *env)
 	env->nrecords = 0;
 	env->next_id = 0;
 	env->next_tag = 0;
-	env->charge = 0;
+	env->root = NULL;
+	env->cost_root = 0;
+	env->cost_lost = false;
 	env->undo = NULL;
 	env->wasted = 0;
 	env->all_recs = NULL;
@@ -899,6 +907,9 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	env->budget = opts && opts->budget ? opts->budget : hook->loop_budget;
 	if (!env->budget)
 		env->budget = 1000000;
+	env->max_insns = opts && opts->max_insns ? opts->max_insns : hook->run_limit;
+	if (!env->max_insns)
+		env->max_insns = UINT64_MAX;
 	int err = -ENOMEM;
 	size_t n = prog->insn_cnt ? prog->insn_cnt : 1;
 	/* rank variance is tracked only where an output must be rank-invariant */
@@ -930,13 +941,17 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 			for (const struct vrecord *r = env->cur.rec; r && err && !below;
 			     r = r->parent)
 				below = r->widen_own != NULL;
-			if (!env->restart && !(err && err != -ENOMEM && below))
+			/* E-COST stays: its own fallback (walking the loop) was tried already */
+			if (!env->restart && !(err && err != -ENOMEM && below &&
+					       env->diag->code != NB_VERR_COST))
 				break;
 			env->widen_off = true;
 			reset_run(env);
 			err = 0;
 		}
 	}
+	if (!err)
+		err = vcost_check_total(env);
 	if (!err && opts && opts->visited)
 		for (size_t i = 0; i < prog->insn_cnt; i++)
 			opts->visited[i] = (env->insn_flags[i] & VF_VISITED) ? 1 : 0;
@@ -961,6 +976,7 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	free(env->insn_flags);
 	free(env->taint_src);
 	env->stats.time_ns = now_ns() - t0;
+	env->stats.max_insns_limit = env->max_insns == UINT64_MAX ? 0 : env->max_insns;
 	if (stats)
 		*stats = env->stats;
 	free(env);

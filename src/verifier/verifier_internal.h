@@ -144,6 +144,7 @@ static inline bool slot_spilled(const struct vslot *s)
 
 struct vloop;
 struct vwiden;
+#define VWIDEN_DEPTH 4 /* nested widened loops on one path */
 
 struct vframe {
 	struct vreg regs[BPF_NREGS];
@@ -163,9 +164,19 @@ struct vstate {
 	uint32_t path_taint; /* 1 + insn of a branch on rank-local data above, 0 = none; never
 			      * cleared on the path (control dependence, conservatively) */
 	uint64_t stored_at; /* insns_processed when this path last stored a state */
+	uint64_t steps;     /* instructions this path executed since rec (verifier_cost.c) */
 	struct vrecord *rec; /* most recent stored state on this path (precision parent) */
 	struct vwiden *widen; /* innermost widened loop this path is inside (verifier_widen.c) */
 	struct vframe *frames[BPF_MAX_CALL_DEPTH];
+};
+
+/* Worst-case instructions executed below a stored state, by how the paths end
+ * (verifier_cost.c); 0 = no path ends so. */
+struct vcost {
+	uint64_t exit;              /* at the program's exit (in a callback: the callback's) */
+	uint64_t arr[VWIDEN_DEPTH]; /* at an arrival at widened loop d of st.widen's chain */
+	uint64_t iter;              /* widened head / bpf_loop call: one iteration */
+	uint32_t culprit;           /* 1 + insn of the loop or call that most adds to exit */
 };
 
 /* A state stored at a prune point. */
@@ -182,6 +193,9 @@ struct vrecord {
 	struct vorig *parent_org; /* per top-frame position: its origins in the parent */
 	uint32_t npos;            /* positions stored (registers + used slots) */
 	struct vwiden *widen_own; /* this is the widened head state of that loop */
+	struct vloop *loop_own;   /* this is the state at that bpf_loop call */
+	struct vcost cost;        /* final once fully explored (branches == 0) */
+	uint64_t dist;            /* instructions executed from parent to this state */
 	struct vrecord *anext;    /* every stored state, newest first (widening rollback) */
 	uint64_t seq;             /* store order */
 	struct vstate st;
@@ -199,6 +213,8 @@ struct vloop {
 	uint32_t callsite;    /* the call to bpf_loop */
 	uint32_t round;       /* widenings so far */
 	uint32_t nr_taint;    /* taint of nr_loops */
+	uint64_t n_max;       /* most callback runs (nr_loops' bound, capped) */
+	struct vrecord *rec;  /* the state stored at the call (cost, rounds restart below it) */
 };
 
 /* ---- the verifier run ---- */
@@ -251,7 +267,10 @@ struct verifier_env {
 	uint8_t **body_of;       /* per loop head: its natural loop (arena), once computed */
 	uint8_t *widen_shape_miss; /* per loop head: visits whose state moved more than numbers */
 	uint32_t next_tag;
-	uint64_t charge;     /* run time of widened loops charged against the budget */
+	uint64_t max_insns;  /* cost limit per run (verifier_cost.c) */
+	uint64_t cost_root;  /* the bound, once the root state is fully explored */
+	bool cost_lost;      /* a path end could not be attributed: bound unknown */
+	struct vrecord *root; /* the first stored state */
 	bool widen_off;      /* this run walks every loop */
 	bool widen_used;     /* this run widened a loop */
 	bool restart;        /* a rollback ran out of memory: verify again, walking */
@@ -346,7 +365,7 @@ void vreg_mark_precise(struct verifier_env *env, const struct vreg *r);
 int vstate_store(struct verifier_env *env);
 /* propagates precision after cur was pruned against old */
 void vstate_prune_precision(struct verifier_env *env, const struct vrecord *old);
-void vrecord_path_done(struct verifier_env *env, struct vrecord *rec);
+int vrecord_path_done(struct verifier_env *env, struct vrecord *rec);
 #define VERIFIER_LIVE_BUCKETS 1024 /* power of 2 */
 static inline uint32_t vlive_bucket(uint32_t pc, uint64_t hash)
 {
@@ -392,14 +411,14 @@ struct vwiden {
 	uint8_t *body;          /* per insn: in the natural loop of the head */
 	uint32_t head;
 	uint32_t tag;           /* candidate j carries tag + j */
-	uint64_t work_at;       /* insns_processed + charge when W was stored */
-	uint64_t work;          /* processed inside the body while active (+ inner charges) */
+	uint32_t jump;          /* the back edge that led to the widening (diagnostics) */
+	uint64_t n;             /* iteration bound, once W is fully explored */
 	uint8_t ncand, mask;    /* candidates; those that progressed on every arrival so far */
 	/* to undo the widening when its proof fails: the state before it, and where the
 	 * exploration stood (everything explored since is W's subtree: DFS) */
 	struct vstate saved;    /* arena frames */
 	size_t npending_at;
-	uint64_t charge_at, processed_at;
+	uint64_t processed_at;
 	bool guessed;           /* a bound was guessed for some candidate */
 	struct {
 		uint16_t pos;   /* 0..10 register, 11.. stack slot (spill) */
@@ -418,10 +437,22 @@ int verifier_widen_head(struct verifier_env *env, bool *stored);
 /* Undoes widening w (its proof failed): drops everything explored since, restores the
  * state it widened as env->cur at its head. */
 void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w);
-/* Before each step: leaves widened loops whose body does not contain env->pc, counts work. */
+/* Before each step: leaves widened loops whose body does not contain env->pc. */
 void verifier_widen_step(struct verifier_env *env);
-/* W fully explored: charges its iterations. false = over budget (roll back, walk). */
+/* W fully explored: sets its iteration bound w->n. false = no bound (roll back, walk). */
 bool verifier_widen_done(struct verifier_env *env, struct vwiden *w);
+
+/* cost per run (verifier_cost.c) */
+void vcost_exit(struct verifier_env *env);                         /* path ends at an exit */
+void vcost_arrival(struct verifier_env *env, const struct vwiden *w); /* ... at w's head */
+/* A path of rec may end pruned against old: old's ends are ends for it too. */
+bool vcost_prunable(const struct vrecord *old, const struct vrecord *rec);
+void vcost_pruned(struct verifier_env *env, const struct vrecord *old);
+/* rec fully explored: its final bound, into its parent. 0, 1 = roll back its widening
+ * (env->undo) and walk the loop, <0 = E-COST. */
+int vcost_finish(struct verifier_env *env, struct vrecord *rec);
+/* After the exploration: stats.max_insns, E-COST over the limit. */
+int vcost_check_total(struct verifier_env *env);
 /* every scalar of the current state mattered (compared in full against a state in progress) */
 void vstate_mark_cur_precise(struct verifier_env *env);
 

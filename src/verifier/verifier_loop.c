@@ -31,14 +31,17 @@ static bool is_ptr(const struct vreg *r)
 	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
 }
 
-/* The state after the call: the caller frames of `from`, r1-r5 clobbered, r0 a number. */
-static int push_after(struct verifier_env *env, const struct vstate *from, uint32_t callsite,
-		      uint32_t taint)
+/* The state after the call: the caller frames of `from`, r1-r5 clobbered, r0 a number;
+ * below the state stored at the call (its cost: the callback runs counted there). */
+static int push_after(struct verifier_env *env, const struct vstate *from,
+		      const struct vloop *lp)
 {
 	struct vstate k;
 	if (vstate_copy(&k, from))
 		return -ENOMEM;
-	k.rec = env->cur.rec;
+	uint32_t callsite = lp->callsite, taint = lp->nr_taint;
+	k.rec = lp->rec;
+	k.steps = 0;
 	k.stored_at = env->cur.stored_at;
 	k.loop_head = env->cur.loop_head;
 	k.loop_jump = env->cur.loop_jump;
@@ -70,7 +73,8 @@ static int enter_callback(struct verifier_env *env, const struct vloop *lp)
 	f->regs[BPF_REG_FP].type = VT_PTR_STACK;
 	f->regs[BPF_REG_FP].frameno = (uint8_t)st.nframes;
 	st.frames[st.nframes++] = f;
-	st.rec = env->cur.rec;
+	st.rec = lp->rec; /* each round's runs start below the call: one iteration each */
+	st.steps = 0;
 	st.stored_at = env->cur.stored_at;
 	st.loop_head = env->cur.loop_head;
 	st.loop_jump = env->cur.loop_jump;
@@ -143,6 +147,14 @@ int verifier_bpf_loop_call(struct verifier_env *env, const struct bpf_insn *insn
 	if (!lp)
 		return -ENOMEM;
 	memset(lp, 0, sizeof(*lp));
+	/* the state at the call: the after-call paths and every callback run are below it,
+	 * so it bounds the call's cost (verifier_cost.c: n_max x one run + the rest) */
+	int err = vstate_store(env);
+	if (err)
+		return err;
+	lp->rec = env->cur.rec;
+	lp->rec->loop_own = lp;
+	lp->n_max = hi;
 	lp->ctx = *ctx;
 	lp->ctx.org = (struct vorig){ { 0, 0 } };
 	lp->cb = (uint32_t)cb->off;
@@ -155,9 +167,9 @@ int verifier_bpf_loop_call(struct verifier_env *env, const struct bpf_insn *insn
 	sc_sync(&idx);
 	vreg_set_scalar(&lp->idx, &idx);
 	lp->idx.taint = nr_taint; /* how far it counts is as rank-local as nr_loops */
-	int err = vstate_snapshot(env, &lp->in, &env->cur);
+	err = vstate_snapshot(env, &lp->in, &env->cur);
 	if (!err)
-		err = push_after(env, &env->cur, (uint32_t)pc, nr_taint);
+		err = push_after(env, &env->cur, lp);
 	if (err || hi == 0) { /* never calls back: only the path after the call */
 		if (!err) {
 			vstate_free(&env->cur);
@@ -193,6 +205,7 @@ int verifier_bpf_loop_exit(struct verifier_env *env)
 	if (r0->taint)
 		env->cur.path_taint = vtaint_join(env->cur.path_taint, r0->taint);
 	vstate_mark_all_precise(env);
+	vcost_exit(env); /* one callback run's instructions */
 	free(f);
 	env->cur.nframes--;
 	if (vstate_covers(&lp->in, &env->cur))
@@ -209,8 +222,13 @@ int verifier_bpf_loop_exit(struct verifier_env *env)
 	*next = *lp;
 	next->round = lp->round + 1;
 	int err = vstate_join(env, &next->in, &lp->in, &env->cur);
+	if (err)
+		return err;
+	/* this run ends here; the next round starts below the call again */
+	next->rec->branches++;
+	err = vrecord_path_done(env, env->cur.rec);
 	if (!err)
-		err = push_after(env, &next->in, lp->callsite, lp->nr_taint);
+		err = push_after(env, &next->in, next);
 	if (err)
 		return err;
 	return enter_callback(env, next);

@@ -595,6 +595,7 @@ int vstate_store(struct verifier_env *env)
 	rec->pc = env->pc;
 	rec->parent = env->cur.rec;
 	rec->branches = 1;
+	rec->dist = env->cur.steps;
 	struct vframe *top = vcur_frame(env);
 	rec->npos = (uint32_t)BPF_NREGS + top->nslots;
 	rec->parent_org = varena_alloc(env, rec->npos * sizeof(struct vorig));
@@ -617,6 +618,9 @@ int vstate_store(struct verifier_env *env)
 		return err;
 	env->cur.rec = rec;
 	env->cur.stored_at = env->stats.insns_processed;
+	env->cur.steps = 0;
+	if (!env->root)
+		env->root = rec;
 	/* every cycle of the program passes a loop head: only there can a state repeat */
 	if (env->insn_flags[env->pc] & VF_LOOP_HEAD) {
 		rec->hash = vstate_hash(&rec->st);
@@ -634,22 +638,27 @@ int vstate_store(struct verifier_env *env)
 	return 0;
 }
 
-/* A path ended: states whose every path below is explored become pruning candidates. */
-void vrecord_path_done(struct verifier_env *env, struct vrecord *rec)
+/* A path ended: states whose every path below is explored become pruning candidates, and
+ * their cost bounds final (verifier_cost.c). <0: E-COST. */
+int vrecord_path_done(struct verifier_env *env, struct vrecord *rec)
 {
 	while (rec) {
 		if (rec->branches)
 			rec->branches--;
 		if (rec->branches)
-			return;
+			return 0;
 		if (rec->widen_own && !verifier_widen_done(env, rec->widen_own)) {
 			/* its proof failed: the path above continues from the state before it */
 			env->undo = rec->widen_own;
-			return;
+			return 0;
 		}
+		int c = vcost_finish(env, rec);
+		if (c) /* <0: over the cost limit; 1: walk that widened loop instead */
+			return c < 0 ? c : 0;
 		env->inprogress[rec->pc]--;
 		rec->next = env->records[rec->pc]; /* leaves env->live lazily (branches == 0) */
 		env->records[rec->pc] = rec;
 		rec = rec->parent;
 	}
+	return 0;
 }

@@ -22,14 +22,16 @@
  * (max arrival - W's min) / min step + 1 iterations: it terminates. Pruning keeps the
  * argument: a state with a tag is only pruned against a state with the same tag and step
  * (verifier_state.c). Run time: every concrete iteration is a path through W's explored
- * tree, at most the instructions processed inside the body while W was active; when W is
- * fully explored that times the iteration bound is charged against the instruction budget,
- * as if the loop had been walked.
+ * tree from the head to an arrival; when W is fully explored, its iteration bound times the
+ * longest such path is its cost per run (verifier_cost.c, checked against the hook's
+ * limit, E-COST), independent of the exploration budget.
  *
  * Any failure falls back to walking, never to a rejection: a failed proof (not contained,
- * no progress, over budget) verifies again with a guessed bound dropped or without widening
- * this head; a verification error in a run that widened verifies again with widening off,
- * so errors are always found and reported by plain walking (same codes and lines).
+ * no progress) verifies again with a guessed bound dropped or without widening this head;
+ * a cost over the limit walks the loop when that fits the budget (walking counts each
+ * iteration's own path) and is E-COST otherwise; any other verification error in a run
+ * that widened verifies again with widening off, so those are found and reported by plain
+ * walking (same codes and lines).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,7 +40,6 @@
 #include "verifier/verifier_internal.h"
 
 #define WIDEN_AFTER 2   /* earlier stored visits of the head on this path */
-#define WIDEN_DEPTH 4   /* nested widened loops on one path */
 #define PREV_SEARCH 256 /* stored states walked back to find the previous visit */
 
 static struct vreg *pos_reg(struct vframe *f, unsigned pos)
@@ -375,7 +376,6 @@ void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w)
 			unlink_rec(&env->live[vlive_bucket(r->pc, r->hash)], r, true);
 		env->nrecords--;
 	}
-	env->charge = w->charge_at;
 	/* the walk that follows gets the budget it would have had without the attempt; the
 	 * attempts together may waste one budget's worth, then widening stops */
 	env->wasted += env->stats.insns_processed - w->processed_at;
@@ -424,6 +424,7 @@ static int arrival(struct verifier_env *env, struct vwiden *w)
 		return fail(env, w, false);
 	/* compared in full against W: every value that flowed here mattered */
 	vstate_mark_cur_precise(env);
+	vcost_arrival(env, w); /* one iteration's instructions */
 	return 1;
 }
 
@@ -437,7 +438,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 			return arrival(env, w);
 	if (env->widen_off || env->widen_attempt[pc] >= 2 || env->cur.nframes != 1 ||
 	    env->next_tag + VWIDEN_MAX_CAND > UINT16_MAX || env->widen_shape_miss[pc] > 8 ||
-	    env->inprogress[pc] < WIDEN_AFTER || depth >= WIDEN_DEPTH)
+	    env->inprogress[pc] < WIDEN_AFTER || depth >= VWIDEN_DEPTH)
 		return 0;
 	/* the previous visits of this entry into the loop: stored states at the head since the
 	 * path last was outside the loop's body (or at a widened head) */
@@ -557,9 +558,8 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		c->lc = (uint16_t)(w->tag + j);
 		c->lc_off = 0;
 	}
-	w->work_at = env->stats.insns_processed + env->charge;
+	w->jump = env->cur.loop_head == pc ? env->cur.loop_jump : pc;
 	w->npending_at = env->npending;
-	w->charge_at = env->charge;
 	w->processed_at = env->stats.insns_processed;
 	env->cur.widen = w;
 	env->widen_used = true;
@@ -580,19 +580,11 @@ void verifier_widen_step(struct verifier_env *env)
 				keep = x->parent; /* left x's loop, and every loop inside it */
 		env->cur.widen = keep;
 	}
-	for (struct vwiden *x = env->cur.widen; x; x = x->parent)
-		x->work++;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	if (a && b > UINT64_MAX / a)
-		return UINT64_MAX;
-	return a * b;
 }
 
 bool verifier_widen_done(struct verifier_env *env, struct vwiden *w)
 {
+	(void)env;
 	uint64_t best = UINT64_MAX;
 	for (unsigned j = 0; j < w->ncand; j++) {
 		if (!((w->mask >> j) & 1))
@@ -610,14 +602,8 @@ bool verifier_widen_done(struct verifier_env *env, struct vwiden *w)
 		if (n < best)
 			best = n;
 	}
-	uint64_t extra = sat_mul(best - 1, w->work ? w->work : 1);
-	uint64_t used = env->stats.insns_processed + env->charge;
-	if (best == UINT64_MAX || extra > env->budget || used + extra > env->budget) {
-		env->widen_attempt[w->head] = 2; /* would run past the budget: walk it */
+	if (best == UINT64_MAX)
 		return false;
-	}
-	env->charge += extra;
-	for (struct vwiden *p = w->parent; p; p = p->parent)
-		p->work += extra;
+	w->n = best; /* the head is reached at most this often: n - 1 full iterations */
 	return true;
 }

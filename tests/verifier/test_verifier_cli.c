@@ -46,6 +46,40 @@ int main(int argc, char **argv)
 	CHECK_STR_CONTAINS(out, " ms");
 	CHECK_STR_CONTAINS(out, "jit: compiled"); /* a JIT fallback would be visible here */
 	CHECK_STR_CONTAINS(out, "run path: JIT, direct entry"); /* no checks, no epoch */
+	CHECK_STR_CONTAINS(out, "cost: max_insns 2 per run (limit 1000000)"); /* r0 = 0; exit */
+	snprintf(cmd, sizeof(cmd), "%s verify --json %s/policies/noop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 0);
+	CHECK_STR_CONTAINS(out, "\"max_insns\": 2,");
+	CHECK_STR_CONTAINS(out, "\"max_insns_limit\": 1000000");
+
+	/* the cost per run (E-COST): a million bpf_loop callbacks are over the profiler's 10^6;
+	 * --max-insns and NCCLBPF_MAX_INSNS (the runtime's variable) raise it alike */
+	snprintf(cmd, sizeof(cmd), "%s verify %s/tests/progs/verifier_loop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "[E-COST]");
+	CHECK_STR_CONTAINS(out, "more than the profiler hook's limit of 1000000 per run");
+	snprintf(cmd, sizeof(cmd), "%s verify --stats --max-insns profiler=1000000000 "
+		 "%s/tests/progs/verifier_loop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 0);
+	CHECK_STR_CONTAINS(out, "cost: max_insns 5000011 per run (limit 1000000000)");
+	snprintf(cmd, sizeof(cmd), "NCCLBPF_MAX_INSNS=profiler=1000000000 %s verify "
+		 "%s/tests/progs/verifier_loop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "NCCLBPF_MAX_INSNS=tuner=1000000000 %s verify "
+		 "%s/tests/progs/verifier_loop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 1);
+	/* 20,000 x bpf_loop(2^23): over even a limit the bpf_loop alone fits in */
+	snprintf(cmd, sizeof(cmd), "%s verify --max-insns 100000000 "
+		 "%s/policies/unsafe/cost_loop_around_bpf_loop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 1);
+	CHECK_STR_CONTAINS(out, "[E-COST]");
+	CHECK_STR_CONTAINS(out, "more than the tuner hook's limit of 100000000 per run");
+	snprintf(cmd, sizeof(cmd), "%s verify --max-insns 0 %s/policies/noop.bpf.o 2>&1", cli, bin);
+	CHECK(run(cmd) == 2);
+	snprintf(cmd, sizeof(cmd), "%s verify --max-insns gpu=5 %s/policies/noop.bpf.o 2>&1", cli,
+		 bin);
+	CHECK(run(cmd) == 2);
+
 	snprintf(cmd, sizeof(cmd), "%s verify --stats %s/policies/lookup_update.bpf.o 2>&1", cli,
 		 bin);
 	CHECK(run(cmd) == 0);

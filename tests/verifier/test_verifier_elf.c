@@ -121,6 +121,19 @@ static void check_unsafe(const char *name)
 static const char *const rank_local_progs[] = { "table_scan" };
 static int rank_local_seen;
 
+/* Programs that run more than their hook's 10^6 instructions per run by design (a million
+ * bpf_loop callbacks): E-COST by default, accepted with a limit of 10^9. */
+static const char *const costly_progs[] = { "loop_million", "loop_input_count" };
+static int costly_seen;
+
+static bool is_costly(const char *prog)
+{
+	for (size_t i = 0; i < sizeof(costly_progs) / sizeof(costly_progs[0]); i++)
+		if (!strcmp(prog, costly_progs[i]))
+			return true;
+	return false;
+}
+
 static bool is_rank_local(const char *prog)
 {
 	for (size_t i = 0; i < sizeof(rank_local_progs) / sizeof(rank_local_progs[0]); i++)
@@ -212,6 +225,17 @@ static int check_accepted(const char *dir, const char *name, const char *src)
 					path, p->name, rc ? verifier_err_code(diag.code) : "accepted");
 			}
 		}
+		if (is_costly(p->name)) {
+			costly_seen++;
+			rc = verifier_check(p, obj->maps, obj->map_cnt, h, &opts, &diag, &st);
+			test_checks++;
+			if (rc != -EACCES || diag.code != NB_VERR_COST) {
+				test_failures++;
+				fprintf(stderr, "%s: program %s: expected E-COST by default, got %s\n",
+					path, p->name, rc ? verifier_err_code(diag.code) : "accepted");
+			}
+			opts.max_insns = 1000000000;
+		}
 		struct nb_verifier_warnings warns;
 		opts.warnings = &warns;
 		rc = verifier_check(p, obj->maps, obj->map_cnt, h, &opts, &diag, &st);
@@ -222,6 +246,16 @@ static int check_accepted(const char *dir, const char *name, const char *src)
 			verifier_format_diag(&diag, p, buf, sizeof(buf));
 			test_failures++;
 			fprintf(stderr, "%s: program %s rejected:\n%s", path, p->name, buf);
+		} else {
+			/* the cost bound: known (some instruction runs) and within the limit */
+			test_checks++;
+			if (st.max_insns == 0 || !st.max_insns_limit ||
+			    st.max_insns > st.max_insns_limit) {
+				test_failures++;
+				fprintf(stderr, "%s: program %s: max_insns %llu, limit %llu\n", path,
+					p->name, (unsigned long long)st.max_insns,
+					(unsigned long long)st.max_insns_limit);
+			}
 		}
 		progs++;
 	}
@@ -259,7 +293,7 @@ int main(int argc, char **argv)
 		NB_VERR_INFINITE_LOOP, NB_VERR_BUDGET, NB_VERR_POINTER_LEAK,
 		NB_VERR_UNINIT_REG, NB_VERR_UNINIT_STACK, NB_VERR_BAD_JUMP, NB_VERR_FALL_OFF,
 		NB_VERR_BAD_INSN, NB_VERR_UNREACHABLE, NB_VERR_RANK_LOCAL, NB_VERR_READONLY_MAP,
-		NB_VERR_POINTER_CMP, NB_VERR_MISALIGNED, NB_VERR_WRITEONLY_MAP,
+		NB_VERR_POINTER_CMP, NB_VERR_MISALIGNED, NB_VERR_WRITEONLY_MAP, NB_VERR_COST,
 	};
 	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
 		test_checks++;
@@ -282,6 +316,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < pol; i++)
 		pprogs += check_accepted(dir, names[i], "policies");
 	CHECK(rank_local_seen == (int)(sizeof(rank_local_progs) / sizeof(rank_local_progs[0])));
+	CHECK(costly_seen == (int)(sizeof(costly_progs) / sizeof(costly_progs[0])));
 	printf("%d unsafe objects, %d safe-twin programs, %d shipped policy programs (%d rank-local "
 	       "by design)\n",
 	       n, tprogs, pprogs, rank_local_seen);

@@ -30,12 +30,13 @@ static struct nb_map_def maps[] = {
 
 static struct nb_verifier_diag last_diag;
 static struct nb_verifier_stats last_stats;
+static uint64_t cost_limit; /* opts.max_insns: 0 = the hook's */
 
 static int verify(enum nb_hook_type h, const struct bpf_insn *insns, size_t n)
 {
 	struct nb_program prog = { .name = "t", .insns = (struct bpf_insn *)insns, .insn_cnt = n,
 				   .main_insn_cnt = n };
-	struct nb_verifier_opts opts = { .budget = 100000 };
+	struct nb_verifier_opts opts = { .budget = 100000, .max_insns = cost_limit };
 	int err = verifier_check(&prog, maps, sizeof(maps) / sizeof(maps[0]), hook_desc(h), &opts,
 				 &last_diag, &last_stats);
 	if (err == 0)
@@ -264,10 +265,44 @@ static void test_diagnostics(void)
 		LDX(BPF_DW, 0, 10, -8), EXIT()
 static void test_bpf_loop(void)
 {
-	/* a counter in the caller's stack, a million iterations: a few rounds, not 10^6 */
-	OK(LOOP_CALLER(1000000, ALU64_IMM(BPF_ADD, 3, -8)), LDX(BPF_DW, 3, 2, 0),
-	   ALU64_IMM(BPF_ADD, 3, 1), STX(BPF_DW, 2, 3, 0), MOV64_IMM(0, 0), EXIT());
+	/* a counter in the caller's stack, a million iterations: a few rounds, not 10^6; one
+	 * run executes 10 caller + 10^6 x 5 callback instructions: over the profiler's 10^6 per
+	 * run (E-COST at the call), accepted with a higher limit, the bound exact */
+#define MILLION LOOP_CALLER(1000000, ALU64_IMM(BPF_ADD, 3, -8)), LDX(BPF_DW, 3, 2, 0),     \
+		ALU64_IMM(BPF_ADD, 3, 1), STX(BPF_DW, 2, 3, 0), MOV64_IMM(0, 0), EXIT()
+	EXPECT(NB_VERR_COST, 8, MILLION);
+	CHECK_STR_CONTAINS(last_diag.msg, "bpf_loop at insn 8: up to 1000000 calls of a callback "
+					  "of up to 5 instructions");
+	cost_limit = 5000010;
+	OK(MILLION);
 	CHECK(last_stats.insns_processed < 100);
+	CHECK(last_stats.max_insns == 5000010);
+	CHECK(last_stats.max_insns_limit == 5000010);
+	cost_limit = 5000009; /* one less than the bound */
+	EXPECT(NB_VERR_COST, 8, MILLION);
+	cost_limit = 0;
+	/* a callback with a branch: the longer path counts for every call (3 + 2 vs 3) */
+	cost_limit = 100000000;
+	OK(LOOP_CALLER(1000, ALU64_IMM(BPF_ADD, 3, -8)), MOV64_IMM(0, 0),
+	   JMP_IMM(BPF_JGT, 1, 500, 2), ALU64_IMM(BPF_ADD, 0, 0), ALU64_IMM(BPF_ADD, 0, 0), EXIT());
+	CHECK(last_stats.max_insns == 10 + 1000 * 5);
+	/* 2,000 iterations of a loop around bpf_loop(100000): multiplied. Per iteration 6 +
+	 * 10^5 x 2 + 2 instructions, 3 + 2,000 x 200,008 + 2 in all */
+#define AROUND                                                                              \
+	MOV64_IMM(6, 0), MOV64_IMM(7, 0), STX(BPF_DW, 10, 7, -8), /* 3 */ MOV64_IMM(1, 100000), \
+		LD_FUNC(2, 9), MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -8), MOV64_IMM(4, 0), \
+		CALL(NB_HELPER_LOOP), ALU64_IMM(BPF_ADD, 6, 1), JMP_IMM(BPF_JLT, 6, 2000, -9), \
+		MOV64_IMM(0, 0), EXIT(), /* 14: callback */ MOV64_IMM(0, 0), EXIT()
+	cost_limit = 1000000000;
+	OK(AROUND);
+	CHECK(last_stats.max_insns == 3 + 2000ull * 200008 + 2);
+	if (last_stats.max_insns != 3 + 2000ull * 200008 + 2)
+		fprintf(stderr, "around: max_insns %llu\n", (unsigned long long)last_stats.max_insns);
+	cost_limit = 100000000; /* one bpf_loop fits, 2,000 of them do not: the loop is named */
+	EXPECT(NB_VERR_COST, 11, AROUND);
+	CHECK_STR_CONTAINS(last_diag.msg, "the loop here: up to ");
+	CHECK_STR_CONTAINS(last_diag.msg, "iterations of up to 200008 instructions");
+	cost_limit = 0;
 	/* the index is in [0, nr_loops - 1]: index 0..7 of an 8-byte stack array element */
 	OK(LOOP_CALLER(8, ALU64_IMM(BPF_ADD, 3, -8)), MOV64_IMM(0, 0), JMP_IMM(BPF_JGT, 1, 7, 1),
 	   EXIT(), LDX(BPF_DW, 0, 0, 0), EXIT());

@@ -75,6 +75,36 @@ int main(int argc, char **argv)
 		{ "loop_search_linked", 12, 812 },
 		{ "loop_search_linked", 5, 5 },
 	};
+	/* a million callbacks: over the profiler's 10^6 instructions per run unless
+	 * NCCLBPF_MAX_INSNS raises the profiler's limit (the runtime's load path) */
+	static const struct {
+		const char *env;
+		int rc;
+	} limits[] = { { NULL, -EACCES }, { "tuner=1000000000", -EACCES },
+		       { "1x", -EACCES /* malformed: the defaults */ }, { "5000010", -EACCES },
+		       { "5000011", 0 /* the exact bound */ }, { "tuner=7,profiler=1000000000", 0 } };
+	for (size_t l = 0; l < sizeof(limits) / sizeof(limits[0]); l++) {
+		if (limits[l].env)
+			setenv("NCCLBPF_MAX_INSNS", limits[l].env, 1);
+		else
+			unsetenv("NCCLBPF_MAX_INSNS");
+		char err[1024] = "";
+		struct ncclbpf_object *obj = NULL;
+		CHECK(ncclbpf_object_open_file(path, &obj, err, sizeof(err)) == 0);
+		struct ncclbpf_program *p = obj ? ncclbpf_object_find_program(obj, "loop_million")
+						: NULL;
+		struct ncclbpf_prepare_opts o = { .sz = sizeof(o) };
+		int rc = p ? ncclbpf_program_prepare(p, NCCLBPF_HOOK_AUTO, &o, err, sizeof(err))
+			   : -ENOENT;
+		test_checks++;
+		if (rc != limits[l].rc || (rc && !strstr(err, "[E-COST]"))) {
+			test_failures++;
+			fprintf(stderr, "NCCLBPF_MAX_INSNS=%s: loop_million prepare %d, expected %d: %s\n",
+				limits[l].env ? limits[l].env : "(unset)", rc, limits[l].rc, err);
+		}
+		ncclbpf_object_close(obj);
+	}
+	setenv("NCCLBPF_MAX_INSNS", "profiler=1000000000", 1);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
 			struct ncclbpf_profiler_ctx ctx;

@@ -133,15 +133,32 @@ static void test_rejected(void)
 	/* the same loop stepping by 2 from an even start towards an odd bound: never equal */
 	REJECTED(1000000, NB_VERR_BUDGET, 3, MOV64_IMM(9, 0), /* 1 */ MOV64_REG(0, 9),
 		 ALU64_IMM(BPF_ADD, 9, 2), JMP_IMM(BPF_JNE, 9, 1001, -3), MOV64_IMM(0, 0), EXIT());
-	/* 10^7 iterations: widening proves it ends but charges its run time to the budget */
-	REJECTED(1000000, NB_VERR_BUDGET, 4, MOV64_IMM(6, 0), MOV64_IMM(7, 0),
-		 ALU64_REG(BPF_ADD, 7, 6), ALU64_IMM(BPF_ADD, 6, 1), JMP_IMM(BPF_JLT, 6, 10000000, -3),
-		 MOV64_REG(0, 7), EXIT());
-	/* ... and a budget the 1,000-iteration lookup loop needs more than */
-	REJECTED(5000, NB_VERR_BUDGET, 12, MOV64_IMM(7, 0), ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10),
-		 ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, M_ARR), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, 1),
-		 ALU64_IMM(BPF_ADD, 7, 1), LDX(BPF_W, 1, 10, -4), ALU64_IMM(BPF_ADD, 1, 1),
-		 STX(BPF_W, 10, 1, -4), JMP_IMM(BPF_JLT, 1, 1000, -11), MOV64_REG(0, 7), EXIT());
+	/* 10^7 iterations: widening proves it ends; one run executes 3 x 10^7 instructions,
+	 * over the profiler's 10^6 per run: E-COST at the loop (walking runs out of budget) */
+	{
+		const struct bpf_insn p_[] = { MOV64_IMM(6, 0), MOV64_IMM(7, 0),
+					       ALU64_REG(BPF_ADD, 7, 6), ALU64_IMM(BPF_ADD, 6, 1),
+					       JMP_IMM(BPF_JLT, 6, 10000000, -3), MOV64_REG(0, 7),
+					       EXIT() };
+		struct result r_ = verify(p_, 7, false, 1000000), w_ = verify(p_, 7, true, 1000000);
+		CHECK(r_.rc == -EACCES && r_.diag.code == NB_VERR_COST && r_.diag.insn == 4);
+		CHECK_STR_CONTAINS(r_.diag.msg, "iterations of up to 3 instructions");
+		CHECK(w_.rc == -EACCES && w_.diag.code == NB_VERR_BUDGET && w_.diag.insn == 4);
+	}
+	/* the 1,000-iteration lookup loop: widening verifies it in a budget walking needs more
+	 * than (its run time is the cost bound, not the budget): 2 + 1,000 x 10 + 2 */
+	{
+		const struct bpf_insn p_[] = {
+			MOV64_IMM(7, 0), ST(BPF_W, 10, -4, 0), MOV64_REG(2, 10),
+			ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, M_ARR), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, 1),
+			ALU64_IMM(BPF_ADD, 7, 1), LDX(BPF_W, 1, 10, -4), ALU64_IMM(BPF_ADD, 1, 1),
+			STX(BPF_W, 10, 1, -4), JMP_IMM(BPF_JLT, 1, 1000, -11), MOV64_REG(0, 7), EXIT()
+		};
+		struct result r_ = verify(p_, 15, false, 5000), w_ = verify(p_, 15, true, 5000);
+		CHECK(r_.rc == 0 && r_.stats.loops_widened == 1);
+		CHECK(r_.stats.max_insns == 10004);
+		CHECK(w_.rc == -EACCES && w_.diag.code == NB_VERR_BUDGET && w_.diag.insn == 12);
+	}
 	/* a counter scrambled on one path (i *= 1 drops the tag: the proof needs exact adds);
 	 * walking then runs into the budget */
 	REJECTED(20000, NB_VERR_BUDGET, 7, LD_MAP_VALUE(6, M_ONE, 0), MOV64_IMM(9, 0),
