@@ -14,7 +14,9 @@
  *  - mixed: the issue's AllReduce step (16, 16, 4, 1 MiB, 256, 64, 4 KiB), 2 and 4 nodes;
  *  - fsdp: AllGather/ReduceScatter interleaved (forward and backward of three layers);
  *  - gap: GPU compute before every collective; overlap: compute on another stream per step;
- *  - one size at a time, every size 4 KiB .. 64 MiB: exploration ends within 80 collectives.
+ *  - one size at a time, every size 4 KiB .. 64 MiB: exploration ends within 80 collectives;
+ *  - one size at a time at 1-16 MiB with the host waiting for the traffic (GPU call g4): the
+ *    band keeps NCCL's choice, the fastest measured there.
  * Checks: the ranks' decisions are identical at every collective; no unavailable pair; the
  * first 500 steps cost at most 1.05x NCCL's default; steps 100..500 within 3 % of the
  * oracle's; never (steps 100..500) more than 1 % slower than the default; every band ends
@@ -315,6 +317,73 @@ static void one_size(int nodes, uint64_t seed)
 	scenario_failed = failed_before;
 }
 
+/* One size at a time at 1, 4 and 16 MiB on 2 nodes, with the latencies measured on the GPU
+ * testbed and the host as the sweep's loop behaves there: it waits for every collective and
+ * resumes only when the collective's traffic has ended, so the next kernel starts at once
+ * (g3 trace, docs/gpu-runs/2026-11-29: after a Tree/Simple 1 MiB kernel of 263-306 us the
+ * next call came 197-256 us after the kernel's end; Ring/Simple 4-5 us). NCCL's choice is
+ * the fastest measured pair at all three sizes: 1 MiB Ring/Simple 500 us against Tree/Simple
+ * 540 (periods of the g3 trace), 4 and 16 MiB the default 1454 / 5409 us against Tree/Simple
+ * 1660 / 6981 and Ring/Simple forced 1615 / 6746 (g1 forced-pair sweep medians). The band
+ * must end on NCCL's choice. Regression (GPU call g4): the hold reward excused the host's
+ * lateness, which here is Tree's own traffic tail, so Tree/Simple looked 30-40 % faster than
+ * it is and the bandit converged on it: 1.11x, 1.30x, 1.21x the default. */
+static void one_size_host_waits(uint64_t seed)
+{
+	int failed_before = scenario_failed;
+	scenario_failed = 0;
+	struct sm_workload w = base_workload();
+	w.tail_tree = 0.45; /* g3 trace: Tree/Simple kernels 0.49-0.56 of the period */
+	w.host_waits_traffic = 1;
+	add_call(&w, NCCLBPF_COLL_ALLREDUCE, 1u << 20, 0);
+	struct sm_model m;
+	sm_init(&m, 2, &w, seed);
+	/* Tree/LL, Tree/Simple, Ring/LL, Ring/Simple, NCCL's default (us) */
+	static const double meas[3][5] = {
+		{1462, 540, 1547, 500, 500}, {5565, 1660, 5945, 1615, 1454}, {23326, 6981, 23457, 6746, 5409},
+	};
+	for (int si = 0; si < 3; si++) {
+		struct sm_band b;
+		CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, (1ull << 20) << (2 * si), &b) == 0);
+		b.mean_us[SM_TREE_LL] = meas[si][0];
+		b.mean_us[SM_TREE_SIMPLE] = meas[si][1];
+		b.mean_us[SM_RING_LL] = meas[si][2];
+		b.mean_us[SM_RING_SIMPLE] = meas[si][3];
+		b.auto_pair = SM_RING_SIMPLE;
+		b.keep_factor = meas[si][4] / meas[si][3];
+		CHECK(sm_add_band(&m, &b) >= 0);
+	}
+	model = m;
+	if (bsim_open(&sim, obj_path, "bandit_pick", "bandit_observe", &model) != 0) {
+		fprintf(stderr, "bsim_open: %s\n", sim.err);
+		CHECK(0);
+		return;
+	}
+	for (int si = 0; si < 3; si++) {
+		uint64_t bytes = (1ull << 20) << (2 * si);
+		model.w.calls[0].bytes = bytes;
+		bsim_run(&sim, 150);
+		int band = sm_band_of(&model, NCCLBPF_COLL_ALLREDUCE, bytes);
+		const struct sm_band *b = &model.bands[band];
+		double am = b->mean_us[b->auto_pair] * b->keep_factor;
+		int fp = sim.band[band].final_pair, last = sim.band[band].last_explore;
+		double fm = fp == b->auto_pair ? am : b->mean_us[fp];
+		printf("  host waits, one size %8llu B, 2 nodes: ends on %s (%.3fx NCCL's default), "
+		       "last exploring collective %d\n",
+		       (unsigned long long)bytes, pair_name(fp), fm / am, last);
+		SCHECK(fm <= am, "%llu B ends on %s, %.3fx NCCL's default (the fastest measured)",
+		       (unsigned long long)bytes, pair_name(fp), fm / am);
+		SCHECK(last <= 80, "exploration at %llu B ended at collective %d", (unsigned long long)bytes, last);
+	}
+	CHECK(sim.mismatches == 0 && sim.unavailable == 0);
+	bsim_close(&sim);
+	if (!expect_fail)
+		CHECK(!scenario_failed);
+	printf("one size at a time, host waiting for the traffic, 2 nodes => %s\n",
+	       scenario_failed ? "NOT MET" : "met");
+	scenario_failed = failed_before;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -324,7 +393,7 @@ int main(int argc, char **argv)
 	obj_path = argv[1];
 	expect_fail = argc > 2 && !strcmp(argv[2], "fail");
 	uint64_t seed = getenv("BANDIT_SEED") ? strtoull(getenv("BANDIT_SEED"), NULL, 0) : 1;
-	/* BANDIT_ONLY=mixed|fsdp|gap|overlap|one: one scenario (studies) */
+	/* BANDIT_ONLY=mixed|fsdp|gap|overlap|one|waits: one scenario (studies) */
 	const char *only = getenv("BANDIT_ONLY");
 #define RUN(name, call) do { if (!only || !strcmp(only, name)) call; } while (0)
 	RUN("mixed", mixed(4, seed));
@@ -334,6 +403,7 @@ int main(int argc, char **argv)
 	RUN("overlap", overlap(4, seed));
 	RUN("one", one_size(4, seed));
 	RUN("one", one_size(2, seed));
+	RUN("waits", one_size_host_waits(seed));
 #undef RUN
 	if (expect_fail) {
 		printf("old bandit: %d of %d scenarios it must fail failed\n", must_fail_failed, must_fail_seen);

@@ -101,8 +101,9 @@ int sm_run(struct sm_model *m, struct sm_coll *c, int pair, int kept)
 	/* the host: a step is enqueued after the previous one ended (sync), or while it runs */
 	if (m->idx == 0) {
 		/* a waiting host resumes when the last kernel ended (cudaStreamSynchronize), not
-		 * when its traffic did */
-		double ready = w->queued ? m->step_enq_us : m->step_kend_us + w->notify_us;
+		 * when its traffic did - or, with host_waits_traffic, when the traffic did */
+		double ready = w->queued ? m->step_enq_us
+					 : (w->host_waits_traffic ? m->step_begin_us : m->step_kend_us) + w->notify_us;
 		if (m->host_us < ready)
 			m->host_us = ready;
 		m->step_enq_us = m->step_begin_us; /* queued: at most one step ahead */

@@ -76,6 +76,10 @@ struct sm_workload {
 				 * launch and the proxy ops' upload) */
 	double launch_us;      /* host time per enqueued call */
 	double notify_us;      /* host notices a completion this much later */
+	int host_waits_traffic; /* 1: a waiting host resumes when the step's traffic ended, not
+				 * its last kernel (the GPU testbed one size at a time, g3 trace:
+				 * after a Tree/Simple 1 MiB kernel the next call came 197-256 us
+				 * after the kernel's end, and the next kernel at once) */
 };
 
 /* One collective as the model ran it. */
