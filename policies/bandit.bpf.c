@@ -65,6 +65,7 @@
 
 #define BANDIT_MAX_ARMS 8
 #define BANDIT_WINDOW 8         /* samples per window (ring of the latest ones) */
+_Static_assert(BANDIT_WINDOW >= BANDIT_MAX_ARMS, "the band record keeps one lat[] per arm");
 #define BANDIT_BUCKETS 24       /* size bands per collective from cfg_bucket_min */
 #define BANDIT_BANDS (NCCLBPF_NUM_COLLS * BANDIT_BUCKETS)
 #define BANDIT_EPOCH_LOG2 3     /* agreed-map epoch: 8 collectives */
@@ -447,6 +448,9 @@ struct bandit_window {
 	__u64 last_arm_plus1; /* band record: the arm of the previous sample */
 	__u64 run;            /* band record: samples in a row of that arm */
 	__u64 restart;        /* band record: drift seen, restart at the next sample */
+	/* band record, per arm: the statistic before the lateness correction (lat[]: 1 + the
+	 * moving average of the host lateness its samples excused) */
+	__u64 mean0[BANDIT_MAX_ARMS];
 };
 
 struct {
@@ -654,6 +658,9 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	__u64 span = NCCLBPF_SEL(LT(p.kstart_ns, p.end_ns), p.end_ns - p.kstart_ns, 0);
 	__u64 period = NCCLBPF_SEL(LT(p.end_ns, ctx->gpu_end_ns), ctx->gpu_end_ns - p.end_ns, 0);
 	__u64 lat = NCCLBPF_SEL(hold, span + wait, period);
+	/* the host lateness the hold excused (bounded: an idle host must not overflow it) */
+	__u64 exc = (gap - wait) & -hold;
+	exc = NCCLBPF_SEL(LT(exc, 1ull << 40), exc, 1ull << 40);
 	if (band1 == 0 || band1 > BANDIT_BANDS)
 		return 0; /* the sample's collective is not one of ours */
 	__u32 key = (__u32)(band1 - 1);
@@ -720,6 +727,17 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 #pragma clang loop unroll(full)
 	for (int i = 0; i < BANDIT_WINDOW; i++)
 		w->lat[i] = NCCLBPF_SEL(EQ(slot, i), lat, w->lat[i]);
+	/* the arm's excused lateness, a moving average (1/4 per sample), 1 + it, in the band
+	 * record's lat[] (BANDIT_WINDOW >= BANDIT_MAX_ARMS); emin: the band's least */
+	__u64 emin = BIG;
+#pragma clang loop unroll(full)
+	for (int i = 0; i < BANDIT_MAX_ARMS; i++) {
+		__u64 xo = bs->lat[i] & (BIG - 1);
+		__u64 xn = NCCLBPF_SEL(NCCLBPF_NZ(xo), (3 * xo + exc + 1) / 4, exc + 1);
+		xn = NCCLBPF_SEL(EQ(arm, i), xn, xo);
+		bs->lat[i] = xn;
+		emin = NCCLBPF_SEL(NCCLBPF_NZ(xn) & LT(xn, emin), xn, emin);
+	}
 	w->n++;
 	__u64 n = w->n < 250 ? w->n : 250;
 	/* a window completed: its trimmed mean (the statistic, or the drift check) */
@@ -738,11 +756,24 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 		__u64 sd = 0;
 		__u64 mean = arm_stat(w, &sd);
 		mean = mean ? mean : 1;
+		/* Published: the statistic plus the lateness this arm's samples had excused beyond
+		 * the least any arm of the band had (this rank's). Lateness every arm sees is the
+		 * host's own (a slow host, its compute: excused); lateness that comes with one
+		 * arm is that arm's cost: a host that waits for every collective resumes after
+		 * the traffic, which outlasts a Tree kernel by 35-45 % - excused, Tree/Simple
+		 * looked 30-40 % faster than it is (GPU call g4, docs/results.md 14.9). Every
+		 * arm is republished, as the least moves. */
 #pragma clang loop unroll(disable)
 		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-			st->mean[a] = NCCLBPF_SEL(EQ(arm, a), mean, st->mean[a]);
-			cnt->lo[a] = NCCLBPF_SEL(EQ(arm, a), mean, cnt->lo[a]);
 			st->sd[a] = NCCLBPF_SEL(EQ(arm, a), sd, st->sd[a]);
+			__u64 m0 = NCCLBPF_SEL(EQ(arm, a), mean, bs->mean0[a] & (BIG - 1));
+			bs->mean0[a] = m0;
+			__u64 x = bs->lat[a] & (BIG - 1);
+			__u64 adj = NCCLBPF_SEL(LT(emin, x), x - emin, 0);
+			/* only arms with samples of this rank since the last (re)start */
+			__u64 has = 1 - LT(cnt->n[a] & 0xffff, 2);
+			st->mean[a] = NCCLBPF_SEL(has, m0 + adj, st->mean[a]);
+			cnt->lo[a] = NCCLBPF_SEL(has, m0 + adj, cnt->lo[a]);
 		}
 		/* the budget reached: the statistic is frozen (the decision must not flap with
 		 * noise), later windows only check for drift */
