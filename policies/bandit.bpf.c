@@ -21,9 +21,11 @@
  * 35-45 % early) and holds the next kernel back: completion-to-completion periods, or
  * anything that subtracts the wait before a kernel, charge that tail to the next collective,
  * which in a mixed step belongs to another band (docs/results.md 14). Queued back to back,
- * summed over a step, the holds are the step time. Reduced over ranks with MAX (a
- * collective takes as long as its slowest rank). cfg_reward 1: the completion-to-completion
- * period instead.
+ * summed over a step, the holds are the step time. Host lateness is excused only as far as
+ * every arm of the band shows it: what one arm brings more is its cost (a host that waits
+ * for every collective resumes after Tree's traffic tail; GPU call g4). Reduced over ranks
+ * with MAX (a collective takes as long as its slowest rank). cfg_reward 1: the
+ * completion-to-completion period instead.
  *
  * Exploration, per band (bandit_pick):
  *  1. pruning: arms NCCL's own cost table puts more than 2^cfg_prune_log2 times above its

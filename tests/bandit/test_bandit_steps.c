@@ -258,6 +258,18 @@ static void overlap(int nodes, uint64_t seed)
 	run_workload("overlap: 1.2 ms of compute on another stream per step", &w, nodes, seed, 500, 0);
 }
 
+/* The policy on a copy of model m, for scenarios that drive the sizes themselves. */
+static int open_sim(const struct sm_model *m)
+{
+	model = *m;
+	if (bsim_open(&sim, obj_path, "bandit_pick", "bandit_observe", &model) != 0) {
+		fprintf(stderr, "bsim_open: %s\n", sim.err);
+		CHECK(0);
+		return -1;
+	}
+	return 0;
+}
+
 /* One size at a time, as the sweep runs it (emulate-nodes.sh): 4 KiB .. 64 MiB in order on
  * one communicator, 150 collectives each, the host waiting for every one. Exploration ends
  * within 80 of a band's collectives, and the band ends within the safety gate of its best
@@ -280,12 +292,8 @@ static void one_size(int nodes, uint64_t seed)
 		CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, nodes, 4096ull << (2 * si), &b) == 0);
 		CHECK(sm_add_band(&m, &b) >= 0);
 	}
-	model = m;
-	if (bsim_open(&sim, obj_path, "bandit_pick", "bandit_observe", &model) != 0) {
-		fprintf(stderr, "bsim_open: %s\n", sim.err);
-		CHECK(0);
+	if (open_sim(&m) != 0)
 		return;
-	}
 	for (int si = 0; si < 8; si++) {
 		uint64_t bytes = 4096ull << (2 * si);
 		model.w.calls[0].bytes = bytes;
@@ -353,12 +361,8 @@ static void one_size_host_waits(uint64_t seed)
 		b.keep_factor = meas[si][4] / meas[si][3];
 		CHECK(sm_add_band(&m, &b) >= 0);
 	}
-	model = m;
-	if (bsim_open(&sim, obj_path, "bandit_pick", "bandit_observe", &model) != 0) {
-		fprintf(stderr, "bsim_open: %s\n", sim.err);
-		CHECK(0);
+	if (open_sim(&m) != 0)
 		return;
-	}
 	for (int si = 0; si < 3; si++) {
 		uint64_t bytes = (1ull << 20) << (2 * si);
 		model.w.calls[0].bytes = bytes;
