@@ -32,7 +32,7 @@ echo "$prog" | "$cli" exec --interpret
 echo "$prog" | "$cli" exec --jit || echo "(no JIT on this machine)"
 
 # ---- NCCL's view, without a GPU: the mock NCCL host (tests/mock_nccl) loads
-# libnccl-tuner-ncclbpf.so exactly as NCCL 2.27-2.30 do (dlopen RTLD_NOW|RTLD_LOCAL,
+# libnccl-tuner-ncclbpf.so exactly as NCCL 2.27-2.32 do (dlopen RTLD_NOW|RTLD_LOCAL,
 # NCCL_TUNER_PLUGIN=ncclbpf name resolution, versioned symbols). ----
 host=$B/mock_nccl_host
 if [ -x "$host" ]; then

@@ -33,7 +33,7 @@ typedef int32_t __s32;
 typedef int64_t __s64;
 #endif
 
-/* ---- NCCL constants (identical in NCCL 2.21 .. 2.30) ---- */
+/* ---- NCCL constants (identical in NCCL 2.21 .. 2.32) ---- */
 #define NCCLBPF_COLL_BROADCAST 0
 #define NCCLBPF_COLL_REDUCE 1
 #define NCCLBPF_COLL_ALLGATHER 2
@@ -76,7 +76,7 @@ struct ncclbpf_tuner_ctx {
 	__u32 reg_buff;      /*  40: 1 if buffers are registered                   rank-local */
 	__u32 max_channels;  /*  44: comm channel count if learned, else 0        rank-local */
 	__u32 avail_mask;    /*  48: bit (algo*3+proto) set if NCCL allows it      rank-invariant */
-	__u32 abi_version;   /*  52: tuner ABI NCCL bound (3..6)                   rank-invariant */
+	__u32 abi_version;   /*  52: tuner ABI NCCL bound (3..7)                   rank-invariant */
 	float cost[NCCLBPF_NUM_ALGOS][NCCLBPF_NUM_PROTOS]; /* 56: NCCL's estimate, µs, -1 = unavailable */
 	/* outputs (read-write; start as KEEP, or as the previous program's decision) */
 	__s32 algo;          /* 140: NCCLBPF_ALGO_* or NCCLBPF_ALGO_KEEP */
@@ -97,7 +97,13 @@ struct ncclbpf_tuner_ctx {
 	 * clock: it advances by one per collective of the band, whatever else runs between
 	 * them, on every rank alike. */
 	__u64 band_seq;                 /* 176                                             rank-invariant */
-};                           /* 184 bytes */
+	/* appended (issue 25): the NCCL release the plugin runs in, major*10000 + minor*100 +
+	 * patch (23206 = 2.32.6), 0 = unknown (NCCL's ncclGetVersion not reachable from the
+	 * plugin). The tuner ABI alone cannot tell 2.30 from 2.31 (both bind v6), whose
+	 * selection rules differ (docs/writing-policies.md).          rank-invariant */
+	__u32 nccl_version;             /* 184 */
+	__u32 _pad0;                    /* 188 */
+};                           /* 192 bytes */
 
 /* Cost entries are floats; BPF has no FPU. Compare their bit patterns: for non-negative
  * IEEE-754 floats the order of the bits as unsigned integers is the order of the values. */
@@ -117,7 +123,23 @@ struct ncclbpf_chunk_ctx {
 
 /* ---- tuner init hook: SEC("tuner/init"), once per communicator when NCCL initializes the
  * tuner (tuner ABI v5+, NCCL 2.28+), after an inner plugin (NCCLBPF_TUNER_INNER) ---- */
-#define NCCLBPF_NUM_COMPCAPS 4 /* compute-capability rows of NCCL's bandwidth tables */
+#define NCCLBPF_NUM_COMPCAPS 4 /* compute-capability rows of the five tables below (v5/v6) */
+/* Rows of NCCL's bandwidth tables (NCCL's compcap index: the smallest compute capability of
+ * the communicator's GPUs). Rows 0..3 are in the tables below on every ABI version; row 4
+ * (Rubin, tuner ABI v7, NCCL 2.32+) only in compcap4_bw_mbps, appended, so that a program
+ * written for four rows can never write the fifth by indexing past a table. */
+#define NCCLBPF_COMPCAP_VOLTA 0
+#define NCCLBPF_COMPCAP_AMPERE 1
+#define NCCLBPF_COMPCAP_HOPPER 2
+#define NCCLBPF_COMPCAP_BLACKWELL 3
+#define NCCLBPF_COMPCAP_RUBIN 4
+/* The five bandwidth tables, in NCCL's order (first index of compcap4_bw_mbps). */
+#define NCCLBPF_BW_LL_MAX 0
+#define NCCLBPF_BW_RING_LL128 1
+#define NCCLBPF_BW_TREE_LL128 2
+#define NCCLBPF_BW_TREE 3
+#define NCCLBPF_BW_NVLS_TREE 4
+#define NCCLBPF_NUM_BW_TABLES 5
 #define NCCLBPF_NUM_HW 3       /* hardware rows of the latency table: NVLink, PCI, network */
 /* NCCL's tuning constants (ncclTunerConstants_v5, doubles in µs and GB/s) as integers: BPF
  * has no floating point. Writable, within bounds the plugin checks when converting back:
@@ -141,7 +163,14 @@ struct ncclbpf_tuner_init_ctx {
 	__u32 per_ch_max_tree_ll128_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                /* 464 */
 	__u32 per_ch_max_tree_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                      /* 512 */
 	__u32 per_ch_max_nvls_tree_bw_mbps[NCCLBPF_NUM_COMPCAPS][3];                 /* 560 */
-};                                                                               /* 608 bytes */
+	/* appended (issue 25): compute-capability rows NCCL's constants have: 4 (tuner ABI
+	 * v5/v6) or 5 (v7, NCCL 2.32+). Read-only. */
+	__u32 n_compcaps;                                                            /* 608 */
+	/* Row NCCLBPF_COMPCAP_RUBIN (4) of each bandwidth table, [NCCLBPF_BW_*][scale]:
+	 * NCCL's values on v7; all 0 on v5/v6, where a write here is ignored (counted, logged
+	 * once: NCCL has no such row). Same bounds and rules as the tables above. */
+	__u32 compcap4_bw_mbps[NCCLBPF_NUM_BW_TABLES][3];                            /* 612 */
+};                                                                               /* 672 bytes */
 
 /* ---- profiler hook: SEC("profiler"), once per completed collective (read-only) ---- */
 struct ncclbpf_profiler_ctx {
@@ -175,9 +204,19 @@ struct ncclbpf_profiler_ctx {
 	__u64 api_ns;       /* 128: when the application called NCCL for it (its group's start,
 			     *      profiler v5+), same clock; 0 = unknown. start_ns comes later:
 			     *      NCCL starts the Coll event after launching the kernel */
-};                          /* 136 bytes */
+	/* appended (issue 25): NCCL 2.31+ kernel phases (profiler v7 KernelPhase events, when
+	 * requested: NCCLBPF_PROFILE_PHASES=1 or full mode; docs/observability.md), GPU ns,
+	 * the slowest channel of each; 0 = not measured. 0: initial sync (the kernel waiting
+	 * for its peers to arrive: skew between ranks), 1: compute (moving and reducing data),
+	 * 2: final sync (waiting for the peers to finish). */
+	__u64 phase_ns[3];  /* 136 */
+};                          /* 160 bytes */
 #define NCCLBPF_PROF_F_GPU_TIMED 0x1u /* gpu_ns comes from KernelCh timestamps (sampled) */
 #define NCCLBPF_PROF_F_SYMMETRIC 0x2u /* a symmetric kernel ran (algo = NCCLBPF_ALGO_SYMMETRIC) */
+#define NCCLBPF_PROF_F_PHASES 0x4u    /* phase_ns comes from KernelPhase events */
+#define NCCLBPF_PHASE_INITIAL_SYNC 0
+#define NCCLBPF_PHASE_COMPUTE 1
+#define NCCLBPF_PHASE_FINAL_SYNC 2
 
 /* ---- sampling requests: the pinned array "ncclbpf_sample_ctl" (NCCLBPF_SAMPLE_CTL_MAP),
  * one __u32 per size band (ncclbpf_size_bucket(n_bytes), 0..64), written by profiler

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <float.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,7 +28,36 @@ int mock_nccl_parse_release(const char *s)
 		return 230;
 	if (!strcmp(s, "2.31"))
 		return 231;
+	if (!strcmp(s, "2.32"))
+		return 232;
 	return -1;
+}
+
+/* ncclGetVersion of the release the host emulates (the plugin looks it up in the process,
+ * as it finds NCCL's in a real job): the patch levels of the releases the ABI facts were
+ * read from. Exported (mock_nccl links its executables with -rdynamic). */
+static _Atomic int emulated_version;
+
+int mock_nccl_version_code(int release)
+{
+	switch (release) {
+	case 227: return 22707;
+	case 228: return 22809;
+	case 229: return 22907;
+	case 230: return 23007;
+	case 231: return 23102;
+	case 232: return 23206;
+	default: return 0;
+	}
+}
+
+__attribute__((visibility("default"))) int ncclGetVersion(int *version)
+{
+	int v = atomic_load(&emulated_version);
+	if (!version || !v)
+		return 4; /* ncclInvalidArgument: no release emulated */
+	*version = v;
+	return 0;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -73,6 +103,8 @@ static void *open_plugin_lib(struct mock_nccl *m, const char *name)
 
 static int release_max_tuner(int release)
 {
+	if (release >= 232)
+		return 7;
 	if (release >= 230)
 		return 6;
 	if (release >= 228)
@@ -85,10 +117,11 @@ int mock_nccl_load_tuner(struct mock_nccl *m, int release, const char *plugin_en
 {
 	memset(m, 0, sizeof(*m));
 	m->release = release;
-	if (release < 227 || release > 231) {
+	if (release < 227 || release > 232) {
 		snprintf(m->err, sizeof(m->err), "unsupported NCCL release %d", release);
 		return -EINVAL;
 	}
+	atomic_store(&emulated_version, mock_nccl_version_code(release));
 	/* 2.28+: "none" disables the tuner (2.27 treats it as a file name). */
 	if (release >= 228 && plugin_env && !strcasecmp(plugin_env, "none")) {
 		snprintf(m->err, sizeof(m->err), "NCCL_TUNER_PLUGIN=none");
@@ -126,6 +159,25 @@ void mock_nccl_unload(struct mock_nccl *m)
 	m->tuner_version = 0;
 }
 
+int mock_constants_defaults(double *k, int tuner_version)
+{
+	int rows = tuner_version >= 7 ? 5 : 4;
+	/* plausible values: latencies (µs) 4.4..10.9 for [algo][proto], hw latencies 0.6..5,
+	 * bandwidths (GB/s) 10 + 1.3 per entry in the 4-row order; a fifth row (Rubin) of
+	 * 200 + table * 10 + scale, so that a row mix-up shows */
+	for (int i = 0; i < 21; i++)
+		k[i] = 4.4 + 0.3 * i;
+	for (int i = 21; i < 84; i++)
+		k[i] = 0.6 + 0.07 * (i - 21);
+	for (int t = 0; t < 5; t++)
+		for (int r = 0; r < rows; r++)
+			for (int sc = 0; sc < 3; sc++)
+				k[84 + (t * rows + r) * 3 + sc] =
+					r < 4 ? 10.0 + (double)((t * 4 + r) * 3 + sc) * 1.3
+					      : 200.0 + t * 10 + sc;
+	return 84 + 5 * rows * 3;
+}
+
 int mock_comm_init(struct mock_nccl *m, struct mock_comm *c, uint64_t comm_id, int n_ranks,
 		   int n_nodes)
 {
@@ -146,19 +198,14 @@ int mock_comm_init(struct mock_nccl *m, struct mock_comm *c, uint64_t comm_id, i
 		return t->init((size_t)n_ranks, (size_t)n_nodes, mock_logger, &c->ctx);
 	}
 	case 5:
-	case 6: {
-		/* v5 and v6 share init's signature. */
+	case 6:
+	case 7: {
+		/* v5, v6 and v7 share init's signature; v7's constants have 5 compute-capability
+		 * rows per bandwidth table (159 doubles) instead of 4 (144) */
 		const struct nb_nccl_tuner_v5 *t = m->tuner;
 		struct nb_nccl_nvl_domain_info_v5 nvl = { n_nodes, n_ranks / (n_nodes ? n_nodes : 1),
 							  n_ranks / (n_nodes ? n_nodes : 1) };
-		/* ncclTunerConstants_v5_t: 144 doubles, in/out; plausible values: latencies
-		 * (µs) 4.4..10.9 for [algo][proto], hw latencies 0.6..5, bandwidths (GB/s) 10..90 */
-		for (int i = 0; i < 21; i++)
-			c->constants[i] = 4.4 + 0.3 * i;
-		for (int i = 21; i < 84; i++)
-			c->constants[i] = 0.6 + 0.07 * (i - 21);
-		for (int i = 84; i < 144; i++)
-			c->constants[i] = 10.0 + (i - 84) * 1.3;
+		c->n_constants = mock_constants_defaults(c->constants, m->tuner_version);
 		return t->init(&c->ctx, comm_id, (size_t)n_ranks, (size_t)n_nodes, mock_logger, &nvl,
 			       (struct nb_nccl_tuner_constants_v5 *)(void *)c->constants);
 	}
@@ -188,7 +235,8 @@ int mock_comm_get_coll_info(struct mock_comm *c, int coll, size_t n_bytes, int n
 		break;
 	}
 	case 5:
-	case 6: {
+	case 6:
+	case 7: {
 		const struct nb_nccl_tuner_v5 *t = c->nccl->tuner;
 		rc = t->get_coll_info(c->ctx, coll, n_bytes, num_pipe_ops, tbl, MOCK_NUM_ALGOS,
 				      MOCK_NUM_PROTOS, reg_buff, n_channels);
@@ -204,7 +252,7 @@ int mock_comm_get_coll_info(struct mock_comm *c, int coll, size_t n_bytes, int n
 int mock_comm_get_chunk_size(struct mock_comm *c, int coll, size_t n_bytes, int algo,
 			     int proto, int n_channels, size_t *chunk)
 {
-	if (c->nccl->tuner_version != 6)
+	if (c->nccl->tuner_version < 6)
 		return 0;
 	const struct nb_nccl_tuner_v6 *t = c->nccl->tuner;
 	if (!t->get_chunk_size)
@@ -227,6 +275,7 @@ int mock_comm_finalize(struct mock_comm *c)
 		break;
 	case 5:
 	case 6:
+	case 7:
 		rc = ((const struct nb_nccl_tuner_v5 *)c->nccl->tuner)->finalize(c->ctx);
 		break;
 	default:
@@ -379,46 +428,85 @@ int mock_select_231(const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
 	return 0;
 }
 
+/* One tuner call and 2.31's general selection on `table` (the candidates NCCL filled in). */
+static int tune_231(struct mock_comm *c, const struct mock_call *call,
+		    const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], struct mock_231_result *r,
+		    int *a, int *p, float *t, int *nch)
+{
+	float after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	memcpy(after, table, sizeof(after));
+	*nch = 0;
+	r->calls++;
+	/* once per collective call: numPipeOps 1, this call's bytes */
+	if (mock_comm_get_coll_info(c, call->coll, call->n_bytes, 1, call->reg_buff, after, nch))
+		return -1;
+	for (int x = 0; x < MOCK_NUM_ALGOS; x++)
+		for (int y = 0; y < MOCK_NUM_PROTOS; y++)
+			if (table[x][y] >= 0.0f && after[x][y] < 0.0f)
+				r->negative_written = 1;
+	*t = FLT_MAX;
+	*a = *p = -1;
+	return mock_select_231(table, after, a, p, t) == 0 ? 1 : 0;
+}
+
+int mock_collective_cfg(struct mock_comm *c, const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+			const struct mock_call *call, struct mock_231_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->algo = r->proto = -1;
+	/* the environment wins over a per-call selection for a function it forced */
+	unsigned sel = call->env_forced ? 0 : call->alg_selection;
+	float narrowed[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+	memcpy(narrowed, table, sizeof(narrowed));
+	if (sel)
+		for (int x = 0; x < MOCK_NUM_ALGOS; x++)
+			if (!(sel >> x & 1))
+				for (int y = 0; y < MOCK_NUM_PROTOS; y++)
+					narrowed[x][y] = NB_NCCL_ALGO_PROTO_IGNORE;
+	int a, p, nch;
+	float t;
+	int have = tune_231(c, call, narrowed, r, &a, &p, &t, &nch);
+	if (have < 0)
+		return -1;
+	if (sel && !have) {
+		/* the selection matches nothing: the full menu again (a second tuner call) */
+		have = tune_231(c, call, table, r, &a, &p, &t, &nch);
+		if (have < 0)
+			return -1;
+		if (call->force_alg_selection)
+			return -2; /* ncclInvalidArgument for this call */
+	}
+	/* symmetric kernels compete after the tuner (not within a per-call selection); they
+	 * have higher tuning ids: they win ties */
+	if (!sel && call->sym_us >= 0.0f && (!have || call->sym_us <= t)) {
+		if (call->sym_can_run) {
+			r->sym = 1;
+			r->n_channels = c->nccl_channels;
+			return 0;
+		}
+		/* cannot run: selection again, restricted to general kernels */
+		have = tune_231(c, call, table, r, &a, &p, &t, &nch);
+		if (have < 0)
+			return -1;
+	}
+	if (!have)
+		return -1;
+	r->algo = a;
+	r->proto = p;
+	r->tuner_channels = nch;
+	/* nChannels is an upper cap of NCCL's own count */
+	r->n_channels = nch > 0 && nch < c->nccl_channels ? nch : c->nccl_channels;
+	return 0;
+}
+
 int mock_collective_231(struct mock_comm *c, int coll, size_t n_bytes, int reg_buff,
 			const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], float sym_us,
 			int sym_can_run, struct mock_231_result *r)
 {
-	memset(r, 0, sizeof(*r));
-	r->algo = r->proto = -1;
-	for (int pass = 0; pass < 2; pass++) {
-		float after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
-		memcpy(after, table, sizeof(after));
-		int nch = 0;
-		r->calls++;
-		/* once per collective call: numPipeOps 1, this call's bytes */
-		if (mock_comm_get_coll_info(c, coll, n_bytes, 1, reg_buff, after, &nch))
-			return -1;
-		for (int a = 0; a < MOCK_NUM_ALGOS; a++)
-			for (int p = 0; p < MOCK_NUM_PROTOS; p++)
-				if (table[a][p] >= 0.0f && after[a][p] < 0.0f)
-					r->negative_written = 1;
-		float t = FLT_MAX;
-		int a = -1, p = -1;
-		int have = mock_select_231(table, after, &a, &p, &t) == 0;
-		/* symmetric kernels have higher tuning ids: they win ties */
-		if (pass == 0 && sym_us >= 0.0f && (!have || sym_us <= t)) {
-			if (sym_can_run) {
-				r->sym = 1;
-				r->n_channels = c->nccl_channels;
-				return 0;
-			}
-			continue; /* re-run selection restricted to general kernels */
-		}
-		if (!have)
-			return -1;
-		r->algo = a;
-		r->proto = p;
-		r->tuner_channels = nch;
-		/* nChannels is an upper cap of NCCL's own count */
-		r->n_channels = nch > 0 && nch < c->nccl_channels ? nch : c->nccl_channels;
-		return 0;
-	}
-	return -1;
+	struct mock_call call = {.coll = coll, .n_bytes = n_bytes, .reg_buff = reg_buff,
+				 .force_alg_selection = 1, .sym_us = sym_us,
+				 .sym_can_run = sym_can_run};
+	return mock_collective_cfg(c, table, &call, r);
 }
 
 int mock_check_invariants(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],

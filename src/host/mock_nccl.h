@@ -21,18 +21,25 @@
 #define MOCK_NUM_ALGOS NB_NCCL_NUM_ALGORITHMS
 #define MOCK_NUM_PROTOS NB_NCCL_NUM_PROTOCOLS
 
-/* NCCL releases as major*100 + minor: 227, 228, 229, 230, 231. 231 is the "2.31 mode":
- * the tuner is still bound as v6, but selection follows 2.31 (tuning.cc rewrite): ties to
- * the highest index, a negative written into a candidate is a winning time, numPipeOps is
- * always 1, nChannels is a cap, symmetric kernels compete after the tuner and a
- * symmetric-LL winner that cannot run makes NCCL call the tuner a second time. */
+/* NCCL releases as major*100 + minor: 227 .. 232. 231 is the "2.31 mode": the tuner is
+ * still bound as v6, but selection follows 2.31 (tuning.cc rewrite): ties to the highest
+ * index, a negative written into a candidate is a winning time, numPipeOps is always 1,
+ * nChannels is a cap, symmetric kernels compete after the tuner and a symmetric-LL winner
+ * that cannot run makes NCCL call the tuner a second time. 232 is 2.32: 2.31's selection,
+ * and the tuner bound as v7 (tuning constants with 5 compute-capability rows). */
 int mock_nccl_parse_release(const char *s); /* "2.28" -> 228, -1 if unsupported */
+/* NCCL_VERSION_CODE of the release (22809 for 228), 0 if unknown. The host's
+ * ncclGetVersion answers the release last loaded by mock_nccl_load_tuner. */
+int mock_nccl_version_code(int release);
+/* Fills NCCL's default-like tuning constants for a tuner version (4 or 5 compcap rows);
+ * returns how many doubles (144 or 159). */
+int mock_constants_defaults(double *k, int tuner_version);
 
 struct mock_nccl {
 	int release;
 	void *handle;          /* dlopen handle of the tuner library, NULL if none */
 	char opened_as[512];   /* the name dlopen succeeded with */
-	int tuner_version;     /* 3..6 bound, 0 if none */
+	int tuner_version;     /* 3..7 bound, 0 if none */
 	const void *tuner;     /* struct nb_nccl_tuner_vN */
 	char err[512];
 };
@@ -54,7 +61,9 @@ struct mock_comm {
 	int n_nodes;
 	int nccl_channels; /* "N coll channels" NCCL would log for this comm */
 	pthread_mutex_t lock; /* NCCL serializes getCollInfo per comm */
-	double constants[144]; /* ncclTunerConstants_v5 handed to v5/v6 init (plausible values) */
+	/* ncclTunerConstants_v5 (144 doubles) or _v7 (159) handed to init (plausible values) */
+	double constants[159];
+	int n_constants;
 };
 
 /* Calls the bound init as NCCL does; returns NCCL's result (0 = success). */
@@ -64,7 +73,7 @@ int mock_comm_init(struct mock_nccl *m, struct mock_comm *c, uint64_t comm_id, i
 int mock_comm_get_coll_info(struct mock_comm *c, int coll, size_t n_bytes, int num_pipe_ops,
 			    int reg_buff, float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
 			    int *n_channels);
-/* v6 only; returns 0 and leaves *chunk unchanged on older versions. */
+/* v6+; returns 0 and leaves *chunk unchanged on older versions. */
 int mock_comm_get_chunk_size(struct mock_comm *c, int coll, size_t n_bytes, int algo,
 			     int proto, int n_channels, size_t *chunk);
 int mock_comm_finalize(struct mock_comm *c);
@@ -110,6 +119,28 @@ struct mock_231_result {
 int mock_collective_231(struct mock_comm *c, int coll, size_t n_bytes, int reg_buff,
 			const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], float sym_us,
 			int sym_can_run, struct mock_231_result *r);
+
+/* One collective call of NCCL 2.31+ with its per-call configuration (ncclCollConfig_t) and
+ * the environment, as src/enqueue.cc ncclGetAlgoInfo treats them: the per-call
+ * algSelection narrows the candidates before the tuner sees the table (cells outside it stay
+ * -1), unless NCCL_ALGO/NCCL_PROTO force the function (then it is ignored: env_forced).
+ * When nothing in the selection is available NCCL calls the tuner again with every
+ * candidate, then fails the call (force_alg_selection 1, NCCL's default) or runs its
+ * automatic choice (0). A per-call selection also keeps symmetric kernels out (sym_us). */
+struct mock_call {
+	int coll;
+	size_t n_bytes;
+	int reg_buff;
+	unsigned alg_selection;  /* bit per NCCL algorithm (all its protocols), 0 = automatic */
+	int force_alg_selection; /* 1 or 0 */
+	int env_forced;          /* NCCL_ALGO / NCCL_PROTO force this function */
+	float sym_us;            /* a symmetric candidate's time, < 0 none */
+	int sym_can_run;
+};
+/* Returns 0, -1 (plugin error, or nothing selectable), -2 (NCCL fails the call:
+ * algSelection forced and unsatisfiable; r->calls says how often the tuner ran). */
+int mock_collective_cfg(struct mock_comm *c, const float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+			const struct mock_call *call, struct mock_231_result *r);
 
 /* Invariants every tuner call must keep: no entry NCCL marked unavailable is changed, the
  * table still selects something if it did before, *n_channels is 0 or 1..64 (fits NCCL's

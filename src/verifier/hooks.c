@@ -13,13 +13,15 @@
 #define INV NB_RANK_INVARIANT
 #define LOC NB_RANK_LOCAL
 
-_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 184, "tuner ctx layout");
+_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 192, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, band_seq) == 176, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 140, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, comm_seq) == 152, "tuner ctx layout");
 _Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 40, "chunk ctx layout");
-_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 136, "profiler ctx layout");
+_Static_assert(sizeof(struct ncclbpf_profiler_ctx) == 160, "profiler ctx layout");
 _Static_assert(offsetof(struct ncclbpf_profiler_ctx, comm_seq) == 96, "profiler ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, nccl_version) == 184, "tuner ctx layout");
+_Static_assert(offsetof(struct ncclbpf_profiler_ctx, phase_ns) == 136, "profiler ctx layout");
 _Static_assert(sizeof(struct ncclbpf_net_ctx) == 88, "net ctx layout");
 _Static_assert(sizeof(struct ncclbpf_env_ctx) == 168, "env ctx layout");
 
@@ -37,9 +39,11 @@ static const struct nb_ctx_field tuner_fields[] = {
 	RO(n_nvl_domains, TCTX, INV), RO(min_ranks_per_nvl_domain, TCTX, INV),
 	RO(max_ranks_per_nvl_domain, TCTX, INV), RO(ranks_per_node, TCTX, INV),
 	RO(band_seq, TCTX, INV), /* appended (issue 22) */
+	/* appended (issue 25): the NCCL release (the same library on every rank) */
+	RO(nccl_version, TCTX, INV),
 };
 
-_Static_assert(sizeof(struct ncclbpf_tuner_init_ctx) == 608, "tuner init ctx layout");
+_Static_assert(sizeof(struct ncclbpf_tuner_init_ctx) == 672, "tuner init ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_init_ctx, per_ch_max_nvls_tree_bw_mbps) == 560,
 	       "tuner init ctx layout");
 
@@ -60,6 +64,7 @@ static const struct nb_ctx_field profiler_fields[] = {
 	RO(user_tag, PCTX, LOC), RO(flags, PCTX, LOC), /* appended (issue 15) */
 	RO(comm_seq, PCTX, LOC), RO(band_seq, PCTX, LOC),   /* appended (issue 22) */
 	RO(gpu_start_ns, PCTX, LOC), RO(gpu_end_ns, PCTX, LOC), RO(api_ns, PCTX, LOC),
+	RO(phase_ns, PCTX, LOC), /* appended (issue 25) */
 };
 
 #define NCTX struct ncclbpf_net_ctx

@@ -35,8 +35,9 @@ struct nb_ctx_field {
 	enum nb_variance variance;
 };
 
-/* SEC("tuner/init") fields (hooks_tuner_init.c): 7 inputs + 144 constants, one field each */
-#define NB_TUNER_INIT_FIELDS 151
+/* SEC("tuner/init") fields (hooks_tuner_init.c): 7 inputs + 144 constants, one field each,
+ * then n_compcaps and the 15 constants of the fifth compute-capability row (tuner v7) */
+#define NB_TUNER_INIT_FIELDS 167
 extern const struct nb_ctx_field hook_tuner_init_fields[NB_TUNER_INIT_FIELDS];
 
 enum nb_arg_kind {

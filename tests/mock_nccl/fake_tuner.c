@@ -86,6 +86,11 @@ static int v6_init(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
 	if (constants) {
 		fake_tuner_state.had_constants = 1;
 		((double *)(void *)constants)[0] += 0.0; /* touch it: must be writable memory */
+#ifdef FAKE_TUNER_EDIT_CONSTANTS
+		/* the last constant of the 4-row layout (NVLS tree bw, row 3, scale 2): under a
+		 * v7 host it must land in row 3 of the 5-row table, not in row 4 */
+		((double *)(void *)constants)[143] = 7.5;
+#endif
 	}
 #ifdef FAKE_TUNER_FAIL_INIT
 	return NB_NCCL_INTERNAL_ERROR;

@@ -28,8 +28,8 @@ static const char host_usage[] =
 	"             policy's, and which NCCLBPF_POLICY entries were attached or skipped\n"
 	"  stress     getCollInfo from many threads on many communicators, every call\n"
 	"             checked against NCCL's invariants\n"
-	"  versions   loads the library as each supported release does, reports the bound\n"
-	"             symbol\n"
+	"  versions   loads the library as each release it emulates (2.27 .. 2.32) does,\n"
+	"             reports what it emulates and the symbol bound\n"
 	"  help [CMD] this text, or one command's options (also CMD --help)\n"
 	"\n"
 	"exit status: 0 every invariant held; 1 an invariant was violated or the plugin\n"
@@ -402,29 +402,51 @@ static int cmd_stress(const struct opts *o)
 	return s.violations || failed ? 1 : 0;
 }
 
+/* What the host emulates of each release (the facts in mock_nccl.h and docs). */
+static const char *release_emulates(int release)
+{
+	switch (release) {
+	case 227: return "tuner v4 (no constants), <= 2.30 selection";
+	case 228: return "tuner v5, 144 constants, <= 2.30 selection";
+	case 229: return "tuner v5, <= 2.30 selection, broadcasts batched as AllGather";
+	case 230: return "tuner v6 (getChunkSize), <= 2.30 selection, broadcasts batched";
+	case 231: return "tuner v6, 2.31 selection (ties high, nChannels a cap, sym/CE kernels, "
+			 "per-call algSelection)";
+	case 232: return "tuner v7, 159 constants (5 compcap rows), 2.31 selection";
+	default: return "?";
+	}
+}
+
 static int cmd_versions(const struct opts *o)
 {
-	static const int releases[] = { 227, 228, 229, 230 };
-	int bad = 0;
-	for (size_t i = 0; i < sizeof(releases) / sizeof(releases[0]); i++) {
+	int bad = 0, n = 0;
+	for (int minor = 10; minor < 60; minor++) {
+		char rel[16];
+		snprintf(rel, sizeof(rel), "2.%d", minor);
+		int release = mock_nccl_parse_release(rel);
+		if (release < 0)
+			continue;
 		struct mock_nccl m;
 		struct opts oo = *o;
-		oo.release = releases[i];
+		oo.release = release;
+		n++;
 		if (load(&m, &oo)) {
 			bad++;
 			continue;
 		}
 		struct mock_comm c;
-		int rc = mock_comm_init(&m, &c, 0xabc0ull + i, 8, 1);
+		int rc = mock_comm_init(&m, &c, 0xabc0ull + (uint64_t)n, 8, 1);
 		float t[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
 		mock_cost_table(t, MOCK_TOPO_NVLINK_NODE, 4, MiB, 8, 1);
 		int nch = 0, rc2 = rc ? -1 : mock_comm_get_coll_info(&c, 4, MiB, 1, 0, t, &nch);
 		int rc3 = rc ? -1 : mock_comm_finalize(&c);
-		printf("NCCL %d.%d: opened %s, bound ncclTunerPlugin_v%d, init %d, getCollInfo %d, "
-		       "finalize %d\n",
-		       releases[i] / 100, releases[i] % 100, m.opened_as, m.tuner_version, rc, rc2,
-		       rc3);
+		int code = mock_nccl_version_code(release);
+		printf("NCCL %d.%d (emulates %d.%d.%d: %s): opened %s, bound ncclTunerPlugin_v%d, "
+		       "init %d, getCollInfo %d, finalize %d\n",
+		       release / 100, release % 100, code / 10000, code / 100 % 100, code % 100,
+		       release_emulates(release), m.opened_as, m.tuner_version, rc, rc2, rc3);
 		bad += rc || rc2 || rc3;
+		mock_nccl_unload(&m);
 	}
 	return bad ? 1 : 0;
 }

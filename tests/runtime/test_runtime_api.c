@@ -158,7 +158,7 @@ static void test_tuner_mode(enum ncclbpf_exec_mode mode, const char *mname)
 
 	/* context size must be the hook's exactly */
 	CHECK(ncclbpf_program_run(pick, &c, sizeof(c) - 1, &r0, err, sizeof(err)) == -EINVAL);
-	CHECK_STR_CONTAINS(err, "184");
+	CHECK_STR_CONTAINS(err, "192");
 	CHECK(ncclbpf_program_run(pick, NULL, sizeof(c), &r0, err, sizeof(err)) == -EINVAL);
 	struct ncclbpf_profiler_ctx pc;
 	CHECK(ncclbpf_program_run(pick, &pc, sizeof(pc), &r0, err, sizeof(err)) == -EINVAL);
@@ -471,7 +471,7 @@ static void test_run_paths(void)
 	CHECK(direct_calls == 1);
 	/* errors and a NULL result pointer: the general path */
 	CHECK(ncclbpf_program_run(p, &c, sizeof(c) - 1, &r0, err, sizeof(err)) == -EINVAL);
-	CHECK_STR_CONTAINS(err, "184");
+	CHECK_STR_CONTAINS(err, "192");
 	CHECK(ncclbpf_program_run(p, &c, sizeof(c) + 8, &r0, err, sizeof(err)) == -EINVAL);
 	CHECK(ncclbpf_program_run(p, NULL, sizeof(c), &r0, err, sizeof(err)) == -EINVAL);
 	CHECK(ncclbpf_program_run(NULL, &c, sizeof(c), &r0, err, sizeof(err)) == -EINVAL);

@@ -44,13 +44,21 @@ static const struct shape shapes[] = {
 };
 #define N_SHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
-/* Every release the mock host models; 231 = the 2.31 selection semantics (tuner v6). */
-static const int all_releases[] = { 227, 228, 229, 230, 231 };
+/* Every release the mock host models; 231 = the 2.31 selection semantics (tuner v6), 232 =
+ * the same with tuner v7. */
+static const int all_releases[] = { 227, 228, 229, 230, 231, 232 };
 #define N_RELEASES (sizeof(all_releases) / sizeof(all_releases[0]))
 
 static int expected_version(int release)
 {
-	return release >= 230 ? 6 : release >= 228 ? 5 : 4;
+	return release >= 232 ? 7 : release >= 230 ? 6 : release >= 228 ? 5 : 4;
+}
+
+/* NCCL 2.29/2.30 may use AllGather's channel count unclamped (batched broadcasts): the
+ * plugin never applies a policy's there. */
+static int unclamped_ag(int release, int coll)
+{
+	return coll == 2 && (release == 229 || release == 230);
 }
 
 static int load(struct mock_nccl *m, int release)
@@ -86,7 +94,7 @@ static int call_matches(struct mock_comm *c, const struct shape *s, int coll, si
 	mock_cost_table(before, s->topo, coll, bytes, s->ranks, s->nodes);
 	if (call_checked(c, coll, bytes, before, after, &nch))
 		return 0;
-	oracle_expect(c->nccl->release, before, ra, rp, rn, &want);
+	oracle_expect(c->nccl->release, coll, before, ra, rp, rn, &want);
 	mock_select(c->nccl->release, after, &a, &p);
 	if (a != want.algo || p != want.proto || nch != want.n_channels) {
 		fprintf(stderr,
@@ -301,8 +309,10 @@ static void sc_shipped_policy(void)
 		SPOT(4, 1 * KiB, 0, 2, 2);     /* AllReduce 1 KiB: Tree/Simple, 2 ch */
 		SPOT(4, 16 * KiB, 0, 0, 4);    /* AllReduce 16 KiB: Tree/LL, 4 ch */
 		SPOT(4, 64 * KiB, 1, 0, 4);    /* AllReduce 64 KiB: Ring/LL, 4 ch */
-		SPOT(2, 2 * MiB, 1, 2, 8);     /* AllGather 2 MiB: Ring/Simple, 8 ch */
-		SPOT(2, 16 * KiB, 1, 0, 4);    /* AllGather 16 KiB: Ring (Tree is AllReduce only) */
+		/* AllGather 2 MiB: Ring/Simple, 8 ch (2.30: channels not applied to AllGather) */
+		SPOT(2, 2 * MiB, 1, 2, unclamped_ag(rel, 2) ? 0 : 8);
+		/* AllGather 16 KiB: Ring (Tree is AllReduce only) */
+		SPOT(2, 16 * KiB, 1, 0, unclamped_ag(rel, 2) ? 0 : 4);
 	} else if (!strcmp(current_policy, "nvlink_ring_mid")) {
 		SPOT(4, 16 * MiB, 1, 1, 0);    /* Ring/LL128 */
 		SPOT(4, 100 * MiB, 1, 2, 0);   /* Ring/Simple */
@@ -368,7 +378,8 @@ static void sc_echo_inputs(void)
 {
 	static const struct {
 		int release, max_version, version;
-	} cases[] = { { 227, 0, 4 }, { 228, 0, 5 }, { 230, 0, 6 }, { 231, 0, 6 }, { 230, 3, 3 } };
+	} cases[] = { { 227, 0, 4 }, { 228, 0, 5 }, { 229, 0, 5 }, { 230, 0, 6 }, { 231, 0, 6 },
+		      { 232, 0, 7 }, { 230, 3, 3 } };
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct mock_nccl m;
 		struct mock_comm c;
@@ -380,7 +391,8 @@ static void sc_echo_inputs(void)
 		for (int coll = 0; coll < 5; coll++) {
 			mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, coll, MiB, 8, 1);
 			CHECK(call_checked(&c, coll, MiB, before, after, &nch) == 0);
-			CHECK(nch == cases[i].version * 8 + coll + 1);
+			CHECK(nch == (unclamped_ag(cases[i].release, coll) ? 0
+						: cases[i].version * 8 + coll + 1));
 		}
 		/* seq counts per collective type: AllReduce reaches 50 first. */
 		int last = -1;
@@ -393,7 +405,7 @@ static void sc_echo_inputs(void)
 		CHECK(last == cases[i].version * 8 + 5 && nch == 0);
 		mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, 2, MiB, 8, 1);
 		CHECK(call_checked(&c, 2, MiB, before, after, &nch) == 0);
-		CHECK(nch == cases[i].version * 8 + 3);
+		CHECK(nch == (unclamped_ag(cases[i].release, 2) ? 0 : cases[i].version * 8 + 3));
 		CHECK(mock_comm_finalize(&c) == 0);
 	}
 }
@@ -464,7 +476,8 @@ static void random_requests(int release)
 		memcpy(after, before, sizeof(before));
 		int nch = 0;
 		char why[200];
-		int rc = mock_comm_get_coll_info(&c, (int)((x >> 20) % 5), bytes, 1, 0, after, &nch);
+		int coll = (int)((x >> 20) % 5);
+		int rc = mock_comm_get_coll_info(&c, coll, bytes, 1, 0, after, &nch);
 		if (rc || mock_check_invariants(release, before, after, nch, 0, why, sizeof(why))) {
 			if (violations++ < 3)
 				fprintf(stderr, "violation rc=%d: %s\n", rc, why);
@@ -472,7 +485,7 @@ static void random_requests(int release)
 		}
 		struct oracle_result want;
 		int a = -1, p = -1;
-		oracle_expect(release, before, ra, rp, rn, &want);
+		oracle_expect(release, coll, before, ra, rp, rn, &want);
 		if (release >= 231)
 			mock_select_231(before, after, &a, &p, NULL);
 		else
@@ -620,7 +633,7 @@ static void sc_nvl_fields(void)
 	static const struct {
 		int release, max_version, want;
 	} cases[] = { { 227, 0, 32 }, { 228, 0, 8 + 4 + 32 }, { 230, 0, 8 + 4 + 32 },
-		      { 231, 0, 8 + 4 + 32 } };
+		      { 231, 0, 8 + 4 + 32 }, { 232, 0, 8 + 4 + 32 } };
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct mock_nccl m;
 		struct mock_comm c;
@@ -662,13 +675,25 @@ static void sc_band_seq(void)
 				int nch;
 				mock_cost_table(before, MOCK_TOPO_NVLINK_NODE, calls[i].coll, calls[i].bytes, 8, 1);
 				CHECK(call_checked(&c, calls[i].coll, calls[i].bytes, before, after, &nch) == 0);
-				CHECK(nch == round * calls[i].per_round + calls[i].want + 1);
+				/* AllGather's channels are not applied on 2.29/2.30 */
+				CHECK(nch == (unclamped_ag(all_releases[r], calls[i].coll)
+						      ? 0
+						      : round * calls[i].per_round + calls[i].want + 1));
 			}
 		CHECK(mock_comm_finalize(&c) == 0);
 	}
 }
 
-/* tuner/init edits NCCL's tuning constants within bounds (v5/v6 hosts; v3/v4 pass none). */
+
+/* Index of bandwidth table t (NCCLBPF_BW_*), compcap row r, scale sc in NCCL's constants
+ * of a tuner version (v7: 5 rows per table, else 4). */
+static int bw_index(int tuner_version, int t, int r, int sc)
+{
+	int rows = tuner_version >= 7 ? 5 : 4;
+	return 84 + (t * rows + r) * 3 + sc;
+}
+
+/* tuner/init edits NCCL's tuning constants within bounds (v5+ hosts; v3/v4 pass none). */
 static void sc_init_constants(void)
 {
 	for (size_t r = 0; r < N_RELEASES; r++) {
@@ -678,14 +703,55 @@ static void sc_init_constants(void)
 		CHECK(mock_comm_init(&m, &c, 0x1f00 + r, 8, 1) == 0);
 		if (m.tuner_version >= 5) {
 			CHECK(fabs(c.constants[3] - 2 * (4.4 + 0.3 * 3)) < 1e-9); /* Ring/LL latency */
-			CHECK(c.constants[84 + 3 * 12] == 12.345);    /* tree bw, compcap 0 */
+			CHECK(c.constants[bw_index(m.tuner_version, NCCLBPF_BW_TREE, 0, 0)] ==
+			      12.345);                               /* tree bw, compcap 0 */
 			CHECK(c.constants[21 + 5] == 0.6 + 0.07 * 5); /* out of bounds: kept */
 			CHECK(c.constants[0] == 4.4);                 /* untouched: exact */
 		}
 		CHECK(mock_comm_finalize(&c) == 0);
 	}
-	CHECK(mock_log_count("tuner/init changed 2 of NCCL's tuning constants") == 4); /* v5+ */
+	CHECK(mock_log_count("tuner/init changed 2 of NCCL's tuning constants") == 5); /* v5+ */
 	CHECK(mock_log_count("tuning constant out of bounds") == 1);
+}
+
+/* tuner/init addresses compute-capability rows the same way on every layout: row 3 in the
+ * tables, row 4 (v7 only) in compcap4_bw_mbps; a v5/v6 host's 144 doubles never see a write
+ * for row 4 (ignored, logged once), a v7 host's 159 get both, nothing else changes. */
+static void sc_init_rows(void)
+{
+	int v7_seen = 0;
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0x2f00 + r, 8, 1) == 0);
+		if (m.tuner_version >= 5) {
+			double want[159];
+			int n = mock_constants_defaults(want, m.tuner_version);
+			CHECK(n == c.n_constants && n == (m.tuner_version >= 7 ? 159 : 144));
+			want[bw_index(m.tuner_version, NCCLBPF_BW_TREE, NCCLBPF_COMPCAP_BLACKWELL, 2)] =
+				33.333;
+			if (m.tuner_version >= 7) {
+				want[bw_index(7, NCCLBPF_BW_TREE, NCCLBPF_COMPCAP_RUBIN, 2)] = 55.555;
+				want[bw_index(7, NCCLBPF_BW_LL_MAX, NCCLBPF_COMPCAP_RUBIN, 0)] = 0.5;
+				v7_seen++;
+			}
+			int diff = 0;
+			for (int i = 0; i < n; i++)
+				if (c.constants[i] != want[i]) {
+					if (diff++ < 3)
+						fprintf(stderr, "v%d constant %d: %g, want %g\n",
+							m.tuner_version, i, c.constants[i], want[i]);
+				}
+			CHECK(diff == 0);
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	CHECK(v7_seen == 1);
+	/* 2.28-2.31 (v5/v6): the row-4 writes have no place: logged once, counted */
+	CHECK(mock_log_count("compute-capability row 4 written") == 1);
+	CHECK(mock_log_count("(5 compute-capability rows)") == 1);
+	CHECK(mock_log_count("(4 compute-capability rows)") == 4);
 }
 
 /* ---- chaining: NCCLBPF_TUNER_INNER ---- */
@@ -928,6 +994,8 @@ int main(int argc, char **argv)
 	static const char *const info[] = { "NCCL_DEBUG", "INFO", NULL };
 	run_scenario("tuner/init: NCCL's tuning constants", PROG("probes") ":init_probe", info,
 		     sc_init_constants);
+	run_scenario("tuner/init: compute-capability rows (v7: 5)", PROG("probes") ":init_rows",
+		     info, sc_init_rows);
 	static const char *const inner6[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v6"), NULL };
 	static const char *const inner4[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_v4"), NULL };
 	static const char *const inner_fail[] = { "NCCLBPF_TUNER_INNER", FAKE("fake_tuner_fail"),

@@ -3,6 +3,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plugin/tuner/tuner.h"
@@ -277,8 +278,9 @@ static void test_ctx_fill(void)
 	/* Layout the policies rely on (policy.h offsets). */
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, cost) == 56);
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, algo) == 140);
-	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 184);
+	CHECK(sizeof(struct ncclbpf_tuner_ctx) == 192);
 	CHECK(offsetof(struct ncclbpf_tuner_ctx, band_seq) == 176);
+	CHECK(offsetof(struct ncclbpf_tuner_ctx, nccl_version) == 184);
 }
 
 /* The one-pass fill + pin (tuner_ctx_fill_info, tuner_pin_filled: the decision path's
@@ -392,8 +394,74 @@ static void test_issue_names(void)
 	CHECK(strcmp(tuner_issue_name(TUNER_ISSUE_COUNT), "unknown") == 0);
 }
 
+/* NCCL_ALGO / NCCL_PROTO as NCCL parses them (tuner_restrict.c), and who kept a request out */
+static void test_env_restrictions(void)
+{
+	uint32_t m[NCCLBPF_NUM_COLLS];
+	const uint32_t all_a = (1u << NCCLBPF_NUM_ALGOS) - 1, all_p = (1u << NCCLBPF_NUM_PROTOS) - 1;
+	CHECK(tuner_env_allowed(NULL, true, m) == 0 && m[4] == all_a);
+	CHECK(tuner_env_allowed("", false, m) == 0 && m[0] == all_p);
+	CHECK(tuner_env_allowed("Ring", true, m) == 1);
+	for (int c = 0; c < NCCLBPF_NUM_COLLS; c++)
+		CHECK(m[c] == 1u << NCCLBPF_ALGO_RING);
+	CHECK(tuner_env_allowed("^nvls,nvlstree", true, m) == 1);
+	CHECK(m[2] == (all_a & ~(1u << NCCLBPF_ALGO_NVLS | 1u << NCCLBPF_ALGO_NVLS_TREE)));
+	CHECK(tuner_env_allowed("tree,ring,collnet", true, m) == 1);
+	CHECK(m[4] == (1u << 0 | 1u << 1 | 1u << 2 | 1u << 3));
+	/* per-function sections; functions the tuner never sees are skipped */
+	CHECK(tuner_env_allowed("allreduce:tree;allgather:^ring;sendrecv:ring", true, m) == 1);
+	CHECK(m[NCCLBPF_COLL_ALLREDUCE] == 1u << NCCLBPF_ALGO_TREE);
+	CHECK(m[NCCLBPF_COLL_ALLGATHER] == (all_a & ~(1u << NCCLBPF_ALGO_RING)));
+	CHECK(m[NCCLBPF_COLL_BROADCAST] == all_a);
+	CHECK(tuner_env_allowed("^LL128", false, m) == 1 && m[3] == (1u << 0 | 1u << 2));
+	CHECK(tuner_env_allowed("Simple", false, m) == 1 && m[1] == 1u << NCCLBPF_PROTO_SIMPLE);
+	CHECK(tuner_env_allowed("Rung", true, m) == -1); /* NCCL rejects it as well */
+
+	struct tuner_comm tc;
+	memset(&tc, 0, sizeof(tc));
+	setenv("NCCL_ALGO", "allreduce:ring", 1);
+	setenv("NCCL_PROTO", "^LL", 1);
+	tuner_restrict_open(&tc);
+	CHECK(tc.env_forced);
+	CHECK(tuner_restriction_of(&tc, NCCLBPF_COLL_ALLREDUCE, NCCLBPF_ALGO_TREE, -1) ==
+	      TUNER_RESTRICT_ENV);
+	CHECK(tuner_restriction_of(&tc, NCCLBPF_COLL_ALLREDUCE, NCCLBPF_ALGO_RING,
+				   NCCLBPF_PROTO_LL) == TUNER_RESTRICT_ENV);
+	CHECK(tuner_restriction_of(&tc, NCCLBPF_COLL_ALLREDUCE, NCCLBPF_ALGO_RING,
+				   NCCLBPF_PROTO_SIMPLE) == TUNER_RESTRICT_TABLE);
+	CHECK(tuner_restriction_of(&tc, NCCLBPF_COLL_ALLGATHER, NCCLBPF_ALGO_NVLS, -1) ==
+	      TUNER_RESTRICT_TABLE);
+	unsetenv("NCCL_ALGO");
+	unsetenv("NCCL_PROTO");
+	tuner_restrict_open(&tc);
+	CHECK(!tc.env_forced);
+	CHECK(tuner_restriction_of(&tc, NCCLBPF_COLL_ALLREDUCE, NCCLBPF_ALGO_TREE, 0) ==
+	      TUNER_RESTRICT_TABLE);
+}
+
+/* Where NCCL may use the channel count unclamped (AllGather on 2.29/2.30) */
+static void test_channels_unclamped(void)
+{
+	const uint32_t ag = 1u << NCCLBPF_COLL_ALLGATHER;
+	CHECK(tuner_channels_unclamped_mask(4, 22707, NULL) == 0);
+	CHECK(tuner_channels_unclamped_mask(5, 22809, NULL) == 0);
+	CHECK(tuner_channels_unclamped_mask(5, 22907, NULL) == ag);
+	CHECK(tuner_channels_unclamped_mask(6, 23007, NULL) == ag);
+	CHECK(tuner_channels_unclamped_mask(6, 23102, NULL) == 0);
+	CHECK(tuner_channels_unclamped_mask(7, 23206, NULL) == 0);
+	CHECK(tuner_channels_unclamped_mask(6, 23007, "0") == 0); /* no batching */
+	CHECK(tuner_channels_unclamped_mask(6, 23007, "1") == ag);
+	/* unknown release: v5/v6 may be 2.29/2.30 */
+	CHECK(tuner_channels_unclamped_mask(5, 0, NULL) == ag);
+	CHECK(tuner_channels_unclamped_mask(6, 0, NULL) == ag);
+	CHECK(tuner_channels_unclamped_mask(7, 0, NULL) == 0);
+	CHECK(tuner_channels_unclamped_mask(4, 0, NULL) == 0);
+}
+
 int main(void)
 {
+	test_env_restrictions();
+	test_channels_unclamped();
 	test_select_rule();
 	test_both_set();
 	test_ties();

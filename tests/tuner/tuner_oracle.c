@@ -4,7 +4,7 @@
 
 int oracle_pinned = 1;
 
-void oracle_expect(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+void oracle_expect(int release, int coll, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
 		   int req_algo, int req_proto, int req_channels,
 		   struct oracle_result *out)
 {
@@ -51,7 +51,9 @@ void oracle_expect(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROT
 		out->algo = a;
 		out->proto = p;
 	}
-	/* channels: 1..64 on every rank; never when NCCL will run CollNet (unclamped there) */
-	if (req_channels > 0 && out->algo != 2 && out->algo != 3)
+	/* channels: 1..64 on every rank; never when NCCL will run CollNet, nor for AllGather on
+	 * 2.29/2.30 (batched broadcasts): NCCL uses the value unclamped there */
+	if (req_channels > 0 && out->algo != 2 && out->algo != 3 &&
+	    !(coll == 2 && (release == 229 || release == 230)))
 		out->n_channels = req_channels > 64 ? 64 : req_channels;
 }

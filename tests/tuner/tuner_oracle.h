@@ -16,7 +16,9 @@ struct oracle_result {
  * pins NCCL's choice; 0: pass-through (no program), the table is untouched. */
 extern int oracle_pinned;
 
-void oracle_expect(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
+/* coll: the collective type (the channel count of AllGather is never applied on NCCL
+ * 2.29/2.30, which may use it unclamped for batched broadcasts). */
+void oracle_expect(int release, int coll, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
 		   int req_algo, int req_proto, int req_channels,
 		   struct oracle_result *out);
 

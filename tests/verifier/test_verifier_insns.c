@@ -141,7 +141,8 @@ static void test_null(void)
 
 static void test_ctx(void)
 {
-	EXPECT(NB_VERR_CTX_ACCESS, 0, LDX(BPF_W, 0, 1, 184), EXIT());
+	EXPECT(NB_VERR_CTX_ACCESS, 0, LDX(BPF_W, 0, 1, 192), EXIT());
+	EXPECT(NB_VERR_CTX_ACCESS, 0, LDX(BPF_W, 0, 1, 188), EXIT());   /* padding */
 	EXPECT(NB_VERR_CTX_ACCESS, 0, LDX(BPF_W, 0, 1, -4), EXIT());
 	EXPECT(NB_VERR_CTX_ACCESS, 0, LDX(BPF_W, 0, 1, 10), EXIT());    /* misaligned */
 	EXPECT(NB_VERR_CTX_ACCESS, 0, LDX(BPF_DW, 0, 1, 24), EXIT());   /* wider than coll_type */

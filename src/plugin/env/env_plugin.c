@@ -22,6 +22,7 @@
 
 #include "ncclbpf/policy.h"
 #include "plugin/env/env_plugin.h"
+#include "plugin/nccl_version.h"
 #include "plugin/net/net_log.h"
 #include "runtime/runtime.h"
 
@@ -120,6 +121,7 @@ int env_plugin_init(int major, int minor, int patch, const char *suffix, void *l
 	if (atomic_load(&initialised))
 		return 0;
 	nccl_version = (uint32_t)(major * 10000 + minor * 100 + patch);
+	nccl_version_note(nccl_version); /* the tuner's ctx->nccl_version, first hand */
 	char host[256] = "";
 	const char *h = getenv("NCCLBPF_ENV_HOSTNAME");
 	if (h && *h)

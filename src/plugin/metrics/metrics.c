@@ -433,7 +433,9 @@ static void render_locked(struct out *o)
 		   {TUNER_ISSUE_NO_ALGO_FOR_PROTO, "no_algo_for_proto"},
 		   {TUNER_ISSUE_BAD_CHANNELS, "bad_channels"},
 		   {TUNER_ISSUE_BAD_CHUNK, "bad_chunk"},
-		   {TUNER_ISSUE_CHANNELS_COLLNET, "channels_collnet"}};
+		   {TUNER_ISSUE_CHANNELS_COLLNET, "channels_collnet"},
+		   {TUNER_ISSUE_CHANNELS_UNCLAMPED, "channels_unclamped_path"},
+		   {TUNER_ISSUE_NO_COMPCAP_ROW, "no_compcap_row"}};
 	for (size_t i = 0; i < sizeof(ign) / sizeof(ign[0]); i++)
 		emit(o, "ncclbpf_tuner_requests_ignored_total{reason=\"%s\"} %" PRIu64 "\n",
 		     ign[i].reason, tuner_issue_count(ign[i].i));

@@ -138,9 +138,12 @@ struct profiler_event {
 	_Atomic uint64_t gpu_start_min; /* GPU clock, UINT64_MAX = none */
 	_Atomic uint64_t gpu_stop_max;  /* GPU clock, 0 = none */
 	_Atomic uint64_t done_ns;       /* host time of the last child's stop */
-	/* kernel channel */
+	/* kernel channel (and kernel phase: its channel, phase id and GPU start) */
 	int32_t channel;
+	int32_t phase;
 	uint64_t gpu_start, gpu_stop;
+	/* collectives: the slowest channel's duration of each kernel phase (GPU ns, v7) */
+	_Atomic uint64_t phase_max[3];
 	void *inner_handle;       /* the inner plugin's handle of this event (chaining) */
 };
 #define PROFILER_EV_DETACHED 0x1u   /* PXN: context/parent belong to another process */
@@ -189,6 +192,7 @@ struct profiler_sampler {
 	int *nccl_mask;            /* NCCL's activation mask (shared by NCCL's comms) */
 	bool on;                   /* sampling active for this context */
 	bool requesting;           /* this context holds one process-wide KernelCh request */
+	uint32_t bits;             /* the mask bits a request switches: KernelCh (+ KernelPhase) */
 	uint8_t prev_band;
 	uint8_t prev_run;          /* collectives of prev_band in a row, capped (the predictor's key) */
 	uint32_t fixed_n;          /* NCCLBPF_PROFILE_SAMPLE=N, 0 = adaptive */
@@ -308,6 +312,8 @@ uint64_t profiler_p99_step(uint64_t q, uint64_t x);
 
 /* ---- process-wide settings and counters ---- */
 int profiler_process_mode(void); /* resolved once */
+/* NCCLBPF_PROFILE_PHASES=1 (read once): KernelPhase events in coll mode (v7). */
+bool profiler_phases_wanted(void);
 /* Tests: forget the resolved mode so the next init re-reads the environment. */
 void profiler_reset_mode_for_tests(void);
 

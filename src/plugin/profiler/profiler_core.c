@@ -97,6 +97,24 @@ static int mode_from_env(void)
 	return PROFILER_MODE_OFF;
 }
 
+/* NCCLBPF_PROFILE_PHASES=1: kernel phases in coll mode (NCCL 2.31+, profiler v7). Off by
+ * default: NCCL 2.31.2 stamps phases with a system-wide fence per channel (issue #2355:
+ * ~10 % on a 1 MB AllReduce). Read once per process. */
+static _Atomic int phases_env = -1;
+bool profiler_phases_wanted(void)
+{
+	int v = atomic_load_explicit(&phases_env, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv("NCCLBPF_PROFILE_PHASES");
+		v = e && !strcmp(e, "1");
+		if (e && *e && strcmp(e, "0") && strcmp(e, "1"))
+			runtime_log(NB_LOG_WARN, NB_LOG_PROFILE,
+				    "NCCLBPF_PROFILE_PHASES=%s not understood (0 or 1): using 0", e);
+		atomic_store_explicit(&phases_env, v, memory_order_relaxed);
+	}
+	return v;
+}
+
 int profiler_process_mode(void)
 {
 	int m = atomic_load_explicit(&process_mode, memory_order_acquire);
@@ -112,6 +130,7 @@ int profiler_process_mode(void)
 void profiler_reset_mode_for_tests(void)
 {
 	atomic_store(&process_mode, -1);
+	atomic_store(&phases_env, -1);
 }
 
 static uint32_t mask_for(int mode, int version)
@@ -125,7 +144,11 @@ static uint32_t mask_for(int mode, int version)
 		       : version >= 3 ? NB_PROF_ALL_V3
 				      : NB_PROF_ALL_V1;
 	/* coll: Coll + KernelCh (completion and GPU time). v1/v2 have no KernelCh: timing
-	 * is enqueue-only there (the number of ProxyOps to wait for is unknowable). */
+	 * is enqueue-only there (the number of ProxyOps to wait for is unknowable). v7 with
+	 * NCCLBPF_PROFILE_PHASES=1: KernelPhase too, on the collectives that carry KernelCh
+	 * (the sampler switches both bits together). */
+	if (version >= 7 && profiler_phases_wanted())
+		return NB_PROF_COLL | NB_PROF_KERNEL_CH | NB_PROF_KERNEL_PHASE;
 	return version >= 3 ? (NB_PROF_COLL | NB_PROF_KERNEL_CH) : NB_PROF_COLL;
 }
 
@@ -463,15 +486,24 @@ static void trace_start(const struct profiler_ctx *c, const struct profiler_even
 				  (unsigned long long)parent, c->index, e->channel,
 				  (unsigned long long)profiler_gpu_to_host(c, e->gpu_start));
 		break;
-	case NB_PROF_P2P:
+	case NB_PROF_KERNEL_PHASE:
+		trace_writer_line("{\"ev\":\"start\",\"t\":%llu,\"id\":\"0x%llx\",\"parent\":\"0x%llx\","
+				  "\"type\":\"KernelPhase\",\"ctx\":%u,\"ch\":%d,\"phase\":%d,"
+				  "\"gpu\":%llu}",
+				  (unsigned long long)now, (unsigned long long)e->token,
+				  (unsigned long long)parent, c->index, e->channel, e->phase,
+				  (unsigned long long)profiler_gpu_to_host(c, e->gpu_start));
+		break;
 	case NB_PROF_COLL_API:
 	case NB_PROF_P2P_API:
+	case NB_PROF_P2P:
 		trace_writer_line("{\"ev\":\"start\",\"t\":%llu,\"id\":\"0x%llx\",\"parent\":\"0x%llx\","
 				  "\"type\":\"%s\",\"ctx\":%u,\"func\":\"%.32s\",\"count\":%llu,"
-				  "\"peer\":%d}",
+				  "\"peer\":%d,\"tag\":%llu}",
 				  (unsigned long long)now, (unsigned long long)e->token,
 				  (unsigned long long)parent, profiler_event_name(e->type), c->index,
-				  d->func ? d->func : "?", (unsigned long long)d->count, d->peer);
+				  d->func ? d->func : "?", (unsigned long long)d->count, d->peer,
+				  (unsigned long long)d->user_tag);
 		break;
 	default:
 		trace_writer_line("{\"ev\":\"start\",\"t\":%llu,\"id\":\"0x%llx\",\"parent\":\"0x%llx\","
@@ -675,8 +707,15 @@ static int start_own(void *context, void **handle, const struct profiler_desc *d
 			atomic_store_explicit(&e->gpu_start_min, UINT64_MAX, memory_order_relaxed);
 			atomic_store_explicit(&e->gpu_stop_max, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->done_ns, 0, memory_order_relaxed);
+			for (int i = 0; i < 3; i++)
+				atomic_store_explicit(&e->phase_max[i], 0, memory_order_relaxed);
 			break;
 		}
+		case NB_PROF_KERNEL_PHASE:
+			/* parent: the channel's KernelCh event, whose parent is the collective */
+			e->gpu_start = d->gpu_ts;
+			e->phase = d->phase;
+			break;
 		case NB_PROF_KERNEL_CH:
 			e->gpu_start = d->gpu_ts;
 			if (parent && parent->type == NB_PROF_COLL) {
@@ -773,6 +812,26 @@ int profiler_stop(void *handle)
 	return NB_NCCL_SUCCESS;
 }
 
+/* A kernel phase of one channel ended: the collective keeps the slowest channel's duration
+ * of each phase (profiler ctx phase_ns). KernelPhase > KernelCh > Coll, all ours and live:
+ * NCCL fires a channel's phases before that channel's KernelCh stop. */
+static void phase_note(const struct profiler_event *e, uint64_t dur)
+{
+	if (e->phase < 0 || e->phase > 2)
+		return;
+	struct profiler_event *kch = profiler_event_decode(e->parent_tok);
+	if (!kch || kch->type != NB_PROF_KERNEL_CH)
+		return;
+	struct profiler_event *coll = profiler_event_decode(kch->parent_tok);
+	if (!coll || coll->type != NB_PROF_COLL)
+		return;
+	_Atomic uint64_t *m = &coll->phase_max[e->phase];
+	uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
+	while (dur > cur && !atomic_compare_exchange_weak_explicit(m, &cur, dur, memory_order_relaxed,
+								    memory_order_relaxed))
+		;
+}
+
 int profiler_record(void *handle, int state, const struct profiler_state_args *args)
 {
 	if (!handle) {
@@ -807,6 +866,12 @@ int profiler_record(void *handle, int state, const struct profiler_state_args *a
 								      memory_order_relaxed))
 				;
 		}
+	}
+	if (state == NB_PROF_ST_KERNEL_PHASE_STOP && e->type == NB_PROF_KERNEL_PHASE && c && args &&
+	    args->has_args && args->gpu_ts > e->gpu_start && e->gpu_start) {
+		gpu = args->gpu_ts;
+		e->gpu_stop = gpu;
+		phase_note(e, gpu - e->gpu_start);
 	}
 	if ((c && c->trace) || (!c && trace_writer_enabled()))
 		trace_writer_line("{\"ev\":\"state\",\"t\":%llu,\"id\":\"0x%llx\",\"state\":%d,"

@@ -94,10 +94,12 @@ uint32_t profiler_task_mask(const struct profiler_ctx *c)
 	return c->mask;
 }
 
-static void set_kch_bit(int *p, bool on)
+/* bits: KernelCh, and KernelPhase for a sampling context that asked for phases (NCCL turns
+ * KernelCh on for a KernelPhase bit: left set, it would instrument every collective) */
+static void set_kch_bit(int *p, bool on, uint32_t bits)
 {
 	int cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-	int want = on ? (cur | (int)NB_PROF_KERNEL_CH) : (cur & ~(int)NB_PROF_KERNEL_CH);
+	int want = on ? (cur | (int)bits) : (cur & ~(int)bits);
 	if (want != cur)
 		__atomic_store_n(p, want, __ATOMIC_RELAXED);
 }
@@ -109,6 +111,7 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	struct profiler_sampler *s = &c->sampler;
 	s->nccl_mask = nccl_mask;
 	s->on = enable && nccl_mask;
+	s->bits = NB_PROF_KERNEL_CH | (s->on ? c->mask & NB_PROF_KERNEL_PHASE : 0);
 	s->requesting = false;
 	s->prev_band = 0xff;
 	s->prev_run = 0;
@@ -160,7 +163,7 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	if (s->on && s->fixed_n == 1 && nccl_mask) {
 		s->requesting = true;
 		atomic_fetch_add(&kch_requests, 1);
-		set_kch_bit(nccl_mask, true);
+		set_kch_bit(nccl_mask, true, s->bits);
 	}
 	/* A context that wants KernelCh on every collective (full mode, v3/v4, N = 1) holds a
 	 * request for its whole life, so that a sampling context of the same process never
@@ -168,7 +171,7 @@ void profiler_sample_init(struct profiler_ctx *c, int *nccl_mask, bool enable)
 	if (!s->on && nccl_mask && ((c->mask | (uint32_t)c->inner_mask) & NB_PROF_KERNEL_CH)) {
 		s->requesting = true;
 		atomic_fetch_add(&kch_requests, 1);
-		set_kch_bit(nccl_mask, true);
+		set_kch_bit(nccl_mask, true, s->bits);
 	}
 }
 
@@ -178,7 +181,7 @@ void profiler_sample_release(struct profiler_ctx *c)
 	if (s->requesting) {
 		s->requesting = false;
 		if (atomic_fetch_sub(&kch_requests, 1) == 1 && s->nccl_mask)
-			set_kch_bit(s->nccl_mask, false);
+			set_kch_bit(s->nccl_mask, false, s->bits);
 	}
 	s->on = false;
 }
@@ -309,5 +312,6 @@ void profiler_sample_coll(struct profiler_ctx *c, uint32_t band, bool instrument
 		else
 			atomic_fetch_sub(&kch_requests, 1);
 	}
-	set_kch_bit(s->nccl_mask, atomic_load_explicit(&kch_requests, memory_order_relaxed) > 0);
+	set_kch_bit(s->nccl_mask, atomic_load_explicit(&kch_requests, memory_order_relaxed) > 0,
+		    s->bits);
 }

@@ -72,6 +72,11 @@ static void coll_complete(struct profiler_event *e)
 		pc.gpu_start_ns = profiler_gpu_to_host(c, g0);
 		pc.gpu_end_ns = profiler_gpu_to_host(c, g1);
 	}
+	for (int i = 0; i < 3; i++) {
+		pc.phase_ns[i] = atomic_load_explicit(&e->phase_max[i], memory_order_relaxed);
+		if (pc.phase_ns[i])
+			pc.flags |= NCCLBPF_PROF_F_PHASES;
+	}
 
 	if (e->coll_type >= 0 && e->coll_type < NCCLBPF_NUM_COLLS) {
 		const struct nb_hook_chain *chain = runtime_chain_enter(NB_HOOK_PROFILER);
@@ -117,7 +122,8 @@ static void coll_complete(struct profiler_event *e)
 				  "\"comm\":\"0x%llx\",\"seq\":%llu,\"coll\":%d,\"bytes\":%llu,"
 				  "\"algo\":%d,\"proto\":%d,\"nch\":%u,\"rank\":%u,\"start\":%llu,"
 				  "\"host_ns\":%llu,\"gpu_ns\":%llu,\"gpu_start\":%llu,\"tag\":%llu,"
-				  "\"src\":\"%s\",\"policy\":\"%s\",\"cseq\":%llu,\"bseq\":%llu,\"api\":%llu}",
+				  "\"src\":\"%s\",\"policy\":\"%s\",\"cseq\":%llu,\"bseq\":%llu,\"api\":%llu,"
+				  "\"ph0\":%llu,\"ph1\":%llu,\"ph2\":%llu}",
 				  (unsigned long long)end, (unsigned long long)e->token, c->index,
 				  (unsigned long long)pc.comm_id, (unsigned long long)pc.seq,
 				  e->coll_type, (unsigned long long)pc.n_bytes, pc.algo, pc.proto,
@@ -128,7 +134,9 @@ static void coll_complete(struct profiler_event *e)
 				  (unsigned long long)pc.user_tag, nb_dsrc_name(src),
 				  trace_policy_name(policy, pname, sizeof(pname)),
 				  (unsigned long long)pc.comm_seq, (unsigned long long)pc.band_seq,
-				  (unsigned long long)pc.api_ns);
+				  (unsigned long long)pc.api_ns,
+				  (unsigned long long)pc.phase_ns[0], (unsigned long long)pc.phase_ns[1],
+				  (unsigned long long)pc.phase_ns[2]);
 	if (c->trace)
 		trace_writer_flush_periodic(end);
 	profiler_observer_fn fn = atomic_load_explicit(&observer_fn, memory_order_acquire);

@@ -63,10 +63,17 @@ enum tuner_issue {
 	TUNER_ISSUE_BAD_CHUNK,          /* chunk size below the protocol grain (kept NCCL's) */
 	TUNER_ISSUE_CHANNELS_COLLNET,   /* n_channels not applied: NCCL will run CollNet */
 	TUNER_ISSUE_BAD_CONSTANT,       /* tuner/init wrote a constant out of bounds (ignored) */
+	TUNER_ISSUE_NO_COMPCAP_ROW,     /* tuner/init wrote row 4 (Rubin) under ABI v5/v6 (ignored) */
+	TUNER_ISSUE_CHANNELS_UNCLAMPED, /* n_channels not applied: NCCL 2.29/2.30 may use it
+					 * unclamped (AllGather: batched broadcasts) */
 	TUNER_ISSUE_COUNT
 };
 
 const char *tuner_issue_name(enum tuner_issue issue);
+/* The issues of a request NCCL's table did not offer (tuner_restriction_of says why). */
+#define TUNER_ISSUES_UNAVAILABLE                                                          \
+	((1u << TUNER_ISSUE_UNAVAILABLE) | (1u << TUNER_ISSUE_NO_PROTO_FOR_ALGO) |        \
+	 (1u << TUNER_ISSUE_NO_ALGO_FOR_PROTO))
 
 /* What the translation did. */
 struct tuner_applied {
@@ -132,6 +139,16 @@ struct tuner_comm {
 	uint32_t n_nodes;
 	uint32_t ranks_per_node; /* n_ranks / n_nodes if even, else 0 (ctx->ranks_per_node) */
 	uint32_t abi_version;
+	uint32_t nccl_version; /* nccl_version_get() at init (ctx->nccl_version), 0 unknown */
+	/* bit per collective type whose n_channels NCCL may use without clamping it to its
+	 * channel count (tuner_channels_unclamped_mask): a policy's value is not applied */
+	uint32_t channels_unclamped;
+	/* NCCL_ALGO / NCCL_PROTO as NCCL parses them (tuner_restrict.c): allowed algorithms and
+	 * protocols per collective type; env_forced when either variable restricts anything */
+	uint32_t env_algos[NCCLBPF_NUM_COLLS], env_protos[NCCLBPF_NUM_COLLS];
+	bool env_forced;
+	/* requests kept out of NCCL's table, by enum tuner_restriction (relaxed) */
+	_Atomic uint64_t restricted[3];
 	/* decisions take the straight path (tuner_core.c comm_go_straight: no inner plugin, no
 	 * metrics, no reload agreement, a passive agreement layer, membarrier fences; `reader`
 	 * registered): the one test that selects it */
@@ -193,6 +210,38 @@ void tuner_comm_set_nvl(void *ctx, const struct nb_nccl_nvl_domain_info_v5 *nvl)
 void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
 			   struct nb_nccl_nvl_domain_info_v5 *nvl,
 			   struct nb_nccl_tuner_constants_v5 *constants);
+/* v7 (NCCL 2.32): the inner plugin binds at most v6, so it gets the 4-row view of NCCL's
+ * 5-row constants (rows 0-3 of each bandwidth table), as NCCL gives a v6 plugin, and its
+ * edits are copied back; row 4 stays NCCL's. */
+void tuner_comm_chain_init_v7(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
+			      struct nb_nccl_nvl_domain_info_v5 *nvl,
+			      struct nb_nccl_tuner_constants_v7 *constants);
+/* Collective types (bit per NCCLBPF_COLL_*) for which NCCL may index its channels with the
+ * tuner's nChannels unclamped: AllGather on NCCL 2.29/2.30, whose broadcast batching
+ * (every ncclBroadcast, AllGatherV) calls the tuner as an AllGather and uses the value as
+ * its part count (src/scheduler/allgatherv_sched.cc); also when the version is unknown and
+ * the ABI is v5/v6 (2.28-2.31 bind those). Not with NCCL_ALLGATHERV_ENABLE=0. 2.31+ caps the
+ * value at its own channel count. Rank-invariant: the same NCCL and environment on every
+ * rank. */
+uint32_t tuner_channels_unclamped_mask(unsigned abi_version, uint32_t nccl_version,
+				       const char *allgatherv_enable);
+/* ---- who kept a policy's request out (tuner_restrict.c) ---- */
+enum tuner_restriction {
+	TUNER_RESTRICT_NONE = 0,
+	TUNER_RESTRICT_ENV,   /* NCCL_ALGO / NCCL_PROTO exclude it: the environment wins */
+	TUNER_RESTRICT_TABLE, /* NCCL left it -1: topology, or a per-call algSelection (2.31+) */
+};
+/* Parses NCCL_ALGO (algo) or NCCL_PROTO into the allowed set per collective type: 1 when it
+ * restricts, 0 unset, -1 not understood (NCCL rejects it too; nothing assumed). */
+int tuner_env_allowed(const char *value, bool algo, uint32_t out[NCCLBPF_NUM_COLLS]);
+/* At init: the environment's restrictions of this communicator. */
+void tuner_restrict_open(struct tuner_comm *tc);
+/* Why a request for (algo, proto) of coll_type was unavailable (either may be -1). The one
+ * place that decides it: decision provenance reports what this returns. */
+enum tuner_restriction tuner_restriction_of(const struct tuner_comm *tc, int coll_type,
+					    int algo, int proto);
+const char *tuner_restriction_name(enum tuner_restriction r);
+
 /* NCCLBPF_TUNER_SYM: 1 = pin (default), 0 = compete, -1 invalid. */
 int tuner_sym_mode_parse(const char *s);
 int tuner_comm_close(void *ctx);
@@ -204,14 +253,24 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 			 int n_channels, size_t *chunk_size);
 
 /* ---- tuner/init (tuner_init_hook.c) ---- */
-#define TUNER_CONSTANTS_V5_DOUBLES 144
-/* Runs the SEC("tuner/init") chain on NCCL's constants (ncclTunerConstants_v5, doubles). */
+#define TUNER_CONSTANTS_V5_DOUBLES NB_NCCL_TUNER_CONSTANTS_V5_DOUBLES
+#define TUNER_CONSTANTS_V7_DOUBLES NB_NCCL_TUNER_CONSTANTS_V7_DOUBLES
+/* Runs the SEC("tuner/init") chain on NCCL's constants, an array of doubles whose bandwidth
+ * tables have n_compcaps rows (4: ncclTunerConstants_v5/v6, 5: v7). Reads and writes only
+ * the 144 or 159 doubles of that layout. */
+void tuner_run_init_hook_layout(struct tuner_comm *tc, void *constants, unsigned n_compcaps);
+/* The v5/v6 layout (4 rows). */
 void tuner_run_init_hook(struct tuner_comm *tc, void *constants);
-/* Conversions (exposed for tests): doubles -> integers, and back for changed entries within
- * bounds; returns how many changed, *rejected = how many were out of bounds. */
-int tuner_constants_to_ctx(const double *constants, struct ncclbpf_tuner_init_ctx *c);
-unsigned tuner_constants_from_ctx(double *constants, const struct ncclbpf_tuner_init_ctx *orig,
-				  const struct ncclbpf_tuner_init_ctx *c, unsigned *rejected);
+/* Conversions (exposed for tests): doubles of the n_compcaps layout -> integers (row 4 into
+ * compcap4_bw_mbps, n_compcaps set), and back for changed entries within bounds; returns
+ * how many changed, *rejected = how many were out of bounds; *no_row = how many writes to
+ * row 4 a 4-row layout has no place for (ignored). */
+int tuner_constants_to_ctx(const double *constants, unsigned n_compcaps,
+			   struct ncclbpf_tuner_init_ctx *c);
+unsigned tuner_constants_from_ctx(double *constants, unsigned n_compcaps,
+				  const struct ncclbpf_tuner_init_ctx *orig,
+				  const struct ncclbpf_tuner_init_ctx *c, unsigned *rejected,
+				  unsigned *no_row);
 /* Counts an issue and logs its first occurrence (tuner_core.c). */
 void tuner_note_issue(enum tuner_issue issue, const char *label, const char *detail);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@
 #include "plugin/metrics/metrics.h"
 #include "plugin/otlp/otlp.h"
 #include "plugin/provenance.h"
+#include "plugin/nccl_version.h"
 #include "plugin/tuner/tuner.h"
 #include "runtime/runtime.h"
 
@@ -51,6 +53,24 @@ static void note_issues(unsigned issues, const char *label, const char *detail)
 			    tuner_issue_name((enum tuner_issue)i), label ? label : "policy",
 			    detail && detail[0] ? ": " : "", detail ? detail : "", action);
 	}
+}
+
+/* A policy asked for something NCCL's table does not offer: who restricted it (counted per
+ * communicator, logged once per kind per process). Off the common path: only a request
+ * that was not applied gets here. */
+static _Atomic unsigned restrictions_logged;
+static void note_restriction(struct tuner_comm *tc, int coll_type, int algo, int proto)
+{
+	enum tuner_restriction r = tuner_restriction_of(tc, coll_type, algo, proto);
+	atomic_fetch_add_explicit(&tc->restricted[r], 1, memory_order_relaxed);
+	if (atomic_fetch_or_explicit(&restrictions_logged, 1u << r, memory_order_relaxed) &
+	    (1u << r))
+		return;
+	runtime_log(NB_LOG_INFO, TUNER_LOG,
+		    "tuner: comm 0x%" PRIx64 ": a policy's algorithm %d / protocol %d for "
+		    "collective %d was not applied: %s; NCCL's choice stands (a policy never "
+		    "overrides it). Logged once, counted per communicator",
+		    tc->comm_id, algo, proto, coll_type, tuner_restriction_name(r));
 }
 
 void tuner_note_issue(enum tuner_issue issue, const char *label, const char *detail)
@@ -96,6 +116,10 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tc->ranks_per_node = tc->n_nodes && tc->n_ranks % tc->n_nodes == 0
 				     ? tc->n_ranks / tc->n_nodes : 0;
 	tc->abi_version = abi_version;
+	tc->nccl_version = nccl_version_get();
+	tc->channels_unclamped = tuner_channels_unclamped_mask(abi_version, tc->nccl_version,
+							       getenv("NCCL_ALLGATHERV_ENABLE"));
+	tuner_restrict_open(tc);
 	tc->stats.kind = "tuner";
 	tc->stats.comm_id = comm_id;
 	tc->stats.n_ranks = tc->n_ranks;
@@ -121,10 +145,14 @@ void tuner_comm_open(unsigned abi_version, uint64_t comm_id, size_t n_ranks, siz
 	tuner_reload_comm_open(tc);
 	comm_go_straight(tc); /* tried again after each general-path decision */
 	runtime_comm_register(&tc->stats); /* status; the first one starts the control socket */
+	char rel[32] = "NCCL version unknown";
+	if (tc->nccl_version)
+		snprintf(rel, sizeof(rel), "NCCL %u.%u.%u", tc->nccl_version / 10000,
+			 tc->nccl_version / 100 % 100, tc->nccl_version % 100);
 	runtime_log(NB_LOG_INFO, NB_LOG_INIT | TUNER_LOG,
-		    "tuner: ncclTunerPlugin_v%u comm 0x%" PRIx64 " nRanks %zu nNodes %zu: %zu "
-		    "tuner program(s)%s",
-		    abi_version, comm_id, n_ranks, n_nodes, attached,
+		    "tuner: ncclTunerPlugin_v%u (%s) comm 0x%" PRIx64 " nRanks %zu nNodes %zu: "
+		    "%zu tuner program(s)%s",
+		    abi_version, rel, comm_id, n_ranks, n_nodes, attached,
 		    attached ? "" : ", pass-through");
 	*out = tc;
 }
@@ -172,6 +200,34 @@ void tuner_comm_chain_init(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_lo
 			map_epoch_seq_unregister(&tc->reader);
 		tc->straight = false;
 	}
+}
+
+void tuner_comm_chain_init_v7(void *ctx, size_t n_ranks, size_t n_nodes, nb_nccl_logger_t log,
+			      struct nb_nccl_nvl_domain_info_v5 *nvl,
+			      struct nb_nccl_tuner_constants_v7 *constants)
+{
+	if (!ctx || !chain_tuner_get())
+		return;
+	if (!constants) {
+		tuner_comm_chain_init(ctx, n_ranks, n_nodes, log, nvl, NULL);
+		return;
+	}
+	/* NCCL's own v7 -> v5 conversion for a v6 plugin: the latencies, then rows 0-3 of each
+	 * bandwidth table; back the same way (row 4 untouched) */
+	enum { LAT = 84, ROW = NB_NCCL_NUM_TUNING_SCALES };
+	double *k7 = (double *)(void *)constants, k5[TUNER_CONSTANTS_V5_DOUBLES];
+	memcpy(k5, k7, LAT * sizeof(double));
+	for (int t = 0; t < NCCLBPF_NUM_BW_TABLES; t++)
+		memcpy(&k5[LAT + t * NB_NCCL_NUM_COMPCAPS_V5 * ROW],
+		       &k7[LAT + t * NB_NCCL_NUM_COMPCAPS_V7 * ROW],
+		       NB_NCCL_NUM_COMPCAPS_V5 * ROW * sizeof(double));
+	tuner_comm_chain_init(ctx, n_ranks, n_nodes, log, nvl,
+			      (struct nb_nccl_tuner_constants_v5 *)(void *)k5);
+	memcpy(k7, k5, LAT * sizeof(double));
+	for (int t = 0; t < NCCLBPF_NUM_BW_TABLES; t++)
+		memcpy(&k7[LAT + t * NB_NCCL_NUM_COMPCAPS_V7 * ROW],
+		       &k5[LAT + t * NB_NCCL_NUM_COMPCAPS_V5 * ROW],
+		       NB_NCCL_NUM_COMPCAPS_V5 * ROW * sizeof(double));
 }
 
 int tuner_comm_close(void *ctx)
@@ -254,6 +310,8 @@ static inline void ctx_fill_inputs(struct ncclbpf_tuner_ctx *c, const struct tun
 	c->max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
 	c->ranks_per_node = tc->ranks_per_node;
 	c->band_seq = tc->band_now;
+	c->nccl_version = tc->nccl_version;
+	c->_pad0 = 0;
 }
 
 /* Closes the straight path's section, which the call count opened (tuner_next_seq). The
@@ -335,8 +393,15 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 		return false;
 	}
 	struct tuner_applied applied;
-	tuner_translate(table, num_algo, num_proto, c->algo, c->proto, c->n_channels, n_channels,
+	int want_channels = c->n_channels;
+	unsigned extra = 0;
+	if (want_channels > 0 && ((tc->channels_unclamped >> coll_type) & 1)) {
+		want_channels = NCCLBPF_CHANNELS_KEEP; /* NCCL's own count, on every rank */
+		extra = 1u << TUNER_ISSUE_CHANNELS_UNCLAMPED;
+	}
+	tuner_translate(table, num_algo, num_proto, c->algo, c->proto, want_channels, n_channels,
 			&applied);
+	applied.issues |= extra;
 	bool changed = applied.algo >= 0 || applied.n_channels > 0;
 	if (changed)
 		runtime_stat_inc(&tc->stats.changed);
@@ -346,6 +411,8 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 		tuner_pin_filled(table, num_algo, num_proto, fill);
 	if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
 		runtime_stat_inc(&tc->stats.clamps);
+	if (applied.issues & TUNER_ISSUES_UNAVAILABLE)
+		note_restriction(tc, coll_type, c->algo, c->proto);
 	if (applied.issues)
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);

@@ -21,7 +21,23 @@ static const char *const issue_names[TUNER_ISSUE_COUNT] = {
 	[TUNER_ISSUE_BAD_CHUNK] = "chunk size below the protocol grain",
 	[TUNER_ISSUE_CHANNELS_COLLNET] = "channel count not applied to CollNet (NCCL uses it unclamped)",
 	[TUNER_ISSUE_BAD_CONSTANT] = "tuning constant out of bounds (tuner/init)",
+	[TUNER_ISSUE_NO_COMPCAP_ROW] = "compute-capability row 4 written, but NCCL's constants "
+				       "have 4 rows (tuner ABI v5/v6; tuner/init)",
+	[TUNER_ISSUE_CHANNELS_UNCLAMPED] = "channel count not applied to AllGather: NCCL 2.29/2.30 "
+					   "batch broadcasts as an AllGather and use the tuner's "
+					   "count there without clamping it to the communicator's "
+					   "channels",
 };
+
+uint32_t tuner_channels_unclamped_mask(unsigned abi_version, uint32_t nccl_version,
+				       const char *allgatherv_enable)
+{
+	if (allgatherv_enable && allgatherv_enable[0] == '0' && !allgatherv_enable[1])
+		return 0; /* no broadcast batching */
+	bool batching = nccl_version ? nccl_version >= 22900 && nccl_version < 23100
+				     : abi_version == 5 || abi_version == 6;
+	return batching ? 1u << NCCLBPF_COLL_ALLGATHER : 0;
+}
 
 const char *tuner_issue_name(enum tuner_issue issue)
 {

@@ -39,3 +39,13 @@ SEC("tuner/init") int init_probe(struct ncclbpf_tuner_init_ctx *ctx)
 	ctx->hw_latency_ns[0][1][2] = NCCLBPF_MAX_LATENCY_NS + 1;
 	return 0;
 }
+
+/* tuner/init, issue 25: row 3 (Blackwell) of the tree table and row 4 (Rubin, tuner ABI v7
+ * only) of the tree and LL tables; n_compcaps tells which layout NCCL passed */
+SEC("tuner/init") int init_rows(struct ncclbpf_tuner_init_ctx *ctx)
+{
+	ctx->per_ch_max_tree_bw_mbps[NCCLBPF_COMPCAP_BLACKWELL][2] = 33333;
+	ctx->compcap4_bw_mbps[NCCLBPF_BW_TREE][2] = ctx->n_compcaps * 11111; /* 55555 on v7 */
+	ctx->compcap4_bw_mbps[NCCLBPF_BW_LL_MAX][0] = 500;
+	return 0;
+}
