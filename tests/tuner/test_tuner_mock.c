@@ -423,6 +423,68 @@ static void sc_fault_alone(void)
 	CHECK(mock_log_count_level(2, "policy fault") == 1);
 }
 
+/* A policy never overrides what the application forced for a call (2.31+ per-call
+ * algSelection) nor what NCCL_ALGO forced (every release): algo_only_tree asks for Tree on
+ * every collective; AllReduce on 2 nodes offers Tree. */
+static void sc_forced_per_call(void)
+{
+	for (int rel = 231; rel <= 232; rel++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, rel) == 0);
+		CHECK(mock_comm_init(&m, &c, 0xf0cc + (uint64_t)rel, 16, 2) == 0);
+		float t[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+		mock_cost_table(t, MOCK_TOPO_MULTI_NODE, 4, MiB, 16, 2);
+		struct mock_call call = {.coll = 4, .n_bytes = MiB, .force_alg_selection = 1,
+					 .sym_us = -1.0f};
+		struct mock_231_result r;
+		CHECK(mock_collective_cfg(&c, t, &call, &r) == 0);
+		CHECK(r.algo == 0 && r.calls == 1); /* no selection: the policy's Tree */
+		call.alg_selection = 1u << 1;        /* the call allows Ring only */
+		CHECK(mock_collective_cfg(&c, t, &call, &r) == 0);
+		CHECK(r.algo == 1 && r.calls == 1);
+		call.alg_selection = 1u << 6;        /* PAT: not offered, falls back (force 0) */
+		call.force_alg_selection = 0;
+		CHECK(mock_collective_cfg(&c, t, &call, &r) == 0);
+		CHECK(r.calls == 2 && r.algo == 0);  /* the full menu again: the policy's Tree */
+		call.force_alg_selection = 1;        /* forced: NCCL fails the call */
+		CHECK(mock_collective_cfg(&c, t, &call, &r) == -2 && r.calls == 2);
+		call.alg_selection = 1u << 1;
+		call.env_forced = 1; /* NCCL_ALGO forces the function: the selection is ignored */
+		CHECK(mock_collective_cfg(&c, t, &call, &r) == 0 && r.algo == 0);
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	/* said once, as "unavailable in NCCL's table" (the tuner cannot tell a per-call
+	 * selection from the topology) */
+	CHECK(mock_log_count("unavailable in NCCL's table") == 1);
+	CHECK(mock_log_count("NCCL_ALGO/NCCL_PROTO;") == 0);
+}
+
+/* NCCL_ALGO=Ring (the scenario's environment; NCCL leaves every other algorithm -1): the
+ * policy's Tree is never run, on any release, and the log names the environment. */
+static void sc_forced_env(void)
+{
+	for (size_t r = 0; r < N_RELEASES; r++) {
+		struct mock_nccl m;
+		struct mock_comm c;
+		CHECK(load(&m, all_releases[r]) == 0);
+		CHECK(mock_comm_init(&m, &c, 0xe0cc + r, 8, 1) == 0);
+		for (int coll = 0; coll < 5; coll++) {
+			float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
+			int nch, a, p;
+			mock_cost_table(before, MOCK_TOPO_RING_ONLY, coll, MiB, 8, 1);
+			CHECK(call_checked(&c, coll, MiB, before, after, &nch) == 0);
+			if (all_releases[r] >= 231)
+				CHECK(mock_select_231(before, after, &a, &p, NULL) == 0);
+			else
+				CHECK(mock_select(all_releases[r], after, &a, &p) == 0);
+			CHECK(a == 1);
+		}
+		CHECK(mock_comm_finalize(&c) == 0);
+	}
+	CHECK(mock_log_count("was not applied: NCCL_ALGO/NCCL_PROTO") == 1);
+}
+
 static void sc_chunk(void)
 {
 	struct mock_nccl m;
@@ -982,6 +1044,12 @@ int main(int argc, char **argv)
 		     sc_random_requests);
 	run_scenario("v6 getChunkSize (tuner/chunk)", PROG("chunk"), NULL, sc_chunk);
 	run_scenario("8 threads x 6 comms, size_aware", POL("size_aware"), NULL, sc_concurrency);
+	static const char *const ring_env[] = { "NCCL_ALGO", "Ring", "NCCL_DEBUG", "INFO", NULL };
+	static const char *const info_env[] = { "NCCL_DEBUG", "INFO", NULL };
+	run_scenario("per-call algSelection never overridden", PROG("decisions") ":algo_only_tree",
+		     info_env, sc_forced_per_call);
+	run_scenario("NCCL_ALGO never overridden", PROG("decisions") ":algo_only_tree", ring_env,
+		     sc_forced_env);
 	static const char *const compete[] = { "NCCLBPF_TUNER_SYM", "compete", NULL };
 	run_scenario("2.31: sym fallback, pinned: seq equal", PROG("probes") ":seq_probe", NULL,
 		     sc_231_seq_pinned);
