@@ -76,6 +76,15 @@ bool agree_decision_log_enabled(void);
 void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t n_bytes,
 			int algo, int proto, int n_channels, unsigned src, uint32_t policy);
 
+/* The application's per-call tag (ncclCollConfig_t.userProfilerTag, NCCL 2.31+) for the
+ * decision log. NCCL reports it only to the profiler (v7), at the collective's API call, on
+ * the thread that then ends the group and calls the tuner: the profiler notes each group's
+ * start and each CollApi event here, and a decision on that thread takes the tag when the
+ * group held exactly one collective of its communicator (grouped calls share tuner calls
+ * before 2.31, so a tag would be a guess there: none is logged). Thread-local, no lock. */
+void agree_log_call_group(void);
+void agree_log_call_tag(uint64_t comm_id, uint64_t tag);
+
 /* ---- host API ---- */
 /* Writes a rank-local contribution of this process to an agreed map of a communicator. */
 int agree_contribute(uint64_t comm_id, const char *map_name, uint32_t key, const void *value,

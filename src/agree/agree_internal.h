@@ -149,6 +149,7 @@ struct agree_decision {
 	uint64_t seq, n_bytes;
 	int32_t coll, algo, proto, channels;
 	uint32_t src, policy; /* provenance: enum nb_dsrc, policy id (runtime/decision_src.h) */
+	uint64_t tag; /* the call's userProfilerTag when known (agree_log_call_tag), else 0 */
 };
 
 /* ---- process-wide (agree_core.c) ---- */

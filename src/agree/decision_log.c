@@ -55,6 +55,34 @@ bool agree_decision_log_enabled(void)
 	return log_on;
 }
 
+/* this thread's group: its communicator's CollApi events (agree_log_call_tag) */
+static __thread struct {
+	uint64_t comm_id, tag;
+	uint32_t calls; /* CollApi events of comm_id in the group; UINT32_MAX: several comms */
+} call_group;
+
+void agree_log_call_group(void)
+{
+	call_group.calls = 0;
+	call_group.tag = 0;
+}
+
+void agree_log_call_tag(uint64_t comm_id, uint64_t tag)
+{
+	if (call_group.calls == 0)
+		call_group.comm_id = comm_id;
+	else if (call_group.comm_id != comm_id)
+		call_group.calls = UINT32_MAX - 1; /* more than one communicator: no tag */
+	call_group.tag = tag;
+	if (call_group.calls < UINT32_MAX - 1)
+		call_group.calls++;
+}
+
+static uint64_t call_tag_for(uint64_t comm_id)
+{
+	return call_group.calls == 1 && call_group.comm_id == comm_id ? call_group.tag : 0;
+}
+
 void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t n_bytes,
 			int algo, int proto, int n_channels, unsigned src, uint32_t policy)
 {
@@ -75,6 +103,7 @@ void agree_log_decision(struct agree_comm *ac, uint64_t seq, int coll, uint64_t 
 	d->channels = n_channels;
 	d->src = src;
 	d->policy = policy;
+	d->tag = call_tag_for(ac->comm_id);
 	atomic_store_explicit(&ac->log_head, head + 1, memory_order_release);
 	/* the service thread drains on every pass (<= 100 ms apart); wake it early once, when
 	 * the ring crosses half full, not on every append after that (one syscall each) */
@@ -150,6 +179,10 @@ static void drain_comm(struct agree_comm *ac)
 			o = n > 0 && (size_t)n < sizeof(line) - o ? o + (size_t)n : sizeof(line);
 			if (o < sizeof(line))
 				o += json_str(line + o, sizeof(line) - o, pol);
+		}
+		if (d->tag && o < sizeof(line)) {
+			n = snprintf(line + o, sizeof(line) - o, ",\"tag\":%" PRIu64, d->tag);
+			o = n > 0 && (size_t)n < sizeof(line) - o ? o + (size_t)n : sizeof(line);
 		}
 		if (o + 2 < sizeof(line)) {
 			memcpy(line + o, "}\n", 3);

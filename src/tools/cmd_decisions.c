@@ -27,6 +27,7 @@ struct drec {
 	uint64_t comm, seq, bytes;
 	int32_t rank, coll, algo, proto, channels;
 	int32_t src; /* who decided (runtime/decision_src.h), -1 when the line has none */
+	uint64_t tag; /* 0 = none logged */
 	uint32_t file;
 };
 
@@ -106,7 +107,7 @@ static bool jint(struct jp *j, int64_t *out)
 }
 
 enum { K_COMM = 1, K_RANK = 2, K_SEQ = 4, K_COLL = 8, K_BYTES = 16, K_ALGO = 32, K_PROTO = 64,
-       K_CHANNELS = 128, K_ALL = 255, K_SRC = 256, K_POLICY = 512 };
+       K_CHANNELS = 128, K_ALL = 255, K_SRC = 256, K_POLICY = 512, K_TAG = 1024 /* optional */ };
 
 /* {"lost":N,"reason":"..."} after its first key: the count, then one string. */
 static int parse_lost(struct jp *j, uint64_t *lost)
@@ -237,6 +238,23 @@ static int parse_line(struct jp *j, struct drec *r, uint64_t *dropped, uint64_t 
 				}
 				r->channels = (int32_t)v;
 			}
+		} else if (KEY("tag")) {
+			/* the application's per-call tag (NCCL 2.31+), when the plugin knew it: a
+			 * full 64-bit unsigned value */
+			bit = K_TAG;
+			char *end;
+			errno = 0;
+			if (*j->p < '0' || *j->p > '9') {
+				j->err = "tag must be an unsigned integer";
+				return -1;
+			}
+			unsigned long long t = strtoull(j->p, &end, 10);
+			if (errno) {
+				j->err = "tag out of range";
+				return -1;
+			}
+			j->p = end;
+			r->tag = t;
 		} else if (KEY("coll")) {
 			bit = K_COLL;
 			if (!jstring(j, &s, &sl))
@@ -453,11 +471,14 @@ static bool same_decision(const struct drec *a, const struct drec *b)
 
 static void print_decision(const struct dset *d, const struct drec *r)
 {
-	printf("  rank %d (%s): %s %" PRIu64 " bytes algo %s proto %s channels %d%s%s\n", r->rank,
+	printf("  rank %d (%s): %s %" PRIu64 " bytes algo %s proto %s channels %d%s%s", r->rank,
 	       d->files[r->file], coll_names[r->coll], r->bytes,
 	       r->algo >= 0 ? algo_names[r->algo] : "null",
 	       r->proto >= 0 ? proto_names[r->proto] : "null", r->channels,
 	       r->src >= 0 ? " decided by " : "", r->src >= 0 ? nb_dsrc_name((unsigned)r->src) : "");
+	if (r->tag)
+		printf(" tag %" PRIu64, r->tag);
+	printf("\n");
 }
 
 static const char *algo_name(int32_t a)
@@ -545,6 +566,8 @@ static void json_decision(struct cli_json *j, const struct dset *d, const struct
 	cli_json_str(j, "proto", proto_name(r->proto));
 	cli_json_int(j, "channels", r->channels);
 	cli_json_str(j, "src", r->src >= 0 ? nb_dsrc_name((unsigned)r->src) : NULL);
+	if (r->tag)
+		cli_json_uint(j, "tag", r->tag);
 	cli_json_end(j);
 }
 
@@ -736,3 +759,7 @@ NCCLBPF_CLI_COMMAND(decisions, .name = "decisions", .run = cmd_decisions,
 			    "     \"bytes\", \"algo\", \"proto\": names or null (NCCL's choice),\n"
 			    "     \"channels\", \"src\": who decided, or null for a log without it}]\n"
 			    "     (one per rank and file, in rank order)}}\n");
+			    "     \"channels\", \"tag\" when logged}] (one per rank and file, in rank\n"
+			    "     order)}}\n"
+			    "A line may carry \"tag\": the application's per-call userProfilerTag\n"
+			    "(NCCL 2.31+), shown with a divergence, never compared.\n");

@@ -5,7 +5,8 @@
  *   - thread lanes: "API" (GroupApi, CollApi, P2pApi, KernelLaunch, CE events), "enqueue"
  *     (Group, Coll, P2p: host enqueue), "collectives" (enqueue-to-completion of each
  *     collective, nccl:<Func>), "proxy" (ProxyOp, ProxyStep, NetPlugin, ProxyCtrl), and
- *     "GPU ch N" (KernelCh, on GPU timestamps converted to the host clock). A lane whose
+ *     "GPU ch N" (KernelCh and, NCCL 2.31+, its KernelPhase slices, on GPU timestamps
+ *     converted to the host clock; userTag and phase durations in the args). A lane whose
  *     events would partially overlap is split ("proxy #2", ...) so that complete events on
  *     one lane always nest;
  *   - parent links as flow arrows (cat "parent"), and the same collective on different
@@ -162,6 +163,9 @@ struct tr_ev {
 	int tid; /* assigned */
 	int src;    /* coll_done: decision source (runtime/decision_src.h), -1 none */
 	long pol;   /* coll_done: index into tr_model.pols, -1 none */
+	uint64_t tag;        /* the application's per-call tag (profiler v7), 0 none */
+	uint64_t phase[3];   /* collectives: kernel phases, GPU ns (0 none); KernelPhase: -1 */
+	int phase_id;        /* KernelPhase events: 0..2, else -1 */
 };
 
 struct tr_comm {
@@ -276,11 +280,18 @@ static long pol_index(struct tr_model *m, const char *name)
 	return (long)m->npol++;
 }
 
+/* NCCL 2.31's kernel phases (profiler v7 KernelPhase, phaseId) */
+static const char *phase_name(int id)
+{
+	static const char *const n[] = {"initial_sync", "compute", "final_sync"};
+	return id >= 0 && id < 3 ? n[id] : "phase";
+}
+
 static int lane_of(const char *type)
 {
 	if (!strcmp(type, "Coll") || !strcmp(type, "P2p") || !strcmp(type, "Group"))
 		return LANE_ENQ;
-	if (!strcmp(type, "KernelCh"))
+	if (!strcmp(type, "KernelCh") || !strcmp(type, "KernelPhase"))
 		return LANE_GPU;
 	if (!strncmp(type, "Proxy", 5) || !strcmp(type, "NetPlugin"))
 		return LANE_PROXY;
@@ -352,10 +363,15 @@ static void tr_load_file(struct tr_model *m, int fi, FILE *f)
 			e->nch = (int)tr_i64(&l, "nch", 0);
 			e->peer = (int)tr_i64(&l, "peer", -1);
 			e->step = (int)tr_i64(&l, "step", -1);
+			e->tag = tr_u64(&l, "tag");
+			e->phase_id = (int)tr_i64(&l, "phase", -1);
 			const char *fn = tr_get(&l, "func");
 			if (!strcmp(e->type, "Coll") || !strcmp(e->type, "CollApi") ||
 			    !strcmp(e->type, "P2p") || !strcmp(e->type, "P2pApi"))
 				snprintf(e->name, sizeof(e->name), "%s %s", e->type, fn ? fn : "");
+			else if (e->lane == LANE_GPU && e->phase_id >= 0)
+				snprintf(e->name, sizeof(e->name), "nccl:%s",
+					 phase_name(e->phase_id));
 			else if (e->lane == LANE_GPU)
 				snprintf(e->name, sizeof(e->name), "nccl:KernelCh %d", e->ch);
 			else
@@ -371,7 +387,8 @@ static void tr_load_file(struct tr_model *m, int fi, FILE *f)
 				e->t1 = tr_u64(&l, "t");
 				e->stopped = true;
 				idmap_put(&open, e->id, -1);
-			} else if (tr_i64(&l, "state", 0) == 22) { /* KernelChStop */
+			} else if (tr_i64(&l, "state", 0) == 22 || /* KernelChStop */
+				   tr_i64(&l, "state", 0) == 31) { /* KernelPhaseStop (v7) */
 				e->gpu1 = tr_u64(&l, "gpu");
 			}
 		} else if (!strcmp(ev, "coll_done")) {
@@ -404,6 +421,11 @@ static void tr_load_file(struct tr_model *m, int fi, FILE *f)
 			const char *src = tr_get(&l, "src");
 			e->src = src ? nb_dsrc_from_name(src, strlen(src)) : -1;
 			e->pol = pol_index(m, tr_get(&l, "policy"));
+			e->tag = tr_u64(&l, "tag");
+			e->phase[0] = tr_u64(&l, "ph0");
+			e->phase[1] = tr_u64(&l, "ph1");
+			e->phase[2] = tr_u64(&l, "ph2");
+			e->phase_id = -1;
 			m->n++;
 		}
 	}
@@ -718,6 +740,14 @@ static int tr_write(struct tr_model *m, FILE *o)
 			fprintf(o, ",\"peer\":%d", e->peer);
 		if (e->step >= 0)
 			fprintf(o, ",\"step\":%d", e->step);
+		if (e->tag)
+			fprintf(o, ",\"userTag\":%" PRIu64, e->tag);
+		if (e->phase_id >= 0)
+			fprintf(o, ",\"phase\":\"%s\"", phase_name(e->phase_id));
+		for (int p = 0; p < 3 && e->lane == LANE_COLL; p++)
+			if (e->phase[p])
+				fprintf(o, ",\"%s_us\":%.3f", phase_name(p),
+					(double)e->phase[p] / 1000.0);
 		fputs("}}", o);
 	}
 	/* parent -> child flows (same process; both emitted) */

@@ -261,9 +261,37 @@ static void report(const char *what, struct op *ops, int n, long step)
 			ops[i].tag ? " tagged" : "");
 }
 
+/* What NCCL's API calls of a group emit before it is tuned (profiler v5+): GroupApi,
+ * then one CollApi per collective with the call's tag - whenever Coll events are on, not
+ * only with the CollApi bit (src/plugin/profiler.cc: the API masks include Coll and
+ * KernelCh). The group ends (GroupEndApiStart), NCCL tunes it, then stops GroupApi. */
+static void *api_begin(struct op *ops, int n)
+{
+	if (prof_version(release) < 5 || !ph_enabled(&h, NB_PROF_COLL))
+		return NULL;
+	void *g = NULL;
+	struct ph_ev ge = {.type = NB_PROF_GROUP_API, .group_depth = 1};
+	ph_start_raw(&h, pc.ctx, &g, &ge);
+	for (int i = 0; i < n; i++) {
+		void *a = NULL;
+		struct ph_ev ae = {.type = NB_PROF_COLL_API, .parent = g, .user_tag = ops[i].tag,
+				   .func = ph_func_name(ops[i].coll), .count = ops[i].bytes / 4,
+				   .dtype = "ncclFloat32"};
+		ph_start_raw(&h, pc.ctx, &a, &ae);
+		if (a)
+			ph_stop(&h, a);
+	}
+	if (g)
+		ph_record(&h, g, NB_PROF_ST_GROUP_END_API_START, 0);
+	return g;
+}
+
 static void launch(struct op *ops, int n, long step)
 {
+	void *g = api_begin(ops, n);
 	tune_group(ops, n);
+	if (g)
+		ph_stop(&h, g);
 	profile_group(ops, n, (uint64_t)step);
 	report("ran", ops, n, step);
 }
@@ -383,12 +411,14 @@ int main(int argc, char **argv)
 			n = add(ops, n, 4, 300 * KiB, 6);
 			launch(ops, n, s);
 		} else if (!strcmp(scen, "percall")) {
+			/* two calls, each its own group: the tag reaches the decision log */
 			n = add(ops, n, 4, 1 * MiB, 100 + (uint64_t)(s % 5));
 			if (s % 2)
 				ops[0].sel = 1u << 1; /* ring only */
-			n = add(ops, n, 4, 256 * KiB, 0);
+			launch(ops, n, s);
+			n = add(ops, 0, 4, 256 * KiB, 0);
 			if (s % 3 == 0)
-				ops[1].sel = 1u << 6; /* PAT: not offered here: falls back (force 0) */
+				ops[0].sel = 1u << 6; /* PAT: not offered here: falls back (force 0) */
 			launch(ops, n, s);
 		} else {
 			fprintf(stderr, "unknown scenario %s\n", scen);

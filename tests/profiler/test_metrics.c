@@ -123,6 +123,15 @@ static void test_file(void)
 	run_colls(&a, 5, 1 << 20, NCCLBPF_ALGO_RING, NCCLBPF_PROTO_SIMPLE, false, 400000);
 	run_colls(&a, 4, 64, 0, 0, true, 3000); /* symmetric kernel, 256 B */
 	run_colls(&b, 7, 1024, NCCLBPF_ALGO_TREE, NCCLBPF_PROTO_LL, false, 9000);
+	/* the application's per-call tags (issue 25): 20 distinct ones, 2 collectives each;
+	 * the first 16 get their own series, the other 4 land in tag="other" */
+	for (uint64_t tg = 1; tg <= 20; tg++)
+		for (int i = 0; i < 2; i++) {
+			struct ph_coll k = {.coll_type = NCCLBPF_COLL_ALLGATHER, .count = 256,
+					    .algo = NCCLBPF_ALGO_TREE, .proto = NCCLBPF_PROTO_SIMPLE,
+					    .n_channels = 2, .gpu_ns = 5000, .user_tag = 1000 + tg};
+			ph_coll_run(&a, &k);
+		}
 
 	/* tuner decisions of one communicator (no policy: none changed) */
 	void *tctx = NULL;
@@ -175,6 +184,17 @@ static void test_file(void)
 	static const char *const name[] = {"comm=0xa11ce", "comm_name=train \"dp\" \\ group\nx",
 					   "algo=Ring", "proto=LL", NULL};
 	CHECK(get(t, "ncclbpf_collectives_total", name) == 30); /* escaped, and back */
+	static const char *const tag1[] = {"comm=0xa11ce", "tag=1001", NULL};
+	static const char *const tag16[] = {"comm=0xa11ce", "tag=1016", NULL};
+	static const char *const tag17[] = {"comm=0xa11ce", "tag=1017", NULL};
+	static const char *const tag_other[] = {"comm=0xa11ce", "tag=other", NULL};
+	CHECK(get(t, "ncclbpf_tagged_collectives_total", tag1) == 2);
+	CHECK(get(t, "ncclbpf_tagged_collectives_total", tag16) == 2);
+	CHECK(isnan(get(t, "ncclbpf_tagged_collectives_total", tag17))); /* absent */
+	CHECK(get(t, "ncclbpf_tagged_collectives_total", tag_other) == 8);
+	CHECK(get(t, "ncclbpf_tagged_collective_latency_seconds_count", tag1) == 2);
+	CHECK(fabs(get(t, "ncclbpf_tagged_collective_latency_seconds_sum", tag1) - 2 * 5e-6) <
+	      1e-12);
 	static const char *const tcomm[] = {"comm=0xa11ce", NULL};
 	CHECK(get(t, "ncclbpf_tuner_decisions_total", tcomm) == 11);
 	CHECK(get(t, "ncclbpf_tuner_decisions_changed_total", tcomm) == 0);

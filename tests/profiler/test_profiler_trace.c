@@ -25,7 +25,8 @@ static void run_rank(const char *dir, int rank)
 	setenv("NCCLBPF_TRACE", dir, 1);
 	prof_set_mode("full");
 	struct ph_host h;
-	ph_open_table(&h, rank == 0 ? 6 : 5, prof_table(rank == 0 ? 6 : 5));
+	/* rank 0: profiler v7 (NCCL 2.31+: user tags, KernelPhase slices), rank 1: v5 */
+	ph_open_table(&h, rank == 0 ? 7 : 5, prof_table(rank == 0 ? 7 : 5));
 	struct ph_comm c, sub;
 	if (ph_comm_init(&h, &c, 0xfeedull, "world", 1, 2, rank))
 		exit(3);
@@ -36,7 +37,7 @@ static void run_rank(const char *dir, int rank)
 				    .count = 1024u << (i % 6), .algo = NCCLBPF_ALGO_RING,
 				    .proto = NCCLBPF_PROTO_SIMPLE, .n_channels = 2 + i % 3,
 				    .gpu_ns = GPU_NS, .stagger_ns = 1000, .network = i % 3 == 0,
-				    .steps = 2};
+				    .steps = 2, .user_tag = 500 + (uint64_t)i};
 		ph_coll_run(&c, &k);
 		if (rank == 0) {
 			struct ph_coll s = k;
@@ -129,7 +130,7 @@ static void validate(const char *path)
 	struct xev *xs = calloc(evs->n, sizeof(*xs));
 	size_t nx = 0;
 	int procs = 0, begins = 0, ends = 0, coll_slices = 0, coll_flows = 0, parent_flows = 0;
-	int bad_fields = 0, gpu_slices = 0, gpu_exact = 0;
+	int bad_fields = 0, gpu_slices = 0, gpu_exact = 0, tagged = 0, phased = 0, phase_slices = 0;
 	bool lane_api = false, lane_gpu = false, lane_proxy = false, lane_enq = false, lane_coll = false;
 	/* flows by id: index of s and f */
 	size_t nflow = 0;
@@ -179,8 +180,18 @@ static void validate(const char *path)
 			}
 			xs[nx++] = (struct xev){(int)pid->num, (int)tid->num, ts->num, dur->num,
 						cat->str, name->str};
-			if (!strcmp(cat->str, "coll"))
+			if (!strcmp(cat->str, "coll")) {
 				coll_slices++;
+				const struct jm *tg = jm_get(args, "userTag");
+				tagged += tg && tg->type == JM_NUM && tg->num >= 500;
+				phased += jm_get(args, "compute_us") != NULL;
+			}
+			if (!strcmp(cat->str, "KernelPhase")) {
+				const struct jm *ph = jm_get(args, "phase");
+				phase_slices += ph && ph->type == JM_STR &&
+						(!strcmp(ph->str, "initial_sync") ||
+						 !strcmp(ph->str, "compute") || !strcmp(ph->str, "final_sync"));
+			}
 			if (!strcmp(cat->str, "KernelCh")) {
 				gpu_slices++;
 				const struct jm *ch = jm_get(args, "channel");
@@ -239,6 +250,12 @@ static void validate(const char *path)
 	CHECK(parent_flows > 0);
 	CHECK(gpu_slices > 0);
 	CHECK_EQ_U64(gpu_exact, 3 * NCOLL);
+	/* v7 (rank 0): the application's tag on its collectives (world and sub comm), the
+	 * kernel phases of every channel as slices inside KernelCh and as durations in the
+	 * collective's args; v5 (rank 1) has neither */
+	CHECK_EQ_U64(tagged, 2 * NCOLL);
+	CHECK_EQ_U64(phased, 2 * NCOLL);
+	CHECK(phase_slices >= 3 * 2 * 2 * NCOLL);
 
 	/* complete events on one lane nest strictly */
 	qsort(xs, nx, sizeof(*xs), cmp_x);

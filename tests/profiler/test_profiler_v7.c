@@ -75,6 +75,42 @@ static void test_phases_full(void)
 	CHECK(ph_comm_finalize(&c) == 0);
 }
 
+/* NCCLBPF_PROFILE_PHASES=1 (issue 25): coll mode asks for KernelPhase too; each phase's
+ * slowest channel reaches the program context, with NCCLBPF_PROF_F_PHASES. The mock host
+ * splits each channel's [start, stop] into three equal phases; channel c stops c*stagger
+ * earlier, so channel 0 is the slowest: 9000/3 ns per phase. Without the variable (or on
+ * v6) nothing is asked for and the fields stay 0. */
+static void test_phases_coll(int v, bool want)
+{
+	if (want)
+		setenv("NCCLBPF_PROFILE_PHASES", "1", 1);
+	else
+		unsetenv("NCCLBPF_PROFILE_PHASES");
+	prof_set_mode("coll");
+	struct ph_host h;
+	ph_open_table(&h, v, prof_table(v));
+	struct ph_comm c;
+	uint64_t comm = 0x7c000 + (uint64_t)v * 2 + want;
+	CHECK(ph_comm_init(&h, &c, comm, "phases", 1, 4, 0) == 0);
+	bool on = want && v >= 7;
+	CHECK(!!(h.mask & NB_PROF_KERNEL_PHASE) == on);
+	atomic_store(&ob.n, 0);
+	profiler_set_observer(obs_fn, &ob);
+	struct ph_coll k = {.coll_type = NCCLBPF_COLL_ALLREDUCE, .count = 4096,
+			    .algo = NCCLBPF_ALGO_RING, .proto = NCCLBPF_PROTO_SIMPLE, .n_channels = 4,
+			    .gpu_ns = 9000, .stagger_ns = 300};
+	ph_coll_run(&c, &k);
+	CHECK(atomic_load(&ob.n) == 1);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_U64(ob.last.phase_ns[i], on ? 3000 : 0);
+	CHECK(!!(ob.last.flags & NCCLBPF_PROF_F_PHASES) == on);
+	profiler_set_observer(NULL, NULL);
+	CHECK(ph_comm_finalize(&c) == 0);
+	/* the request is released with the context: neither bit stays set */
+	CHECK(!(h.mask & NB_PROF_KERNEL_PHASE) || !on);
+	unsetenv("NCCLBPF_PROFILE_PHASES");
+}
+
 int main(void)
 {
 	unsetenv("NCCLBPF_TRACE");
@@ -83,6 +119,9 @@ int main(void)
 	test_tag_and_sym(6);
 	test_tag_and_sym(7);
 	test_phases_full();
+	test_phases_coll(7, true);
+	test_phases_coll(7, false);
+	test_phases_coll(6, true);
 	CHECK(strcmp(profiler_event_name(NB_PROF_KERNEL_PHASE), "KernelPhase") == 0);
 	TEST_DONE();
 }

@@ -367,6 +367,50 @@ static void family(struct out *o, const char *name, const char *type, const char
 }
 
 /* Called with reg_lock held. */
+/* Tagged collectives (profiler v7 userTag): count, and the latency of the timed ones. */
+static void render_tags(struct out *o)
+{
+	family(o, "ncclbpf_tagged_collectives_total", "counter",
+	       "Collectives completed per application tag (ncclCollConfig_t.userProfilerTag, "
+	       "NCCL 2.31+; the first 16 tags of a communicator, then tag=\"other\").");
+	for (int which = 0; which < 2; which++) {
+		if (which == 1)
+			family(o, "ncclbpf_tagged_collective_latency_seconds", "summary",
+			       "Latency of the timed collectives per application tag (sum and "
+			       "count; as ncclbpf_collective_latency_seconds).");
+		for (size_t i = 0; i < n_comms; i++) {
+			struct metrics_comm *m = comms[i];
+			struct labels l;
+			comm_labels(m, &l);
+			for (int k = 0; k <= METRICS_TAGS; k++) {
+				struct metrics_tag *t = &m->tags[k];
+				uint64_t tag = atomic_load_explicit(&t->tag, memory_order_acquire);
+				uint64_t count = atomic_load_explicit(&t->count, memory_order_relaxed);
+				if ((k < METRICS_TAGS && !tag) || !count)
+					continue;
+				char tl[24];
+				if (k < METRICS_TAGS)
+					snprintf(tl, sizeof(tl), "%" PRIu64, tag);
+				else
+					snprintf(tl, sizeof(tl), "other");
+#define TAG_LABELS "comm=\"%s\",comm_name=\"%s\",rank=\"%s\",tag=\"%s\""
+				if (which == 0) {
+					emit(o, "ncclbpf_tagged_collectives_total{" TAG_LABELS "} %" PRIu64
+						"\n", l.comm, l.name, l.rank, tl, count);
+					continue;
+				}
+				uint64_t timed = atomic_load_explicit(&t->timed, memory_order_acquire);
+				uint64_t sum = atomic_load_explicit(&t->sum_ns, memory_order_relaxed);
+				emit(o, "ncclbpf_tagged_collective_latency_seconds_sum{" TAG_LABELS
+					"} %.9g\n", l.comm, l.name, l.rank, tl, (double)sum / 1e9);
+				emit(o, "ncclbpf_tagged_collective_latency_seconds_count{" TAG_LABELS
+					"} %" PRIu64 "\n", l.comm, l.name, l.rank, tl, timed);
+#undef TAG_LABELS
+			}
+		}
+	}
+}
+
 static void render_locked(struct out *o)
 {
 	family(o, "ncclbpf_collectives_total", "counter",
@@ -384,6 +428,7 @@ static void render_locked(struct out *o)
 	       "Bus bandwidth of each timed collective (nccl-tests busbw convention); _sum / "
 	       "_count is the mean per collective.");
 	render_series_family(o, 3);
+	render_tags(o);
 
 	family(o, "ncclbpf_tuner_decisions_total", "counter",
 	       "Tuner calls (getCollInfo) per communicator.");
@@ -659,11 +704,40 @@ static struct metrics_series *series_of(struct metrics_comm *m, uint32_t key)
 	return NULL;
 }
 
+/* The series of a non-zero tag: its slot, or "other" once METRICS_TAGS are taken. */
+static struct metrics_tag *tag_of(struct metrics_comm *m, uint64_t tag)
+{
+	for (int i = 0; i < METRICS_TAGS; i++) {
+		struct metrics_tag *t = &m->tags[i];
+		uint64_t k = atomic_load_explicit(&t->tag, memory_order_acquire);
+		if (k == tag)
+			return t;
+		if (k == 0) {
+			uint64_t zero = 0;
+			if (atomic_compare_exchange_strong(&t->tag, &zero, tag) || zero == tag)
+				return t;
+		}
+	}
+	return &m->tags[METRICS_TAGS];
+}
+
+static void observe_tag(struct metrics_comm *m, uint64_t tag, bool timed, uint64_t latency_ns)
+{
+	struct metrics_tag *t = tag_of(m, tag);
+	atomic_fetch_add_explicit(&t->count, 1, memory_order_relaxed);
+	if (!timed)
+		return;
+	atomic_fetch_add_explicit(&t->sum_ns, latency_ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->timed, 1, memory_order_release);
+}
+
 void metrics_observe(struct metrics_comm *m, const struct ncclbpf_profiler_ctx *pc, bool timed,
 		     uint64_t latency_ns, unsigned src, uint32_t policy)
 {
 	if (!m || pc->coll_type >= NCCLBPF_NUM_COLLS)
 		return;
+	if (pc->user_tag)
+		observe_tag(m, pc->user_tag, timed, latency_ns);
 	struct metrics_series *s = series_of(
 		m, series_key(pc->coll_type, pc->size_bucket, pc->algo, pc->proto, src, policy));
 	if (!s) {

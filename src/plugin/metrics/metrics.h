@@ -34,6 +34,7 @@ struct metrics_series {
 	_Atomic uint64_t bw_count;     /* timed ones with a non-zero latency (busbw known) */
 };
 #define METRICS_SERIES 256
+#define METRICS_TAGS 16
 
 struct metrics_comm {
 	uint64_t comm_id;
@@ -43,6 +44,12 @@ struct metrics_comm {
 	_Atomic bool live;
 	_Atomic uint64_t overflow; /* completions that found no free series slot */
 	struct metrics_series series[METRICS_SERIES];
+	/* the application's per-call tags (profiler v7 userTag): the first METRICS_TAGS
+	 * distinct ones of the communicator get their own series, the rest count as "other" */
+	struct metrics_tag {
+		_Atomic uint64_t tag; /* 0 = free slot */
+		_Atomic uint64_t count, timed, sum_ns;
+	} tags[METRICS_TAGS + 1]; /* [METRICS_TAGS]: "other" */
 };
 
 /* Whether metrics are collected: NCCLBPF_METRICS_FILE is set, or OTLP metrics export is on

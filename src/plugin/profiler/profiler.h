@@ -257,6 +257,7 @@ struct profiler_ctx {
 	int mode;
 	bool disabled;
 	bool trace;
+	bool log_tags; /* v7 and NCCLBPF_DECISION_LOG: CollApi tags go to the decision log */
 	/* atomic: profiler v1-v3 learn them from the first Coll event (app thread) while the
 	 * proxy thread reads them */
 	_Atomic uint64_t comm_id;

@@ -352,6 +352,7 @@ int profiler_init(void **context, int *activation_mask, const struct profiler_in
 		c->n_ranks = a->n_ranks;
 		c->n_nodes = a->n_nodes;
 		c->mask = mask;
+		c->log_tags = version >= 7 && agree_decision_log_enabled();
 		c->metrics = mode != PROFILER_MODE_OFF
 				     ? metrics_comm_open(a->comm_id, a->comm_name, a->rank, a->n_ranks)
 				     : NULL;
@@ -621,6 +622,13 @@ static int start_own(void *context, void **handle, const struct profiler_desc *d
 		atomic_fetch_add_explicit(&cnt_detached, 1, memory_order_relaxed);
 	} else {
 		c = profiler_ctx_decode((uint64_t)(uintptr_t)context);
+		/* the application's per-call tags, for the tuner's decision log (agree.h) */
+		if (c && c->log_tags) {
+			if (d->type == NB_PROF_GROUP_API)
+				agree_log_call_group();
+			else if (d->type == NB_PROF_COLL_API)
+				agree_log_call_tag(c->comm_id, d->user_tag);
+		}
 		if (c && d->type == NB_PROF_GROUP_API) {
 			/* NCCL just read its mask for the calls of this group; the application
 			 * just called it (ncclbpf_profiler_ctx.api_ns of the group's collectives) */
