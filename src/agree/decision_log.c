@@ -56,10 +56,12 @@ bool agree_decision_log_enabled(void)
 }
 
 /* this thread's group: its communicator's CollApi events (agree_log_call_tag) */
-static __thread struct {
+struct call_group {
 	uint64_t comm_id, tag;
-	uint32_t calls; /* CollApi events of comm_id in the group; UINT32_MAX: several comms */
-} call_group;
+	uint32_t calls; /* CollApi events of comm_id in the group; UINT32_MAX - 1: several comms */
+};
+/* initial-exec, as all TLS of the library: no __tls_get_addr (ld.so) dependency */
+static __thread struct call_group call_group __attribute__((tls_model("initial-exec")));
 
 void agree_log_call_group(void)
 {

@@ -310,8 +310,7 @@ static inline void ctx_fill_inputs(struct ncclbpf_tuner_ctx *c, const struct tun
 	c->max_ranks_per_nvl_domain = tc->max_ranks_per_nvl_domain;
 	c->ranks_per_node = tc->ranks_per_node;
 	c->band_seq = tc->band_now;
-	c->nccl_version = tc->nccl_version;
-	c->_pad0 = 0;
+	c->nccl_version = tc->nccl_version; /* _pad0 is no field: programs cannot read it */
 }
 
 /* Closes the straight path's section, which the call count opened (tuner_next_seq). The
@@ -393,15 +392,18 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 		return false;
 	}
 	struct tuner_applied applied;
-	int want_channels = c->n_channels;
-	unsigned extra = 0;
-	if (want_channels > 0 && ((tc->channels_unclamped >> coll_type) & 1)) {
-		want_channels = NCCLBPF_CHANNELS_KEEP; /* NCCL's own count, on every rank */
-		extra = 1u << TUNER_ISSUE_CHANNELS_UNCLAMPED;
-	}
-	tuner_translate(table, num_algo, num_proto, c->algo, c->proto, want_channels, n_channels,
+	tuner_translate(table, num_algo, num_proto, c->algo, c->proto, c->n_channels, n_channels,
 			&applied);
-	applied.issues |= extra;
+	/* a path where NCCL may use the count unclamped (tuner_channels_unclamped_mask): NCCL's
+	 * own count, on every rank (undone here rather than tested before: one test on the
+	 * common path) */
+	if (__builtin_expect(applied.n_channels > 0 && ((tc->channels_unclamped >> coll_type) & 1),
+			     0)) {
+		*n_channels = NCCLBPF_CHANNELS_KEEP;
+		applied.n_channels = 0;
+		applied.issues = (applied.issues & ~(1u << TUNER_ISSUE_CHANNELS_CLAMPED)) |
+				 (1u << TUNER_ISSUE_CHANNELS_UNCLAMPED);
+	}
 	bool changed = applied.algo >= 0 || applied.n_channels > 0;
 	if (changed)
 		runtime_stat_inc(&tc->stats.changed);
@@ -409,13 +411,14 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 	 * then): make its choice explicit */
 	if (applied.algo < 0 && tc->pin)
 		tuner_pin_filled(table, num_algo, num_proto, fill);
-	if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
-		runtime_stat_inc(&tc->stats.clamps);
-	if (applied.issues & TUNER_ISSUES_UNAVAILABLE)
-		note_restriction(tc, coll_type, c->algo, c->proto);
-	if (applied.issues)
+	if (__builtin_expect(applied.issues != 0, 0)) {
+		if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
+			runtime_stat_inc(&tc->stats.clamps);
+		if (applied.issues & TUNER_ISSUES_UNAVAILABLE)
+			note_restriction(tc, coll_type, c->algo, c->proto);
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
+	}
 	/* interned inside the section: the chain's labels are valid there */
 	uint32_t policy = !straight && changed ? tuner_policy_id(tc, chain, decider) : 0;
 	apply_exit(tc, straight);
