@@ -757,9 +757,7 @@ NCCLBPF_CLI_COMMAND(decisions, .name = "decisions", .run = cmd_decisions,
 			    "   null or the first divergent\n"
 			    "   collective {\"comm\", \"seq\", \"decisions\": [{\"rank\", \"file\", \"coll\",\n"
 			    "     \"bytes\", \"algo\", \"proto\": names or null (NCCL's choice),\n"
-			    "     \"channels\", \"src\": who decided, or null for a log without it}]\n"
-			    "     (one per rank and file, in rank order)}}\n");
-			    "     \"channels\", \"tag\" when logged}] (one per rank and file, in rank\n"
-			    "     order)}}\n"
+			    "     \"channels\", \"src\": who decided, or null for a log without it,\n"
+			    "     \"tag\" when logged}] (one per rank and file, in rank order)}}\n"
 			    "A line may carry \"tag\": the application's per-call userProfilerTag\n"
 			    "(NCCL 2.31+), shown with a divergence, never compared.\n");

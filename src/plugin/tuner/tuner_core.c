@@ -59,18 +59,20 @@ static void note_issues(unsigned issues, const char *label, const char *detail)
  * communicator, logged once per kind per process). Off the common path: only a request
  * that was not applied gets here. */
 static _Atomic unsigned restrictions_logged;
-static void note_restriction(struct tuner_comm *tc, int coll_type, int algo, int proto)
+static enum tuner_restriction note_restriction(struct tuner_comm *tc, int coll_type, int algo,
+					       int proto)
 {
 	enum tuner_restriction r = tuner_restriction_of(tc, coll_type, algo, proto);
 	atomic_fetch_add_explicit(&tc->restricted[r], 1, memory_order_relaxed);
 	if (atomic_fetch_or_explicit(&restrictions_logged, 1u << r, memory_order_relaxed) &
 	    (1u << r))
-		return;
+		return r;
 	runtime_log(NB_LOG_INFO, TUNER_LOG,
 		    "tuner: comm 0x%" PRIx64 ": a policy's algorithm %d / protocol %d for "
 		    "collective %d was not applied: %s; NCCL's choice stands (a policy never "
 		    "overrides it). Logged once, counted per communicator",
 		    tc->comm_id, algo, proto, coll_type, tuner_restriction_name(r));
+	return r;
 }
 
 void tuner_note_issue(enum tuner_issue issue, const char *label, const char *detail)
@@ -414,8 +416,11 @@ tuner_apply(struct tuner_comm *tc, const struct nb_hook_chain *chain,
 	if (__builtin_expect(applied.issues != 0, 0)) {
 		if (applied.issues & (1u << TUNER_ISSUE_CHANNELS_CLAMPED))
 			runtime_stat_inc(&tc->stats.clamps);
-		if (applied.issues & TUNER_ISSUES_UNAVAILABLE)
-			note_restriction(tc, coll_type, c->algo, c->proto);
+		/* a request the environment kept out: the decision is the environment's
+		 * (provenance), as when no policy asks */
+		if ((applied.issues & TUNER_ISSUES_UNAVAILABLE) &&
+		    note_restriction(tc, coll_type, c->algo, c->proto) == TUNER_RESTRICT_ENV)
+			keep_src = NB_DSRC_ENV;
 		note_issues(applied.issues, chain->len == 1 ? chain->items[0].label : "policy chain",
 			    NULL);
 	}

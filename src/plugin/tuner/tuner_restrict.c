@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "plugin/env/env_plugin.h"
 #include "plugin/tuner/tuner.h"
 
 static const char *const algo_names[NCCLBPF_NUM_ALGOS] = {
@@ -99,8 +100,9 @@ int tuner_env_allowed(const char *value, bool algo, uint32_t out[NCCLBPF_NUM_COL
 void tuner_restrict_open(struct tuner_comm *tc)
 {
 	uint32_t a[NCCLBPF_NUM_COLLS], p[NCCLBPF_NUM_COLLS];
-	int ra = tuner_env_allowed(getenv("NCCL_ALGO"), true, a);
-	int rp = tuner_env_allowed(getenv("NCCL_PROTO"), false, p);
+	/* as NCCL reads them: through the env plugin when it answers */
+	int ra = tuner_env_allowed(env_plugin_lookup("NCCL_ALGO"), true, a);
+	int rp = tuner_env_allowed(env_plugin_lookup("NCCL_PROTO"), false, p);
 	for (int c = 0; c < NCCLBPF_NUM_COLLS; c++) {
 		tc->env_algos[c] = ra > 0 ? a[c] : (1u << NCCLBPF_NUM_ALGOS) - 1;
 		tc->env_protos[c] = rp > 0 ? p[c] : (1u << NCCLBPF_NUM_PROTOS) - 1;
