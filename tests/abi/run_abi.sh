@@ -118,6 +118,29 @@ for rel in 2.31 2.32; do
 		n=$(grep -c '"tag":10[0-4]' "$f")
 		[ "$n" -ge "$STEPS" ] || die "rank $r: $n decisions carry the call's tag, want >= $STEPS"
 		grep -q '"bytes":262144,[^}]*"tag"' "$f" && die "rank $r: an untagged call got a tag"
+		# provenance: a call narrowed by its algSelection is the application's where no
+		# policy changed it (adaptive_channels changes channel counts once it has
+		# learned). 1 MiB calls alternate full (even steps) and Ring-only (odd); a 256 KiB
+		# call tuned twice (an unsatisfiable PAT selection) offers nothing the first time
+		# (the communicator's first such call has nothing to compare with); any other call
+		# is never the application's
+		bad=$(awk -F'"src":"' '
+			function lone() { if (pend != "" && pend == "call") print "256KiB lone: call"; pend = "" }
+			{ src = $2; sub(/".*/, "", src) }
+			/"bytes":1048576,/ {
+				lone()
+				if (n1++ % 2 == 1) { if (src != "call" && src != "policy") print "1MiB Ring-only: " src }
+				else if (src == "call") print "1MiB full: call"
+				next }
+			/"bytes":262144,/ {
+				if (pend == "") { pend = src; next }
+				if (pairs++ > 0 && pend != "call" && pend != "policy") print "256KiB unsatisfiable: " pend
+				if (src == "call") print "256KiB retuned: call"
+				pend = ""; next }
+			END { lone() }' "$f")
+		[ -z "$bad" ] || die "rank $r: call provenance: $(echo "$bad" | sort | uniq -c | tr '\n' ';')"
+		c=$(grep -c '"src":"call"' "$f")
+		[ "$c" -ge 10 ] || die "rank $r: $c decisions with src call, want >= 10"
 	done
 done
 # a group of several tagged calls: which tuner call is whose is not known before 2.31 (a

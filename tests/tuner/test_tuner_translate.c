@@ -439,6 +439,27 @@ static void test_env_restrictions(void)
 	      TUNER_RESTRICT_TABLE);
 }
 
+/* 2.31+: a table narrower than the band's so far is a per-call selection (provenance) */
+static void test_call_restricted(void)
+{
+	struct tuner_comm tc;
+	memset(&tc, 0, sizeof(tc));
+	tc.abi_version = 6;
+	tc.nccl_version = 23007; /* 2.30: no per-call configuration */
+	CHECK(!tuner_call_restricted(&tc, 4, 1 << 20, 0x3f));
+	CHECK(!tuner_call_restricted(&tc, 4, 1 << 20, 0x38));
+	tc.nccl_version = 23102;
+	memset(tc.band_offered, 0, sizeof(tc.band_offered));
+	CHECK(!tuner_call_restricted(&tc, 4, 1 << 20, 0x3f)); /* first: nothing to compare */
+	CHECK(tuner_call_restricted(&tc, 4, 1 << 20, 0x38));  /* Ring only */
+	CHECK(tuner_call_restricted(&tc, 4, (1 << 20) + 5, 0)); /* same band, nothing offered */
+	CHECK(!tuner_call_restricted(&tc, 4, 1 << 20, 0x3f)); /* the full table again */
+	CHECK(!tuner_call_restricted(&tc, 4, 1 << 10, 0x38)); /* another band: first there */
+	CHECK(!tuner_call_restricted(&tc, 2, 1 << 20, 0x38)); /* another collective */
+	CHECK(!tuner_call_restricted(&tc, 4, 1 << 20, 0x1ff)); /* wider: recorded */
+	CHECK(tuner_call_restricted(&tc, 4, 1 << 20, 0x3f));
+}
+
 /* Where NCCL may use the channel count unclamped (AllGather on 2.29/2.30) */
 static void test_channels_unclamped(void)
 {
@@ -462,6 +483,7 @@ int main(void)
 {
 	test_env_restrictions();
 	test_channels_unclamped();
+	test_call_restricted();
 	test_select_rule();
 	test_both_set();
 	test_ties();

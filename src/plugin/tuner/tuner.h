@@ -149,6 +149,9 @@ struct tuner_comm {
 	bool env_forced;
 	/* requests kept out of NCCL's table, by enum tuner_restriction (relaxed) */
 	_Atomic uint64_t restricted[3];
+	/* per (collective, size band): every table cell NCCL offered so far (avail_mask bits),
+	 * for tuner_call_restricted; general path only */
+	uint32_t band_offered[NCCLBPF_NUM_COLLS][65];
 	/* decisions take the straight path (tuner_core.c comm_go_straight: no inner plugin, no
 	 * metrics, no reload agreement, a passive agreement layer, membarrier fences; `reader`
 	 * registered): the one test that selects it */
@@ -241,6 +244,12 @@ void tuner_restrict_open(struct tuner_comm *tc);
 enum tuner_restriction tuner_restriction_of(const struct tuner_comm *tc, int coll_type,
 					    int algo, int proto);
 const char *tuner_restriction_name(enum tuner_restriction r);
+/* NCCL 2.31+: whether this call's table offers less than the same collective and size band
+ * offered before on the communicator - the mark of a per-call algSelection (the tuner
+ * sees no other trace of it), including an unsatisfiable one (nothing offered). A
+ * heuristic for provenance (NB_DSRC_CALL), never for a decision; records what it saw. */
+bool tuner_call_restricted(struct tuner_comm *tc, int coll_type, uint64_t n_bytes,
+			   uint32_t avail_mask);
 
 /* NCCLBPF_TUNER_SYM: 1 = pin (default), 0 = compete, -1 invalid. */
 int tuner_sym_mode_parse(const char *s);

@@ -591,6 +591,11 @@ tuner_decide_general(struct tuner_comm *tc, const struct nb_hook_chain *chain, u
 	ctx_fill_inputs(&c, tc, coll_type, n_bytes, num_pipe_ops, reg_buff, seq, table, num_algo,
 			num_proto, &fill);
 	c.comm_seq = comm_seq;
+	/* fewer candidates than this collective and size band had: the application's
+	 * per-call selection (2.31+), unless the environment explains it */
+	if (tuner_call_restricted(tc, coll_type, n_bytes, c.avail_mask) && !inner_changed &&
+	    keep_src != NB_DSRC_ENV)
+		keep_src = NB_DSRC_CALL;
 	uint32_t decider = 0;
 	for (size_t i = 0; i < chain->len; i++) {
 		/* Snapshot: a faulting program's writes are discarded, the previous program's

@@ -133,3 +133,17 @@ const char *tuner_restriction_name(enum tuner_restriction r)
 	default: return "none";
 	}
 }
+
+bool tuner_call_restricted(struct tuner_comm *tc, int coll_type, uint64_t n_bytes,
+			   uint32_t avail_mask)
+{
+	if (!tc || coll_type < 0 || coll_type >= NCCLBPF_NUM_COLLS)
+		return false;
+	/* per-call configuration exists from 2.31 (tuner v7 implies 2.32) */
+	if (!(tc->nccl_version >= 23100 || tc->abi_version >= 7))
+		return false;
+	uint32_t *seen = &tc->band_offered[coll_type][ncclbpf_size_bucket(n_bytes)];
+	bool narrower = *seen && (avail_mask & ~*seen) == 0 && avail_mask != *seen;
+	*seen |= avail_mask;
+	return narrower;
+}
