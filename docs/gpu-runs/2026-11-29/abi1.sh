@@ -11,7 +11,7 @@
 # usage (repository root, device): docs/gpu-runs/2026-11-29/abi1.sh [BUILD_DIR]
 #   BUILD_DIR: a build of this tree with the policies (.bpf.o: built where clang is; the
 #   device has none), default gpuwork/build. Writes $OUT/abi1*.txt ($OUT: /tmp/abi1 unless
-#   set). About 2-3 minutes.
+#   set). About 2 minutes (each run at most 75 s).
 set -u
 B=${1:-$PWD/gpuwork/build}; B=$(cd "$B" && pwd)
 OUT=${OUT:-/tmp/abi1}; mkdir -p "$OUT"
@@ -25,6 +25,7 @@ export NCCL_NVLS_ENABLE=0 NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=lo
 
 # MPS: the two ranks' kernels run concurrently on the one GPU (without it they time-slice)
 MPS_DIR=
+# shellcheck disable=SC2317  # called by the EXIT trap
 stop_mps() {
   [ -n "$MPS_DIR" ] || return 0
   echo quit | CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe nvidia-cuda-mps-control >/dev/null 2>&1
@@ -49,10 +50,10 @@ run() {
   local L=$W/$name; mkdir -p "$L/log"
   local port=$((29760 + RANDOM % 200)) pport=$((29960 + RANDOM % 30))
   echo "== $name: $(basename "$pol") $*" | tee -a "$OUT/abi1.txt"
-  env "$@" NCCL_TUNER_PLUGIN=$B/libncclbpf.so NCCL_PROFILER_PLUGIN=$B/libncclbpf.so \
-    NCCLBPF_POLICY=$pol NCCLBPF_DECISION_LOG=$L/log NCCLBPF_AGREE=127.0.0.1:$port \
+  env "$@" NCCL_TUNER_PLUGIN="$B/libncclbpf.so" NCCL_PROFILER_PLUGIN="$B/libncclbpf.so" \
+    NCCLBPF_POLICY="$pol" NCCLBPF_DECISION_LOG="$L/log" NCCLBPF_AGREE="127.0.0.1:$port" \
     PATHS_PORT=$pport NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
-    timeout 150 python3 scripts/gpu_torch_paths.py 2 30 60 > "$L/out.txt" 2>&1
+    timeout 75 python3 scripts/gpu_torch_paths.py 2 30 60 > "$L/out.txt" 2>&1
   local rc=$?
   cp "$L/out.txt" "$OUT/abi1-$name.log"
   {
@@ -65,9 +66,20 @@ run() {
     grep -o "was not applied: [^;]*" "$L/out.txt" | sort | uniq -c
     grep -o "channel count [a-z ]*" "$L/out.txt" | sort | uniq -c
     "$B/ncclbpf" decisions "$L/log"; echo "decisions rc=$?"
+    echo "decision sources: $(cat "$L"/log/*.jsonl 2>/dev/null | grep -o '"src":"[a-z]*"' | sort | uniq -c | tr -s ' \n' ' ')"
   } 2>&1 | tee -a "$OUT/abi1.txt"
   [ $rc -eq 0 ] || fail=1
   "$B/ncclbpf" decisions -q "$L/log" >/dev/null 2>&1 || fail=1
+  # NCCL_ALGO forced: no decision may name another algorithm (a policy never overrides it)
+  case " $* " in *" NCCL_ALGO=Ring "*)
+    local other
+    other=$(cat "$L"/log/*.jsonl | grep -o '"algo":"[^"]*"' | grep -vc '"algo":"Ring"')
+    echo "decisions naming an algorithm other than Ring under NCCL_ALGO=Ring: $other" | tee -a "$OUT/abi1.txt"
+    [ "$other" = 0 ] || fail=1
+    # (src env: NCCL's choice kept among Ring's; a bandit that picks a Ring protocol
+    # itself logs src policy - so this count is reported, not required)
+    echo "decisions with src env: $(cat "$L"/log/*.jsonl | grep -c '"src":"env"')" | tee -a "$OUT/abi1.txt"
+  esac
 }
 run adaptive "$B/policies/adaptive_channels.bpf.o"
 run bandit "$B/policies/bandit.bpf.o"
