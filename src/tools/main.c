@@ -101,7 +101,9 @@ static const char global_help[] =
 	"  2  usage error: unknown command or option, bad or out-of-range value, missing\n"
 	"     argument\n"
 	"  3  the answer is \"no\", not an error: `decisions` found ranks that decided\n"
-	"     differently; `ctl` reached no process\n";
+	"     differently; `ctl` reached no process\n"
+	"  4  incomplete: `decisions` found no divergence, but some decisions were dropped\n"
+	"     or lost by the writers, so those collectives were not checked\n";
 
 static void print_usage_line(FILE *f, const struct cli_command *c)
 {
