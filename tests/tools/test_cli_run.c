@@ -111,9 +111,9 @@ static void test_run(void)
 	CHECK(run("./ncclbpf run policies/size_aware.bpf.o --nccl 2.31 --bytes 1K") == 0);
 	CHECK_STR_CONTAINS(out, "NCCL 2.31");
 	/* refused: exit 1 with one clear reason */
-	CHECK(run("./ncclbpf run policies/unsafe/div_by_input.bpf.o") == 1);
-	CHECK_STR_CONTAINS(out, "[E-DIV-ZERO]");
-	CHECK_STR_CONTAINS(out, "ncclbpf run: no tuner program of policies/unsafe/div_by_input.bpf.o "
+	CHECK(run("./ncclbpf run policies/unsafe/map_value_oob.bpf.o") == 1);
+	CHECK_STR_CONTAINS(out, "[E-MAP-VALUE-OOB]");
+	CHECK_STR_CONTAINS(out, "ncclbpf run: no tuner program of policies/unsafe/map_value_oob.bpf.o "
 				"was attached");
 	CHECK(strstr(out, "size (B)") == NULL);
 	CHECK(run("./ncclbpf run policies/net_accounting.bpf.o") == 1);
