@@ -849,7 +849,7 @@ int main(int argc, char **argv)
 		}
 		seen[k]++;
 	}
-	int failed = oom;
+	int failed = oom, ranks_failed = 0;
 	if (oom) fprintf(stderr, "gpubench: bad or unstorable sample message\n");
 	for (int i = 0; i < o.procs; i++) {
 		int st = 0;
@@ -857,6 +857,7 @@ int main(int argc, char **argv)
 		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 			fprintf(stderr, "gpubench: rank process %d failed (status %d)\n", i, st);
 			failed = 1;
+			ranks_failed++;
 		}
 	}
 
@@ -871,11 +872,12 @@ int main(int argc, char **argv)
 	       o.overlap ? ", overlap" : "");
 	printf("# %-4s %-13s %12s %10s %10s %10s %10s %10s %s\n", "rep", "coll", "size(B)", "time(us)", "algbw",
 	       "busbw", o.overlap ? "compute" : "", o.overlap ? "comm" : "", "check");
-	long errors = 0;
+	long errors = 0, missing = 0;
 	for (int k = 0; k < n_all; k++) {
 		struct gb_result *x = &all[k];
 		int complete = seen[k] == o.procs;
-		errors += x->errors + (complete ? 0 : 1);
+		errors += x->errors;
+		missing += !complete;
 		printf("  %-4d %-13s %12zu %10.2f %10.2f %10.2f %10.2f %10.2f %s\n", x->rep, gb_coll_name(x->coll),
 		       x->bytes, x->time_us, x->algbw, x->busbw, x->compute_us, x->comm_us,
 		       !complete ? "MISSING" : x->errors ? "WRONG" : "ok");
@@ -945,6 +947,17 @@ int main(int argc, char **argv)
 		}
 		if (fclose(sf)) { perror(o.steps_path); failed = 1; }
 	}
-	printf("# check: %s (%ld wrong elements)\n", errors || failed ? "FAILED" : "all results correct", errors);
-	return errors || failed || n_all == 0 ? 1 : 0;
+	/* the verdict names what failed: a run without a GPU driver computed nothing, it did
+	 * not compute "0 wrong elements" */
+	if (errors)
+		printf("# check: FAILED (%ld wrong elements)\n", errors);
+	else if (n_all == 0)
+		printf("# check: FAILED: no result came back (%d of %d rank processes failed; the "
+		       "lines above say why, e.g. no CUDA driver or GPU)\n", ranks_failed, o.procs);
+	else if (failed || missing)
+		printf("# check: FAILED: %d rank process(es) failed, %ld result(s) incomplete (the "
+		       "results that came back are correct; the lines above say what failed)\n", ranks_failed, missing);
+	else
+		printf("# check: all results correct\n");
+	return errors || missing || failed || n_all == 0 ? 1 : 0;
 }

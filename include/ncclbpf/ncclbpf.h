@@ -120,6 +120,16 @@ NCCLBPF_API int ncclbpf_map_get_next_key(struct ncclbpf_map *map, const void *ke
 NCCLBPF_API const char *ncclbpf_hook_name(enum ncclbpf_hook hook);
 NCCLBPF_API int ncclbpf_hook_from_name(const char *name, enum ncclbpf_hook *hook);
 
+/* ---- tuner plugin ---- */
+/* Decisions the tuner plugin could not apply as a policy asked (a fault, an algorithm or
+ * protocol out of range or marked unavailable by NCCL, a clamped channel count, ...),
+ * counted per reason in this process: what `ncclbpf run` reports per collective. Copies up
+ * to n counts into counts (may be NULL when n is 0) and returns the number of reasons;
+ * ncclbpf_tuner_issue_name(i) names reason i ("algorithm/protocol marked unavailable by
+ * NCCL"), NULL past the last. Reasons are only ever appended. */
+NCCLBPF_API size_t ncclbpf_tuner_issue_counts(uint64_t *counts, size_t n);
+NCCLBPF_API const char *ncclbpf_tuner_issue_name(size_t i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -296,6 +296,31 @@ const char *mock_topo_name(enum mock_topo t)
 	return (unsigned)t < MOCK_TOPO_COUNT ? names[t] : "?";
 }
 
+int mock_topo_from_name(const char *name)
+{
+	for (int t = 0; t < MOCK_TOPO_COUNT; t++)
+		if (!strcmp(name, mock_topo_name((enum mock_topo)t)))
+			return t;
+	return -1;
+}
+
+enum mock_topo mock_topo_default(int n_ranks, int n_nodes)
+{
+	return n_ranks <= 1 ? MOCK_TOPO_SINGLE_RANK
+	       : n_nodes > 1 ? MOCK_TOPO_MULTI_NODE : MOCK_TOPO_NVLINK_NODE;
+}
+
+const char *mock_topo_mismatch(enum mock_topo t, int n_ranks, int n_nodes)
+{
+	if (t == MOCK_TOPO_SINGLE_RANK)
+		return n_ranks == 1 ? NULL : "single-rank is one rank (--ranks 1)";
+	if (n_ranks == 1)
+		return "one rank has no links: the only shape is single-rank";
+	if (t == MOCK_TOPO_MULTI_NODE)
+		return n_nodes >= 2 ? NULL : "multi-node needs --nodes 2 or more";
+	return n_nodes == 1 ? NULL : "an NVLink-node shape is one node (--nodes 1)";
+}
+
 /* Base latency (µs), per-hop latency (µs) and bus bandwidth (GB/s) per algo/proto, loosely
  * shaped after NCCL's tuning.cc for an H100 NVSwitch node and a 400G IB fabric. */
 static const float base_lat[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS] = {
@@ -558,6 +583,23 @@ int mock_check_invariants(int release, const float before[MOCK_NUM_ALGOS][MOCK_N
 		return -1;
 	}
 	return 0;
+}
+
+int mock_nccl_issue_counts(const struct mock_nccl *m, uint64_t *counts, const char **names,
+			   size_t n)
+{
+	if (!m->handle)
+		return -1;
+	size_t (*cnt)(uint64_t *, size_t) =
+		(size_t(*)(uint64_t *, size_t))dlsym(m->handle, "ncclbpf_tuner_issue_counts");
+	const char *(*nm)(size_t) = (const char *(*)(size_t))dlsym(m->handle,
+								"ncclbpf_tuner_issue_name");
+	if (!cnt || !nm)
+		return -1;
+	size_t k = cnt(counts, n);
+	for (size_t i = 0; names && i < n; i++)
+		names[i] = i < k ? nm(i) : NULL;
+	return (int)k;
 }
 
 const char *mock_coll_name(int coll)

@@ -88,6 +88,15 @@ enum mock_topo {
 	MOCK_TOPO_COUNT
 };
 const char *mock_topo_name(enum mock_topo t);
+/* The shape from its name (mock_topo_name), -1 if unknown. */
+int mock_topo_from_name(const char *name);
+/* The shape a job of n_ranks on n_nodes has by default: single-rank, multi-node or an
+ * NVLink node. */
+enum mock_topo mock_topo_default(int n_ranks, int n_nodes);
+/* NULL when the shape fits n_ranks on n_nodes, else why not ("single-rank needs --ranks
+ * 1"): single-rank is exactly one rank, multi-node two nodes or more, the NVLink-node
+ * shapes one node of two ranks or more. */
+const char *mock_topo_mismatch(enum mock_topo t, int n_ranks, int n_nodes);
 /* Fills table as ncclTopoGetAlgoTime would (µs; -1 = unavailable) for a simple but
  * plausible H100-class model. */
 void mock_cost_table(float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], enum mock_topo topo,
@@ -148,6 +157,13 @@ int mock_collective_cfg(struct mock_comm *c, const float table[MOCK_NUM_ALGOS][M
 int mock_check_invariants(int release, const float before[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS],
 			  const float after[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS], int n_channels,
 			  int max_channels, char *why, size_t whylen);
+
+/* The plugin's own per-reason counters of decisions it could not apply as a policy asked
+ * (ncclbpf_tuner_issue_counts, looked up with dlsym in the loaded library): fills up to n
+ * counts and names (names may be NULL), returns the number of reasons, or -1 when the
+ * library does not export them (another plugin). */
+int mock_nccl_issue_counts(const struct mock_nccl *m, uint64_t *counts, const char **names,
+			   size_t n);
 
 const char *mock_coll_name(int coll);
 const char *mock_algo_name(int algo);

@@ -138,46 +138,15 @@ int loader_open_file_flags(const char *path, unsigned flags, struct nb_object **
 			   size_t errlen)
 {
 	struct ld_ctx c = {.err = err, .errlen = errlen};
-	FILE *f = fopen(path, "rb");
+	char why[256];
+	void *buf = NULL;
+	size_t len = 0;
 
 	if (out)
 		*out = NULL;
-	if (!f) {
-		int e = errno;
-		return ld_err(&c, e, "%s", strerror(e));
-	}
-	uint8_t *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len == cap) {
-			if (cap >= LD_MAX_FILE_SIZE) {
-				free(buf);
-				fclose(f);
-				return ld_err(&c, EFBIG, "larger than the %u-byte limit",
-					      LD_MAX_FILE_SIZE);
-			}
-			cap = cap ? cap * 2 : 65536;
-			uint8_t *n = realloc(buf, cap + 1);
-			if (!n) {
-				free(buf);
-				fclose(f);
-				return ld_err(&c, ENOMEM, "out of memory");
-			}
-			buf = n;
-		}
-		size_t got = fread(buf + len, 1, cap - len, f);
-		len += got;
-		if (got == 0) {
-			if (ferror(f)) {
-				int e = errno ? errno : EIO;
-				free(buf);
-				fclose(f);
-				return ld_err(&c, e, "read error: %s", strerror(e));
-			}
-			break;
-		}
-	}
-	fclose(f);
+	int rc = loader_read_file(path, LD_MAX_FILE_SIZE, &buf, &len, why, sizeof(why));
+	if (rc)
+		return ld_err(&c, -rc, "%s", why);
 	const char *base = strrchr(path, '/');
 	int ret = loader_open_mem_flags(buf, len, base ? base + 1 : path, flags, out, err, errlen);
 	free(buf);

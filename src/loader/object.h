@@ -137,6 +137,17 @@ int loader_open_file_flags(const char *path, unsigned flags, struct nb_object **
 int loader_open_file(const char *path, struct nb_object **out, char *err, size_t errlen);
 void loader_close(struct nb_object *obj);
 
+/* Input files (read_file.c; every reader of a user-named file uses these: the loader, the
+ * CLI's commands). Only regular files are opened: a directory (-EISDIR), FIFO, socket or
+ * device (-EINVAL) is refused with "not a regular file (a FIFO)" in err, without blocking
+ * and before a byte is read. loader_open_regular returns a blocking read-only fd or
+ * -errno; loader_read_file reads the whole file, at most max bytes (-EFBIG "larger than
+ * the N-byte limit" beyond), into *buf (malloc'd, NUL-terminated after *len bytes). err
+ * never repeats the path. */
+int loader_open_regular(const char *path, char *err, size_t errlen);
+int loader_read_file(const char *path, size_t max, void **buf, size_t *len, char *err,
+		     size_t errlen);
+
 /* Line info for an instruction index (the last entry at or before insn), or NULL. */
 const struct nb_line_info *loader_line_for_insn(const struct nb_program *prog, size_t insn);
 

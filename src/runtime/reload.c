@@ -193,6 +193,10 @@ static void fail(struct load *L, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (L->strict) {
+		/* a hot reload is all or nothing: the entry is refused, not skipped */
+		char *sk = strstr(line, " skipped");
+		if (sk)
+			memcpy(sk, " refused", 8);
 		L->failed = true;
 		say(L->r, "error: %s\n", line);
 	} else {
@@ -551,6 +555,7 @@ static int reload_spec(const char *spec, enum nb_hook_type hook, unsigned flags,
 	}
 	load_cleanup(&L);
 	if (rc < 0) {
+		say(&r, "nothing was reloaded: the running policy is unchanged\n");
 		registry_count_reload(false);
 		pthread_mutex_unlock(&registry_lock);
 		runtime_log(NB_LOG_WARN, NB_LOG_INIT, "reload of %s failed; the old policy keeps "

@@ -14,6 +14,8 @@ enum {
 			       * verifier rejection, benchmark failure, I/O error */
 	CLI_EXIT_USAGE = 2,   /* usage error: unknown command or option, bad option value,
 			       * missing argument */
+	CLI_EXIT_NO = 3,      /* a check answered "no": `decisions` found a divergence, `ctl`
+			       * reached no process */
 };
 
 /* One command. `help` is the body of `ncclbpf help NAME`, `ncclbpf NAME --help` and of
@@ -50,6 +52,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * argv[*i] is another option, -1 (message printed) when the value is missing. */
 int cli_opt_value(const char *cmd, int argc, char **argv, int *i, const char *name,
 		  const char **val);
+/* An empty value (`-o ""`, `--lib=`) is a usage error too: -1, message printed. */
+/* Reads a whole input file: regular files only (a FIFO, directory or device is refused
+ * before a byte is read, so nothing hangs), at most max bytes. On failure prints
+ * "PATH: error: why" and returns -errno; *buf is malloc'd and NUL-terminated. */
+int cli_read_file(const char *path, size_t max, char **buf, size_t *len);
+/* Whether two paths name the same file (same name, or same device and inode): an output
+ * must never overwrite an input it is derived from. */
+bool cli_same_file(const char *a, const char *b);
 /* Decimal (or 0x hex) integer in [min, max]; -1 with "ncclbpf CMD: OPT: ..." otherwise. */
 int cli_parse_range(const char *cmd, const char *opt, const char *text, long long min,
 		    long long max, long long *out);

@@ -39,6 +39,10 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i, const char *na
 		return 0;
 	if (a[n] == '=') {
 		*val = a + n + 1;
+		if (!**val) {
+			cli_usage_error(cmd, "%s needs a value (got an empty one)", name);
+			return -1;
+		}
 		return 1;
 	}
 	if (a[n])
@@ -48,6 +52,10 @@ int cli_opt_value(const char *cmd, int argc, char **argv, int *i, const char *na
 		return -1;
 	}
 	*val = argv[++*i];
+	if (!**val) { /* `-o ""` from an unset shell variable: never a file named "" */
+		cli_usage_error(cmd, "%s needs a value (got an empty one)", name);
+		return -1;
+	}
 	return 1;
 }
 

@@ -7,7 +7,9 @@
  * ncclTunerPlugin_v5), once with the interpreter (NCCLBPF_JIT=0) and once with the JIT.
  * The baseline is the native C version of the same policy (policies/native/) behind an
  * identical v5 getCollInfo shim compiled into this tool (bench/native_tuner_shim.c): same
- * context fill, same translation and pinning, no eBPF. Each configuration runs in its own child process because the
+ * context fill, same translation and pinning, no eBPF. A policy without a native twin (any
+ * user policy, given as a path) is measured against NCCL's own choice through the same shim
+ * (the native noop: the decision NCCL makes without a policy, at the shim's cost). Each configuration runs in its own child process because the
  * plugin reads NCCLBPF_POLICY / NCCLBPF_JIT once per process.
  *
  * Each call is timed individually (x86-64: lfence + rdtsc, calibrated against
@@ -32,6 +34,7 @@
 #include "mock_nccl.h"
 #include "native_tuner_shim.h"
 #include "plugin/tuner/tuner.h"
+#include "loader/object.h"
 #include "tools/cli.h"
 
 /* ---- timer ---- */
@@ -263,9 +266,17 @@ struct bench_cfg {
 	double tpn;
 };
 
+/* One --policies entry: a shipped policy by name (DIR/NAME.bpf.o, its native twin as the
+ * baseline) or any object by path (NCCL's own choice as the baseline). */
+struct bench_policy {
+	char name[256];  /* what the table shows */
+	char path[2200]; /* the object */
+	const struct native_policy *twin; /* NULL: baseline is NCCL's choice (native noop) */
+};
+
 /* Runs one (policy, mode) in a child; the result comes back through a pipe. */
-static void run_one(const struct bench_cfg *cfg, const char *policy, enum mode mode,
-		    struct bench_result *r)
+static void run_one(const struct bench_cfg *cfg, const struct bench_policy *policy,
+		    enum mode mode, struct bench_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	int fds[2];
@@ -287,16 +298,16 @@ static void run_one(const struct bench_cfg *cfg, const char *policy, enum mode m
 		memset(&cr, 0, sizeof(cr));
 		close(fds[0]);
 		if (mode == MODE_NATIVE) {
-			const struct native_policy *np = native_policy_find(policy);
+			const struct native_policy *np = policy->twin ? policy->twin
+							: native_policy_find("noop");
 			if (!np) {
-				snprintf(cr.err, sizeof(cr.err), "no native version of %s", policy);
+				snprintf(cr.err, sizeof(cr.err), "no native noop baseline");
 			} else {
 				native_shim_policy = np->fn;
 				measure(&native_tuner_shim, cfg->calls, cfg->batch, cfg->tpn, &cr);
 			}
 		} else {
-			char path[2200];
-			snprintf(path, sizeof(path), "%.1100s/%.1000s.bpf.o", cfg->policy_dir, policy);
+			const char *path = policy->path;
 			setenv("NCCLBPF_POLICY", path, 1);
 			setenv("NCCLBPF_JIT", mode == MODE_JIT ? "1" : "0", 1);
 			struct mock_nccl m;
@@ -308,14 +319,14 @@ static void run_one(const struct bench_cfg *cfg, const char *policy, enum mode m
 				measure(m.tuner, cfg->calls, cfg->batch, cfg->tpn, &cr);
 				/* the runtime's INFO line for this very file ("attached PATH:prog") */
 				char needle[2300];
-				snprintf(needle, sizeof(needle), "attached %s:", path);
+				snprintf(needle, sizeof(needle), "attached %.2200s:", path);
 				if (cr.ok && mock_log_count(needle) == 0) {
 					cr.ok = 0;
 					snprintf(cr.err, sizeof(cr.err), "policy %.170s did not attach", path);
 				} else if (cr.ok && mode == MODE_JIT && mock_log_count("(JIT)") == 0) {
 					cr.ok = 0;
-					snprintf(cr.err, sizeof(cr.err), "policy %s is not JIT-compiled",
-						 policy);
+					snprintf(cr.err, sizeof(cr.err), "policy %.150s is not JIT-compiled",
+						 policy->name);
 				}
 			}
 		}
@@ -370,17 +381,19 @@ static void cpu_model(char *buf, size_t len)
 static const char bench_help[] =
 	"Per-decision cost of tuner policies: for each policy, N getCollInfo calls through\n"
 	"the plugin library loaded as NCCL 2.29 loads it (dlopen, ncclTunerPlugin_v5), with\n"
-	"the interpreter and with the JIT, against the native C version of the same policy\n"
-	"(policies/native/) behind an identical shim. Each configuration runs in its own\n"
+	"the interpreter and with the JIT, against a baseline behind an identical shim: the\n"
+	"native C version of the same policy (policies/native/) for a shipped policy given\n"
+	"by name, NCCL's own choice (the shim keeping NCCL's decision) for a policy without\n"
+	"a native twin, e.g. your own given as a path. Each configuration runs in its own\n"
 	"process; rounds interleave all of them. Prints P50 / P99 in nanoseconds per call\n"
-	"(timer cost subtracted) and the P50 overhead over native.\n"
+	"(timer cost subtracted) and the P50 overhead over the baseline.\n"
 	"\n"
 	"options:\n"
 	"  --calls N         calls per policy and mode, 1000 to 10^9 (default 1000000)\n"
-	"  --policies a,b    policy names: DIR/NAME.bpf.o must exist and\n"
-	"                    policies/native/ must have NAME (default: noop, size_aware,\n"
+	"  --policies a,b    shipped policy names (DIR/NAME.bpf.o) or paths of any .bpf.o\n"
+	"                    (with a '/' or ending in .bpf.o); default: noop, size_aware,\n"
 	"                    lookup_only, lookup_update, nvlink_ring_mid, table_rules,\n"
-	"                    bad_channels)\n"
+	"                    bad_channels\n"
 	"  --policy-dir DIR  where the .bpf.o files are (default: policies/ next to this\n"
 	"                    program, i.e. build/policies)\n"
 	"  --lib PATH        the plugin library (default: libncclbpf.so next to this program)\n"
@@ -390,15 +403,16 @@ static const char bench_help[] =
 	"                    resolves ~1 ns, else 32)\n"
 	"  --json            one JSON document (below) instead of the table\n"
 	"\n"
-	"exit status: 0 every row measured; 1 a policy missing, not attached or a run\n"
-	"failed (the row says which); 2 usage error.\n"
+	"exit status: 0 every row measured; 1 a policy missing, not a regular file, not\n"
+	"attached or a run failed (the row says which); 2 usage error.\n"
 	"\n"
 	"json (schema \"ncclbpf.bench/1\"):\n"
 	"  {\"schema\", \"cpu\", \"library\": strings, \"calls\", \"rounds\", \"batch\": numbers,\n"
 	"   \"unit\": \"ns\", \"timer_ticks_per_ns\", \"timer_step_ns\": numbers,\n"
-	"   \"results\": [{\"policy\": string, \"native\", \"interpreter\", \"jit\":\n"
-	"      {\"p50_ns\", \"p99_ns\": numbers, \"overhead_p50_ns\": number or null\n"
-	"       (over native), \"error\": string or null}}]}\n";
+	"   \"results\": [{\"policy\": string, \"baseline\": \"native\" (the twin) or\n"
+	"      \"nccl\" (NCCL's own choice), \"native\" (the baseline's numbers),\n"
+	"      \"interpreter\", \"jit\": {\"p50_ns\", \"p99_ns\": numbers, \"overhead_p50_ns\":\n"
+	"      number or null (over the baseline), \"error\": string or null}}]}\n";
 
 static int cmd_bench(int argc, char **argv)
 {
@@ -449,7 +463,7 @@ static int cmd_bench(int argc, char **argv)
 	char *list = strdup(policies);
 	if (!list)
 		return CLI_EXIT_REFUSED;
-	const char *names[64];
+	static struct bench_policy pols[64];
 	int n_pol = 0;
 	char *save = NULL;
 	for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
@@ -457,7 +471,18 @@ static int cmd_bench(int argc, char **argv)
 			free(list);
 			return cli_usage_error("bench", "--policies: more than 64 names");
 		}
-		names[n_pol++] = p;
+		struct bench_policy *bp = &pols[n_pol++];
+		size_t l = strlen(p);
+		if (strchr(p, '/') || (l > 6 && !strcmp(p + l - 6, ".bpf.o"))) {
+			const char *base = strrchr(p, '/');
+			snprintf(bp->path, sizeof(bp->path), "%s", p);
+			snprintf(bp->name, sizeof(bp->name), "%s", base ? base + 1 : p);
+			bp->twin = NULL; /* any object: measured against NCCL's own choice */
+		} else {
+			snprintf(bp->name, sizeof(bp->name), "%s", p);
+			snprintf(bp->path, sizeof(bp->path), "%.1100s/%.1000s.bpf.o", cfg.policy_dir, p);
+			bp->twin = native_policy_find(p);
+		}
 	}
 	if (!n_pol) {
 		free(list);
@@ -471,18 +496,20 @@ static int cmd_bench(int argc, char **argv)
 		return CLI_EXIT_REFUSED;
 	}
 	for (int i = 0; i < n_pol; i++) {
-		char path[2200];
-		snprintf(path, sizeof(path), "%.1100s/%.1000s.bpf.o", cfg.policy_dir, names[i]);
-		const char *why = access(path, R_OK) != 0 ? strerror(errno)
-				  : !native_policy_find(names[i]) ? "no native baseline in policies/native/"
-								  : NULL;
-		if (why) {
-			cli_error("bench", "policy '%s' (%s): %s", names[i], path, why);
+		char why[256];
+		int fd = loader_open_regular(pols[i].path, why, sizeof(why));
+		if (fd < 0) {
+			cli_error("bench", "policy '%s' (%s): %s", pols[i].name, pols[i].path, why);
 			free(list);
 			return CLI_EXIT_REFUSED;
 		}
+		close(fd);
 	}
 
+	int wn = 16; /* the name column fits the longest name */
+	for (int i = 0; i < n_pol; i++)
+		if ((int)strlen(pols[i].name) > wn)
+			wn = (int)strlen(pols[i].name);
 	cfg.tpn = ticks_per_ns();
 	double gran = timer_granularity_ns(cfg.tpn);
 	if (cfg.batch <= 0) /* auto: single calls when the timer resolves ~1 ns */
@@ -498,7 +525,7 @@ static int cmd_bench(int argc, char **argv)
 			printf("(the timer is too coarse to time one call: each sample is the mean of "
 			       "%d consecutive calls, so P99 understates single-call tails)\n\n",
 			       cfg.batch);
-		printf("%-16s %21s %29s %29s\n", "policy", "native P50/P99 ns",
+		printf("%-*s %-8s %21s %29s %29s\n", wn, "policy", "baseline", "P50/P99 ns",
 		       "interpreter P50/P99 (+P50) ns", "JIT P50/P99 (+P50) ns");
 		fflush(stdout);
 	}
@@ -517,7 +544,7 @@ static int cmd_bench(int argc, char **argv)
 	for (int round = 0; round < cfg.rounds; round++)
 		for (int i = 0; i < n_pol; i++)
 			for (int m = 0; m < MODE_COUNT; m++)
-				run_one(&cfg, names[i], (enum mode)m, &res[round * n_pol + i][m]);
+				run_one(&cfg, &pols[i], (enum mode)m, &res[round * n_pol + i][m]);
 	int failed = 0;
 	for (int i = 0; i < n_pol; i++) {
 		struct bench_result *r = fin[i];
@@ -556,10 +583,12 @@ static int cmd_bench(int argc, char **argv)
 				snprintf(cols[m], sizeof(cols[m]), "%.1f / %.1f (%+.1f)", r[m].p50_ns,
 					 r[m].p99_ns, r[m].p50_ns - r[MODE_NATIVE].p50_ns);
 		}
-		printf("%-16s %21s %29s %29s\n", names[i], cols[0], cols[1], cols[2]);
+		printf("%-*s %-8s %21s %29s %29s\n", wn, pols[i].name, pols[i].twin ? "native" : "NCCL",
+		       cols[0], cols[1], cols[2]);
 		for (int m = 0; m < MODE_COUNT; m++)
 			if (!r[m].ok)
-				fprintf(stderr, "  %s %s: %s\n", names[i], mode_names[m], r[m].err);
+				fprintf(stderr, "  %s %s: %s\n", pols[i].name,
+					m == MODE_NATIVE ? "baseline" : mode_names[m], r[m].err);
 	}
 	if (json) {
 		static const char *const keys[MODE_COUNT] = { "native", "interpreter", "jit" };
@@ -578,7 +607,8 @@ static int cmd_bench(int argc, char **argv)
 		cli_json_array(&j, "results");
 		for (int i = 0; i < n_pol; i++) {
 			cli_json_object(&j, NULL);
-			cli_json_str(&j, "policy", names[i]);
+			cli_json_str(&j, "policy", pols[i].name);
+			cli_json_str(&j, "baseline", pols[i].twin ? "native" : "nccl");
 			for (int m = 0; m < MODE_COUNT; m++) {
 				const struct bench_result *r = &fin[i][m];
 				cli_json_object(&j, keys[m]);
@@ -604,7 +634,9 @@ static int cmd_bench(int argc, char **argv)
 		cli_json_finish(&j);
 	} else {
 		printf("\nns per call, harness cost subtracted, median of %d rounds; (+x) = P50 over "
-		       "the native baseline.\n", cfg.rounds);
+		       "the baseline:\nnative = the policy's C twin (policies/native/); NCCL = no "
+		       "twin, NCCL's own choice through\nthe same shim (what the decision costs "
+		       "without a policy).\n", cfg.rounds);
 	}
 	free(res);
 	free(fin);

@@ -27,9 +27,9 @@ struct assignment {
 	long long value;
 };
 
-static void print_sym(const unsigned char *b, const struct tune_rodata_sym *s)
+static void print_sym(const unsigned char *b, const struct tune_rodata_sym *s, int width)
 {
-	printf("%-24s %4zu B  ", s->name, s->size);
+	printf("%-*s %4zu B  ", width, s->name, s->size);
 	if (s->size == 1 || s->size == 2 || s->size == 4 || s->size == 8) {
 		uint64_t v = 0;
 		memcpy(&v, b + s->offset, s->size);
@@ -170,17 +170,17 @@ static int cmd_config(int argc, char **argv)
 		return cli_usage_error("config", "assignments need -o OUT (the copy to write)");
 	if (!na && out)
 		return cli_usage_error("config", "-o without assignments: nothing to change");
+	if (out && cli_same_file(in, out))
+		return cli_usage_error("config", "-o %s is OBJ itself: config writes a changed copy "
+					"and never changes OBJ; give another path", out);
 	char *buf = NULL;
 	size_t len = 0;
-	int rc = tune_read_file(in, 64u << 20, &buf, &len);
-	if (rc) {
-		fprintf(stderr, "%s: error: %s\n", in, strerror(-rc));
+	if (cli_read_file(in, 64u << 20, &buf, &len))
 		return CLI_EXIT_REFUSED;
-	}
 	struct tune_rodata_sym *syms = NULL;
 	size_t n = 0;
 	char err[1024] = "";
-	rc = tune_rodata_symbols(buf, len, &syms, &n, err, sizeof(err));
+	int rc = tune_rodata_symbols(buf, len, &syms, &n, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "%s: error: %s\n", in, rc == -ENOMEM ? "out of memory" : err);
 		free(buf);
@@ -190,8 +190,25 @@ static int cmd_config(int argc, char **argv)
 	if (!na) {
 		if (!n)
 			printf("%s: no .rodata configuration\n", in);
+		int width = 24; /* the longest name sets the column */
 		for (size_t i = 0; i < n; i++)
-			print_sym((const unsigned char *)buf, &syms[i]);
+			if ((int)strlen(syms[i].name) > width)
+				width = (int)strlen(syms[i].name);
+		for (size_t i = 0; i < n; i++)
+			print_sym((const unsigned char *)buf, &syms[i], width);
+		/* a rule table (tune -o, rules compile) decoded, not as raw 4-byte words */
+		struct tune_rule rules[TUNE_MAX_RULES];
+		size_t nr = 0;
+		char e[256];
+		if (tune_rules_read(buf, len, rules, &nr, e, sizeof(e)) == 0) {
+			printf("\ntuned_rules decoded (%zu in use; `ncclbpf rules show` prints them "
+			       "alone):\n", nr);
+			for (size_t i = 0; i < nr; i++) {
+				char line[256];
+				tune_rule_format(&rules[i], line, sizeof(line));
+				printf("  [%zu] %s\n", i, line);
+			}
+		}
 	} else {
 		for (int k = 0; k < na && !status; k++)
 			if (assign((unsigned char *)buf, syms, n, &as[k]))
@@ -216,10 +233,12 @@ NCCLBPF_CLI_COMMAND(config, .name = "config", .run = cmd_config,
 		    .help = "Reads or changes a policy's configuration: its `const volatile` "
 			    "globals in\n.rodata (libbpf's convention), without a compiler. "
 			    "Without assignments it\nlists them (name, size, value; arrays as "
-			    "4-byte elements). With assignments it\nwrites a copy to OUT with the "
-			    "values changed, but only after the copy loads and\nevery program in "
-			    "it verifies (strict); the file is written atomically, OBJ is\nnot "
-			    "changed. Assignments may come before or after OBJ.\n"
+			    "4-byte elements); a rule table from\n`tune -o` or `rules compile` is "
+			    "decoded as rules too. With assignments it\nwrites a copy to OUT with "
+			    "the values changed, but only after the copy loads\nand every program "
+			    "in it verifies (strict); the file is written atomically.\nOBJ is never "
+			    "changed (-o naming OBJ is refused). Assignments may come before\nor "
+			    "after OBJ.\n"
 			    "\n"
 			    "options:\n"
 			    "  -o, --output OUT   the copy to write (required with assignments)\n"

@@ -110,22 +110,36 @@ static void print_json(const char *path, const struct nb_object *o)
 	cli_json_finish(&j);
 }
 
+static int col_width(int w, const char *s)
+{
+	size_t n = strlen(s);
+	return n > (size_t)w ? (n > 4096 ? 4096 : (int)n) : w;
+}
+
 static void print_text(const struct nb_object *o)
 {
 	printf("object:  %s\n", o->name);
 	printf("license: %s\n", o->license[0] ? o->license : "(none)");
 	printf("BTF:     %s\n", o->has_btf ? "yes" : "no");
 	printf("BTF.ext: %s\n", o->has_btf_ext ? "yes" : "no");
+	/* columns as wide as their longest entry: long names never shift the next column */
+	int ws = 16, wn = 24, wm = 24;
+	for (size_t i = 0; i < o->prog_cnt; i++) {
+		ws = col_width(ws, o->progs[i].section);
+		wn = col_width(wn, o->progs[i].name);
+	}
+	for (size_t i = 0; i < o->map_cnt; i++)
+		wm = col_width(wm, o->maps[i].name);
 	printf("\nprograms (%zu):\n", o->prog_cnt);
-	printf("  %-16s %-24s %6s  %s\n", "section", "name", "insns", "hook");
+	printf("  %-*s %-*s %6s  %s\n", ws, "section", wn, "name", "insns", "hook");
 	for (size_t i = 0; i < o->prog_cnt; i++) {
 		const struct nb_program *p = &o->progs[i];
 		const char *h = hook_of(p);
-		printf("  %-16s %-24s %6zu  %s\n", p->section, p->name, p->insn_cnt,
+		printf("  %-*s %-*s %6zu  %s\n", ws, p->section, wn, p->name, p->insn_cnt,
 		       h ? h : "(none)");
 	}
 	printf("\nmaps (%zu):\n", o->map_cnt);
-	printf("  %-24s %-16s %5s %6s %11s  %s\n", "name", "type", "key", "value", "max_entries",
+	printf("  %-*s %-16s %5s %6s %11s  %s\n", wm, "name", "type", "key", "value", "max_entries",
 	       "flags");
 	size_t kernel_only = 0, ignored = 0;
 	for (size_t i = 0; i < o->map_cnt; i++) {
@@ -134,15 +148,18 @@ static void print_text(const struct nb_object *o)
 		bool ok = map_type_supported(m->type);
 		kernel_only += !ok;
 		ignored += m->numa_node || m->map_extra;
-		printf("  %-24s %-16s %5u %6u %11u  0x%x%s%s%s\n", m->name,
+		printf("  %-*s %-16s %5u %6u %11u  0x%x%s%s%s\n", wm, m->name,
 		       map_type_name(m->type, tb, sizeof(tb)), m->key_size, m->value_size,
 		       m->max_entries, m->map_flags, m->pinning == 1 ? " pinned" : "",
 		       ok ? "" : " (kernel-only)", m->numa_node || m->map_extra ? " (*)" : "");
 	}
 	if (o->extern_cnt) {
 		printf("\nexterns (%zu):\n", o->extern_cnt);
+		int wx = 24;
 		for (size_t i = 0; i < o->extern_cnt; i++)
-			printf("  %-24s %s\n", o->externs[i].name,
+			wx = col_width(wx, o->externs[i].name);
+		for (size_t i = 0; i < o->extern_cnt; i++)
+			printf("  %-*s %s\n", wx, o->externs[i].name,
 			       o->externs[i].is_func ? "function (kfunc)" : "variable (.kconfig/.ksyms)");
 		printf("\nExtern symbols are resolved by the kernel's loader: ncclbpf can inspect "
 		       "this object but refuses to load it.\n");
@@ -175,7 +192,18 @@ static int cmd_info(int argc, char **argv)
 	char err[1024];
 	struct nb_object *o = NULL;
 	if (loader_open_file_flags(path, NB_LOADER_INSPECT, &o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s: error: %s\n", path, err);
+		if (json) { /* the document says why, as `verify --json` does */
+			struct cli_json j;
+			cli_json_init(&j, stdout);
+			cli_json_object(&j, NULL);
+			cli_json_str(&j, "schema", "ncclbpf.info/1");
+			cli_json_str(&j, "file", path);
+			cli_json_str(&j, "error", err);
+			cli_json_end(&j);
+			cli_json_finish(&j);
+		} else {
+			fprintf(stderr, "%s: error: %s\n", path, err);
+		}
 		return CLI_EXIT_REFUSED;
 	}
 	if (json)
@@ -201,6 +229,9 @@ NCCLBPF_CLI_COMMAND(info, .name = "info", .run = cmd_info, .synopsis = "[--json]
 			    "json (schema \"ncclbpf.info/1\"):\n"
 			    "  {\"schema\", \"file\", \"license\": strings, \"btf\", \"btf_ext\": "
 			    "bools,\n"
+			    "   \"error\": string (only when the object cannot be read: then "
+			    "\"schema\" and\n   \"file\" are the only other members; exit "
+			    "status 1),\n"
 			    "   \"programs\": [{\"name\", \"section\": strings, \"hook\": string or "
 			    "null,\n"
 			    "                 \"insns\": number, \"functions\": [names]}],\n"

@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "loader/object.h"
 #include "runtime/decision_src.h"
 #include "tools/cli.h"
 
@@ -861,9 +863,15 @@ int cmd_trace(int argc, char **argv)
 	for (size_t i = 0; i < nn; i++) {
 		struct tr_file *tf = &m.files[m.nfiles];
 		snprintf(tf->path, sizeof(tf->path), "%s/%s", dir, names[i]);
-		FILE *f = fopen(tf->path, "r");
+		char why[256];
+		int fd = loader_open_regular(tf->path, why, sizeof(why)); /* a FIFO never blocks */
+		FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 		if (!f) {
-			fprintf(stderr, "ncclbpf trace: cannot read %s: %s\n", tf->path, strerror(errno));
+			if (fd >= 0) {
+				snprintf(why, sizeof(why), "%s", strerror(errno));
+				close(fd);
+			}
+			fprintf(stderr, "ncclbpf trace: cannot read %s: %s\n", tf->path, why);
 			continue;
 		}
 		snprintf(tf->host, sizeof(tf->host), "?");
@@ -883,6 +891,17 @@ int cmd_trace(int argc, char **argv)
 	for (size_t i = 0; i < nn; i++)
 		free(names[i]);
 	free(names);
+	/* fail closed: an empty trace would look like a job that did nothing */
+	if (!m.nfiles || !m.n) {
+		if (!m.nfiles)
+			fprintf(stderr, "ncclbpf trace: none of the %zu *.jsonl files in %s is an "
+					"NCCLBPF_TRACE log; nothing written\n", nn, dir);
+		else
+			fprintf(stderr, "ncclbpf trace: %zu process%s in %s but no events; nothing "
+					"written\n", m.nfiles, m.nfiles == 1 ? "" : "es", dir);
+		tr_free(&m);
+		return CLI_EXIT_REFUSED;
+	}
 	FILE *o = fopen(out, "w");
 	if (!o) {
 		fprintf(stderr, "ncclbpf trace: cannot write %s: %s\n", out, strerror(errno));
@@ -913,4 +932,8 @@ NCCLBPF_CLI_COMMAND(trace, .name = "trace", .run = cmd_trace, .synopsis = "DIR [
 			    "https://ui.perfetto.dev. Malformed lines are skipped and counted.\n"
 			    "\n"
 			    "options:\n"
-			    "  -o FILE   output file (default trace.json)\n");
+			    "  -o FILE   output file (default trace.json)\n"
+			    "\n"
+			    "exit status: 0 written; 1 DIR unreadable, no *.jsonl file in it, none "
+			    "of them an\nNCCLBPF_TRACE log, or no event at all (nothing written); "
+			    "2 usage.\n");

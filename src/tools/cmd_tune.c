@@ -13,7 +13,8 @@
 #include "tools/tune_input.h"
 #include "tools/tune_object.h"
 
-#define TUNE_MAX_INPUT (1ull << 32)
+/* per input file; the loader's limit for objects too (a runaway file or device is refused) */
+#define TUNE_MAX_INPUT (256u << 20)
 #define TUNE_MAX_FILES 64
 
 static void json_num(double v)
@@ -160,19 +161,23 @@ static int cmd_tune(int argc, char **argv)
 	}
 	if (!ninputs)
 		return cli_usage_error("tune", "no sample file given");
+	for (int k = 0; out_path && k < ninputs; k++)
+		if (cli_same_file(inputs[k], out_path))
+			return cli_usage_error("tune", "-o %s is one of the inputs", out_path);
 	struct tune_samples s;
 	memset(&s, 0, sizeof(s));
 	int bad = 0;
 	for (int k = 0; k < ninputs; k++) {
 		char *buf = NULL;
 		size_t len = 0;
-		int rc = tune_read_file(inputs[k], TUNE_MAX_INPUT, &buf, &len);
-		if (rc) {
-			fprintf(stderr, "%s: error: %s\n", inputs[k], strerror(-rc));
+		if (cli_read_file(inputs[k], TUNE_MAX_INPUT, &buf, &len)) {
 			bad = 1;
 			continue;
 		}
-		rc = tune_samples_parse(buf, len, inputs[k], &reps, &s, stderr);
+		/* nccl-tests output (all_reduce_perf ...) or the CSV: the content says which */
+		int rc = tune_input_is_nccltests(buf, len)
+				 ? tune_nccltests_parse(buf, len, inputs[k], &reps, &s, stderr)
+				 : tune_samples_parse(buf, len, inputs[k], &reps, &s, stderr);
 		free(buf);
 		if (rc == -ENOMEM) {
 			fprintf(stderr, "ncclbpf tune: out of memory\n");
@@ -234,22 +239,17 @@ static int cmd_tune(int argc, char **argv)
 }
 
 NCCLBPF_CLI_COMMAND(tune, .name = "tune", .run = cmd_tune,
-		    .synopsis = "[--json] [-o OUT] [--reps SEL] [GATE OPTIONS] SAMPLES.csv...",
+		    .synopsis = "[--json] [-o OUT] [--reps SEL] [GATE OPTIONS] SAMPLES...",
 		    .summary = "offline tuner: measured samples -> gated decisions, table policy",
 		    .help = "Reads sample CSVs (scripts/emulate-nodes.sh, ncclbpf-gpubench "
-			    "--samples) and\n"
-			    "decides, per (collective, nranks, nnodes, size), whether a measured "
-			    "config\n"
-			    "(algo, proto, channels) beats NCCL's default through five gates: IQR "
-			    "trimming,\n"
-			    "one-sided Mann-Whitney p < alpha, Cliff's delta > min-delta, "
-			    "split-half\n"
-			    "agreement and a gain above a threshold. Adjacent sizes with the same "
-			    "winner\n"
-			    "merge into ranges. Prints them as a table (or --json) and/or writes "
-			    "the\n"
-			    "verified table policy (policies/tuned_rules.bpf.c with the rules in "
-			    ".rodata;\n"
+			    "--samples) or\nnccl-tests output (all_reduce_perf ...) and decides, "
+			    "per (collective, nranks,\nnnodes, size), whether a measured config "
+			    "(algo, proto, channels) beats NCCL's\ndefault through five gates: IQR "
+			    "trimming, one-sided Mann-Whitney p < alpha,\nCliff's delta > "
+			    "min-delta, split-half agreement and a gain above a threshold.\n"
+			    "Adjacent sizes with the same winner merge into ranges. Prints them as "
+			    "a table\n(or --json) and/or writes the verified table policy "
+			    "(policies/tuned_rules.bpf.c\nwith the rules in .rodata; "
 			    "no compiler needed). See docs/tuning.md.\n"
 			    "\n"
 			    "options:\n"
@@ -275,8 +275,16 @@ NCCLBPF_CLI_COMMAND(tune, .name = "tune", .run = cmd_tune,
 			    "input: CSV with a header naming at least coll,bytes,algo,proto,"
 			    "channels,nranks,\nnnodes,time_us (any order; algo/proto `default` = "
 			    "NCCL's choice); optional rep\n(for --reps) and policy (rows with a "
-			    "policy are skipped: not NCCL configs).\nA bad row is reported as "
-			    "FILE:LINE: error: ... and nothing is produced.\n"
+			    "policy are skipped: not NCCL configs).\nOr nccl-tests output "
+			    "(all_reduce_perf, all_gather_perf, ... as printed): two\nsamples per "
+			    "row (out-of-place, in-place time), the collective from its \"#\n"
+			    "Collective test starting:\" line or the file name, ranks and nodes "
+			    "from the\n\"#  Rank N ... on HOST\" lines, the configuration from "
+			    "NCCL_DEBUG=INFO's\n\"NCCL_ALGO / NCCL_PROTO set by environment to "
+			    "X\" lines (none: NCCL's default);\none run per configuration, -N "
+			    "cycles or runs concatenated for repetitions\n(a repeated table is the "
+			    "next rep). Rows with wrong elements are refused.\nA bad row is "
+			    "reported as FILE:LINE: error: ... and nothing is produced.\n"
 			    "\n"
 			    "exit status: 0 done; 1 an unreadable file or a bad row, no samples, "
 			    "or the\npolicy could not be built (more than 32 rules, verification); "

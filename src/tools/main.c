@@ -99,7 +99,11 @@ static const char global_help[] =
 	"  1  the input was refused: missing or malformed object, verifier rejection, failed\n"
 	"     run or benchmark\n"
 	"  2  usage error: unknown command or option, bad or out-of-range value, missing\n"
-	"     argument\n";
+	"     argument\n"
+	"  3  the answer is \"no\", not an error: `decisions` found ranks that decided\n"
+	"     differently; `ctl` reached no process\n"
+	"  4  incomplete: `decisions` found no divergence, but some decisions were dropped\n"
+	"     or lost by the writers, so those collectives were not checked\n";
 
 static void print_usage_line(FILE *f, const struct cli_command *c)
 {
@@ -260,11 +264,10 @@ static int cmd_version(int argc, char **argv)
 					      "interprets)"
 					    : "not available on this architecture (interpreter)");
 		printf("library: %s\n", path);
-		if (!h)
-			printf("         not loadable: %s\n", dlerr ? dlerr : "?");
-		else
+		if (h)
 			printf("NCCL plugin ABI versions exported:\n");
 	}
+	int total = 0;
 	for (size_t k = 0; h && k < sizeof(abi_kinds) / sizeof(abi_kinds[0]); k++) {
 		char line[256] = "", sym[64];
 		int found = 0;
@@ -279,20 +282,32 @@ static int cmd_version(int argc, char **argv)
 			size_t l = strlen(line);
 			snprintf(line + l, sizeof(line) - l, "%sv%d", found ? ", " : "", v);
 			found++;
+			total++;
 		}
 		if (json)
 			cli_json_end(&j);
 		else
 			printf("  %-9s %s\n", abi_kinds[k].type, found ? line : "(none)");
 	}
+	/* fail closed: the ABI versions are what this command is asked for */
+	char why[600] = "";
+	if (!h)
+		snprintf(why, sizeof(why), "not loadable: %.500s", dlerr ? dlerr : "?");
+	else if (!total)
+		snprintf(why, sizeof(why), "exports no NCCL plugin symbol (not libncclbpf.so?)");
 	if (json) {
 		cli_json_end(&j);
+		if (h && !total)
+			cli_json_str(&j, "library_error", why);
 		cli_json_end(&j);
 		cli_json_finish(&j);
+	} else if (why[0]) {
+		fflush(stdout);
+		cli_error("version", "%s: %s", path, why);
 	}
 	if (h)
 		dlclose(h);
-	return CLI_EXIT_OK;
+	return why[0] ? CLI_EXIT_REFUSED : CLI_EXIT_OK;
 }
 
 NCCLBPF_CLI_COMMAND(version, .name = "version", .run = cmd_version,
@@ -308,10 +323,14 @@ NCCLBPF_CLI_COMMAND(version, .name = "version", .run = cmd_version,
 			    "  --lib PATH   the library to inspect (default: libncclbpf.so next to "
 			    "this program)\n"
 			    "\n"
+			    "exit status: 0 the library was read; 1 it cannot be loaded or exports "
+			    "no NCCL\nplugin symbol (the version lines are printed all the same); "
+			    "2 usage.\n"
+			    "\n"
 			    "json (schema \"ncclbpf.version/1\"):\n"
 			    "  {\"schema\", \"version\", \"commit\", \"build_type\": strings,\n"
 			    "   \"jit\": bool, \"library\": path, \"library_error\": string (only "
-			    "when it\n   cannot be loaded), \"abi\": {\"tuner\": [3, 4, ...], "
+			    "when it\n   cannot be loaded or exports no plugin symbol), \"abi\": {\"tuner\": [3, 4, ...], "
 			    "\"profiler\": [...], \"net\",\n   \"collnet\", \"gin\", \"env\": "
 			    "arrays of version numbers}}\n");
 

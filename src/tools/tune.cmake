@@ -10,6 +10,7 @@ add_custom_command(OUTPUT ${NCCLBPF_TUNE_TEMPLATE_C}
           ${CMAKE_CURRENT_LIST_DIR}/embed_file.cmake
   COMMENT "embedding the tuned_rules template" VERBATIM)
 set(NCCLBPF_TUNE_SRCS ${CMAKE_CURRENT_LIST_DIR}/tune_stats.c ${CMAKE_CURRENT_LIST_DIR}/tune_input.c
+    ${CMAKE_CURRENT_LIST_DIR}/tune_nccltests.c
     ${CMAKE_CURRENT_LIST_DIR}/tune_analyze.c ${CMAKE_CURRENT_LIST_DIR}/tune_object.c
     CACHE INTERNAL "offline tuner sources")
 add_library(ncclbpf_tune STATIC ${NCCLBPF_TUNE_SRCS} ${NCCLBPF_TUNE_TEMPLATE_C})

@@ -199,7 +199,7 @@ int tune_rep_filter_parse(const char *s, struct tune_rep_filter *f)
 	return f->nlist ? 0 : -EINVAL;
 }
 
-static int rep_selected(const struct tune_rep_filter *f, int rep)
+int tune_rep_selected(const struct tune_rep_filter *f, int rep)
 {
 	if (!f || f->mode == 0)
 		return 1;
@@ -326,7 +326,7 @@ int tune_samples_parse(const char *buf, size_t len, const char *fname,
 			out->skipped_policy++;
 			continue;
 		}
-		if (!rep_selected(reps, s.rep)) {
+		if (!tune_rep_selected(reps, s.rep)) {
 			out->skipped_rep++;
 			continue;
 		}
@@ -364,8 +364,26 @@ void tune_samples_free(struct tune_samples *s)
 
 /* ---------------------------------------------------------------- nccl_tuner.conf */
 
+__attribute__((format(printf, 2, 3))) static void warn(struct reader *r, const char *fmt, ...)
+{
+	if (!r->err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(r->err, "%s:%u: warning: ", r->fname, r->line);
+	vfprintf(r->err, fmt, ap);
+	fputc('\n', r->err);
+	va_end(ap);
+}
+
 int tune_conf_parse(const char *buf, size_t len, const char *fname, struct tune_rule *rules,
 		    size_t max_rules, FILE *err)
+{
+	return tune_conf_parse_regbuff(buf, len, fname, rules, max_rules, TUNE_REGBUFF_REFUSE, err);
+}
+
+int tune_conf_parse_regbuff(const char *buf, size_t len, const char *fname,
+			    struct tune_rule *rules, size_t max_rules, int regbuff, FILE *err)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -378,6 +396,9 @@ int tune_conf_parse(const char *buf, size_t len, const char *fname, struct tune_
 	int rc, too_many = 0;
 	while (r->errors < TUNE_MAX_ERRORS && (rc = next_line(r)) != 0) {
 		if (rc < 0 || r->nfield == 0)
+			continue;
+		/* the column-header line NVIDIA's README suggests for spreadsheets */
+		if (name_eq(r->field[0], "collective_type") || name_eq(r->field[0], "colltype"))
 			continue;
 		if (r->nfield < 8 || r->nfield > 10) {
 			report(r, "%d fields; expected coll,min_bytes,max_bytes,algo,proto,channels,"
@@ -453,11 +474,19 @@ int tune_conf_parse(const char *buf, size_t len, const char *fname, struct tune_
 				report(r, "regBuff '%s' is not -1, 0 or 1", v);
 				continue;
 			}
-			if (x != -1) {
-				/* buffer registration is per rank: a rule on it could make two ranks pick
-				 * different algorithms for one collective, which hangs NCCL */
+			/* buffer registration is per rank: a rule on it could make two ranks pick
+			 * different algorithms for one collective, which hangs NCCL. Migrating such a
+			 * file is an explicit choice (--regbuff), said once per row. */
+			if (x != -1 && regbuff == TUNE_REGBUFF_IGNORE) {
+				warn(r, "regBuff %lld ignored: the rule now applies to registered and "
+					"unregistered buffers alike", x);
+			} else if (x != -1 && regbuff == TUNE_REGBUFF_DROP) {
+				warn(r, "regBuff %lld: rule dropped", x);
+				continue;
+			} else if (x != -1) {
 				report(r, "regBuff %lld: buffer registration is rank-local, a rule on it can "
-					  "make ranks decide differently; use -1", x);
+					  "make ranks decide differently; use -1, or migrate with "
+					  "--regbuff ignore|drop", x);
 				continue;
 			}
 		}
@@ -474,52 +503,4 @@ int tune_conf_parse(const char *buf, size_t len, const char *fname, struct tune_
 	if (too_many && bad == 1)
 		return -E2BIG;
 	return bad ? -EINVAL : (int)n;
-}
-
-int tune_read_file(const char *path, size_t max, char **buf, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	size_t cap = 65536, n = 0;
-	char *b = malloc(cap);
-	if (!b) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (n == cap) {
-			if (cap >= max) {
-				free(b);
-				fclose(f);
-				return -EFBIG;
-			}
-			cap *= 2;
-			char *g = realloc(b, cap);
-			if (!g) {
-				free(b);
-				fclose(f);
-				return -ENOMEM;
-			}
-			b = g;
-		}
-		size_t got = fread(b + n, 1, cap - n, f);
-		n += got;
-		if (got == 0) {
-			int e = ferror(f) ? -EIO : 0;
-			fclose(f);
-			if (e) {
-				free(b);
-				return e;
-			}
-			break;
-		}
-	}
-	if (n > max) {
-		free(b);
-		return -EFBIG;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
 }

@@ -48,6 +48,19 @@ int tune_rep_filter_parse(const char *s, struct tune_rep_filter *f);
 int tune_samples_parse(const char *buf, size_t len, const char *fname,
 		       const struct tune_rep_filter *reps, struct tune_samples *out, FILE *err);
 void tune_samples_free(struct tune_samples *s);
+/* Whether repetition rep passes the filter (NULL: every one). */
+int tune_rep_selected(const struct tune_rep_filter *f, int rep);
+
+/* nccl-tests output (all_reduce_perf & co., tune_nccltests.c): whether buf looks like it,
+ * and its result rows appended to out as samples - two per row (out-of-place and in-place
+ * time), the collective from "# Collective test starting:" or the file name, ranks and
+ * nodes from the "#  Rank N ... on HOST" lines, the configuration from NCCL's "NCCL_ALGO /
+ * NCCL_PROTO set by environment to X" lines (NCCL_DEBUG=INFO; none: NCCL's default), a
+ * repeated table a new `rep`. Same contract as tune_samples_parse. */
+#include <stdbool.h>
+bool tune_input_is_nccltests(const char *buf, size_t len);
+int tune_nccltests_parse(const char *buf, size_t len, const char *fname,
+			 const struct tune_rep_filter *reps, struct tune_samples *out, FILE *err);
 
 /* One rule of the table policy (policies/tuned_rules.bpf.c); same layout as its .rodata. */
 struct tune_rule {
@@ -63,6 +76,13 @@ struct tune_rule {
  * bad lines, or -E2BIG (more than TUNE_MAX_RULES rules), -ENOMEM. */
 int tune_conf_parse(const char *buf, size_t len, const char *fname, struct tune_rule *rules,
 		    size_t max_rules, FILE *err);
+/* The same, choosing what happens to a regBuff of 0 or 1 (rank-local, so never a rule
+ * field): refused (an error, as tune_conf_parse does), ignored (the rule applies to every
+ * buffer) or the row dropped; the last two print "file:line: warning: ..." per row. A line
+ * whose first field is `collective_type` (the spreadsheet header) is skipped. */
+enum { TUNE_REGBUFF_REFUSE, TUNE_REGBUFF_IGNORE, TUNE_REGBUFF_DROP };
+int tune_conf_parse_regbuff(const char *buf, size_t len, const char *fname,
+			    struct tune_rule *rules, size_t max_rules, int regbuff, FILE *err);
 
 /* Names: NCCL's spellings, case-insensitive, '_' and '-' ignored. -1 if unknown. */
 int tune_coll_from_name(const char *s);
@@ -71,8 +91,5 @@ int tune_proto_from_name(const char *s);
 const char *tune_coll_name(int coll);   /* "AllReduce" */
 const char *tune_algo_name(int algo);   /* "Tree"; "default" for TUNE_DEFAULT */
 const char *tune_proto_name(int proto); /* "Simple"; "default" for TUNE_DEFAULT */
-
-/* Reads a whole file (at most max bytes). Returns 0 or negative errno. */
-int tune_read_file(const char *path, size_t max, char **buf, size_t *len);
 
 #endif

@@ -322,6 +322,97 @@ int tune_object_build(const void *tmpl, size_t tmpl_len, const struct tune_rule 
 	return 0;
 }
 
+int tune_rules_read(const void *obj, size_t len, struct tune_rule *rules, size_t *n, char *err,
+		    size_t errlen)
+{
+	struct tune_rodata_sym *all = NULL;
+	size_t ns = 0;
+	char e[256] = "";
+	int rc = tune_rodata_symbols(obj, len, &all, &ns, e, sizeof(e));
+	if (rc) {
+		if (rc == -EINVAL)
+			fail(err, errlen, "not a rule table: %s", e);
+		return rc;
+	}
+	const struct tune_rodata_sym *magic = NULL, *count = NULL, *table = NULL;
+	for (size_t i = 0; i < ns; i++) {
+		if (!strcmp(all[i].name, "tuned_magic"))
+			magic = &all[i];
+		else if (!strcmp(all[i].name, "tuned_n_rules"))
+			count = &all[i];
+		else if (!strcmp(all[i].name, "tuned_rules"))
+			table = &all[i];
+	}
+	const unsigned char *b = obj;
+	uint32_t m = 0, c = 0;
+	if (!magic || !count || !table) {
+		rc = fail(err, errlen, "not a rule table: no .rodata tuned_magic, tuned_n_rules and "
+				       "tuned_rules (objects from `ncclbpf tune -o` and `ncclbpf rules "
+				       "compile` have them)");
+	} else if (magic->size != 4 || count->size != 4 ||
+		   table->size != TUNE_MAX_RULES * sizeof(struct tune_rule)) {
+		rc = fail(err, errlen, "rule table of an unknown layout (tuned_rules is %zu bytes, "
+				       "want %zu)", table->size, TUNE_MAX_RULES * sizeof(struct tune_rule));
+	} else {
+		memcpy(&m, b + magic->offset, 4);
+		memcpy(&c, b + count->offset, 4);
+		if (m != TUNED_MAGIC)
+			rc = fail(err, errlen, "rule table magic %#x, not %#x (unknown layout)", m,
+				  TUNED_MAGIC);
+		else if (c > TUNE_MAX_RULES)
+			rc = fail(err, errlen, "tuned_n_rules is %u, the table holds %d", c, TUNE_MAX_RULES);
+	}
+	if (!rc) {
+		memcpy(rules, b + table->offset, c * sizeof(struct tune_rule));
+		*n = c;
+	}
+	free(all);
+	return rc;
+}
+
+/* NCCL's example-tuner spellings, so the line reads back through `rules compile`. */
+static const char *conf_algo(int a, char *buf, size_t len)
+{
+	static const char *const n[] = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls",
+					"nvls_tree", "pat"};
+	if (a == NCCLBPF_ALGO_KEEP)
+		return "-1";
+	if (a >= 0 && a < NCCLBPF_NUM_ALGOS)
+		return n[a];
+	snprintf(buf, len, "?%d", a);
+	return buf;
+}
+
+static const char *conf_proto(int p, char *buf, size_t len)
+{
+	static const char *const n[] = {"ll", "ll128", "simple"};
+	if (p == NCCLBPF_PROTO_KEEP)
+		return "-1";
+	if (p >= 0 && p < NCCLBPF_NUM_PROTOS)
+		return n[p];
+	snprintf(buf, len, "?%d", p);
+	return buf;
+}
+
+void tune_rule_format(const struct tune_rule *r, char *buf, size_t len)
+{
+	static const char *const colls[] = {"broadcast", "reduce", "allgather", "reducescatter",
+					    "allreduce"};
+	char cb[16], ab[16], pb[16], maxb[24];
+	const char *coll = cb;
+	if (r->coll_type >= 0 && r->coll_type < NCCLBPF_NUM_COLLS)
+		coll = colls[r->coll_type];
+	else
+		snprintf(cb, sizeof(cb), "%d", r->coll_type);
+	if (r->max_bytes == UINT64_MAX)
+		snprintf(maxb, sizeof(maxb), "-1");
+	else
+		snprintf(maxb, sizeof(maxb), "%llu", (unsigned long long)r->max_bytes);
+	snprintf(buf, len, "%s,%llu,%s,%s,%s,%d,%d,%d,%d", coll, (unsigned long long)r->min_bytes,
+		 maxb, conf_algo(r->algo, ab, sizeof(ab)), conf_proto(r->proto, pb, sizeof(pb)),
+		 r->n_channels > 0 ? r->n_channels : -1, r->n_nodes, r->n_ranks, r->num_pipe_ops);
+}
+
 int tune_write_atomic(const char *path, const void *buf, size_t len, char *err, size_t errlen)
 {
 	size_t plen = strlen(path);

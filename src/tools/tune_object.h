@@ -36,6 +36,14 @@ int tune_rodata_symbols(const void *obj, size_t len, struct tune_rodata_sym **sy
 /* Loads obj from memory and verifies every program for the hook its section names. */
 int tune_verify_object(const void *obj, size_t len, char *err, size_t errlen);
 
+/* Reads the rule table back from an object built by tune_object_build (or any object with
+ * the tuned_rules layout): rules must hold TUNE_MAX_RULES. Returns 0 with *n set, or -EINVAL
+ * with err filled ("not a rule table: ...", an unknown layout, a bad count). */
+int tune_rules_read(const void *obj, size_t len, struct tune_rule *rules, size_t *n, char *err,
+		    size_t errlen);
+/* One rule as an nccl_tuner.conf line (no newline): what `rules compile` reads back. */
+void tune_rule_format(const struct tune_rule *r, char *buf, size_t len);
+
 /* Writes buf to path atomically (same-directory temporary file, fsync, rename). */
 int tune_write_atomic(const char *path, const void *buf, size_t len, char *err, size_t errlen);
 

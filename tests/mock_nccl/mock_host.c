@@ -40,18 +40,20 @@ static const struct host_cmd {
 } host_cmds[] = {
 	{ "simulate", "[--nccl REL] [--plugin NAME] [--topo TOPO] [--ranks N] [--nodes N]",
 	  "  --nccl REL     NCCL release to emulate (default 2.30)\n"
-	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default ncclbpf)\n"
-	  "  --topo TOPO    cost-table shape (default nvlink-node)\n"
+	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default: that variable, else ncclbpf)\n"
+	  "  --topo TOPO    cost-table shape (default: single-rank, multi-node or\n"
+	  "                 nvlink-node, from --ranks and --nodes)\n"
 	  "  --ranks N      ranks in the communicator, 1 to 65536 (default 8)\n"
-	  "  --nodes N      nodes, 1 to ranks (default 1)\n" },
+	  "  --nodes N      nodes, 1 to ranks (default 1); TOPO must fit: single-rank is\n"
+	  "                 1 rank, multi-node 2+ nodes, the others 1 node of 2+ ranks\n" },
 	{ "stress", "[--nccl REL] [--plugin NAME] [--threads N] [--comms N] [--iters N]",
 	  "  --nccl REL     NCCL release to emulate (default 2.30)\n"
-	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default ncclbpf)\n"
+	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default: that variable, else ncclbpf)\n"
 	  "  --threads N    calling threads, 1 to 1024 (default 8)\n"
 	  "  --comms N      communicators, 1 to 4096 (default 4)\n"
 	  "  --iters N      calls per thread, 1 to 10^9 (default 20000)\n" },
 	{ "versions", "[--plugin NAME]",
-	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default ncclbpf)\n" },
+	  "  --plugin NAME  NCCL_TUNER_PLUGIN value (default: that variable, else ncclbpf)\n" },
 };
 #define N_HOST_CMDS (sizeof(host_cmds) / sizeof(host_cmds[0]))
 
@@ -137,13 +139,16 @@ static int parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 {
 	const struct host_cmd *c = find_cmd(cmd);
 	o->release = 230;
-	o->plugin = "ncclbpf";
+	/* as NCCL: NCCL_TUNER_PLUGIN names the plugin (docs/quickstart.md runs against this) */
+	o->plugin = getenv("NCCL_TUNER_PLUGIN") && *getenv("NCCL_TUNER_PLUGIN")
+			    ? getenv("NCCL_TUNER_PLUGIN") : "ncclbpf";
 	o->topo = MOCK_TOPO_NVLINK_NODE;
 	o->ranks = 8;
 	o->nodes = 1;
 	o->threads = 8;
 	o->comms = 4;
 	o->iters = 20000;
+	int topo_set = 0;
 	for (int i = 0; i < argc; i++) {
 		char key[64];
 		const char *k = argv[i], *v = NULL, *eq = strchr(k, '=');
@@ -183,6 +188,7 @@ static int parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 				return usage_error(cmd, "unknown topology '%s' (valid: %s)", v, topos);
 			}
 			o->topo = (enum mock_topo)t;
+			topo_set = 1;
 		} else if (!strcmp(k, "--ranks")) {
 			if (parse_num(cmd, k, v, 1, 65536, &n))
 				return -1;
@@ -207,6 +213,12 @@ static int parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 	}
 	if (o->nodes > o->ranks)
 		return usage_error(cmd, "--nodes: more nodes than ranks%s%s", "", "");
+	/* the cost table must be one this communicator can have */
+	if (!topo_set) /* the shape of this communicator */
+		o->topo = mock_topo_default(o->ranks, o->nodes);
+	const char *why = strcmp(cmd, "simulate") ? NULL : mock_topo_mismatch(o->topo, o->ranks, o->nodes);
+	if (why)
+		return usage_error(cmd, "--topo %s: %s", mock_topo_name(o->topo), why);
 	return 0;
 }
 
@@ -296,7 +308,15 @@ static int cmd_simulate(const struct opts *o)
 		mock_cost_table(before, o->topo, step[i].coll, step[i].bytes, o->ranks, o->nodes);
 		memcpy(after, before, sizeof(before));
 		int nch = 0, da = -1, dp = -1, pa = -1, pp = -1;
+		uint64_t i0[32] = {0}, i1[32] = {0};
+		const char *inames[32] = {0};
+		int nissues = mock_nccl_issue_counts(&m, i0, inames, 32);
 		rc = mock_comm_get_coll_info(&c, step[i].coll, step[i].bytes, 1, 0, after, &nch);
+		mock_nccl_issue_counts(&m, i1, NULL, 32);
+		const char *issue = NULL; /* the plugin's reason for not applying a request */
+		for (int k = 0; k < nissues && k < 32 && !issue; k++)
+			if (i1[k] != i0[k])
+				issue = inames[k];
 		char why[200] = "";
 		if (rc || mock_check_invariants(o->release, before, after, nch, c.nccl_channels, why,
 						sizeof(why))) {
@@ -314,12 +334,13 @@ static int cmd_simulate(const struct opts *o)
 			snprintf(ch, sizeof(ch), "%d (policy)", nch);
 		else
 			snprintf(ch, sizeof(ch), "%d (NCCL)", c.nccl_channels);
-		printf("%-26s %-13s %9s  %-18s %-18s %s\n", step[i].what,
-		       mock_coll_name(step[i].coll), b, d, p, ch);
+		printf("%-26s %-13s %9s  %-18s %-18s %s%s%s\n", step[i].what,
+		       mock_coll_name(step[i].coll), b, d, p, ch, issue ? "  ! " : "",
+		       issue ? issue : "");
 	}
 	mock_comm_finalize(&c);
-	printf("(* = the policy changed NCCL's algorithm/protocol)  invariants: %s\n",
-	       bad ? "VIOLATED" : "all held");
+	printf("(* = the policy changed NCCL's algorithm/protocol; ! = the plugin did not apply "
+	       "the policy's request, and why)  invariants: %s\n", bad ? "VIOLATED" : "all held");
 	return bad ? 1 : 0;
 }
 

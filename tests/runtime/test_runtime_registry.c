@@ -94,6 +94,22 @@ static void test_bad_entries(void)
 	CHECK_EQ_U64(runtime_load_policies(""), 0);
 }
 
+/* A hot reload is all or nothing: a bad entry refuses the whole reload, and the reply says
+ * so - never "skipped", which reads as if the rest had been applied. */
+static void test_reload_wording(void)
+{
+	char msg[4096];
+	CHECK(runtime_reload("tests/progs/missing.bpf.o," RT_PROG("runtime_order") ":first",
+			     NB_HOOK_COUNT, 0, msg, sizeof(msg)) < 0);
+	CHECK_STR_CONTAINS(msg, "error: policy tests/progs/missing.bpf.o refused: ");
+	CHECK(strstr(msg, "skipped") == NULL);
+	CHECK_STR_CONTAINS(msg, "nothing was reloaded: the running policy is unchanged");
+	CHECK(runtime_reload(RT_PROG("runtime_bad") ":unchecked", NB_HOOK_COUNT, 0, msg,
+			     sizeof(msg)) < 0);
+	CHECK(strstr(msg, "skipped") == NULL);
+	CHECK_STR_CONTAINS(msg, "nothing was reloaded");
+}
+
 static void test_faults(void)
 {
 	/* an unprepared program in a hand-made chain fails to run: counted, logged, and the
@@ -189,6 +205,7 @@ int main(int argc, char **argv)
 	rt_capture_logs();
 	test_order();
 	test_bad_entries();
+	test_reload_wording();
 	test_faults();
 	test_concurrent_reload(reloads);
 	test_env();

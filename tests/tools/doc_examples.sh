@@ -3,9 +3,10 @@
 #
 #   doc_examples.sh SOURCE_DIR BUILD_DIR [--update]
 #
-# 1. Every ```sh block of README.md and docs/writing-policies.md runs, from the repository
-#    root, and must succeed -- except a block right after a line `<!-- doctest: skip REASON -->`
-#    (the set-up commands, which are the build itself; fragments with placeholder paths).
+# 1. Every ```sh block of README.md, docs/quickstart.md and docs/writing-policies.md runs,
+#    from the repository root, and must succeed -- except a block right after a line
+#    `<!-- doctest: skip REASON -->` (the set-up commands, which are the build itself;
+#    fragments with placeholder paths; commands that need GPUs).
 # 2. Every output block right after `<!-- example: COMMAND -->` in docs/*.md and README.md
 #    must be exactly what COMMAND prints (stdout and stderr) when run from the repository
 #    root, with the repository's absolute path removed. --update rewrites those blocks
@@ -30,7 +31,7 @@ ln -s "$bld" "$root/build"
 fail=0
 
 # ---- 1. shell blocks ----
-for doc in README.md docs/writing-policies.md; do
+for doc in README.md docs/quickstart.md docs/writing-policies.md; do
 	rm -f "$work"/sh.*
 	awk -v out="$work/sh." '
 		/^<!-- doctest: skip/ { skip = 1; next }

@@ -178,9 +178,132 @@ static void test_conf(void)
 	CHECK(parse_conf("", r, TUNE_MAX_RULES) == 0);
 }
 
+/* NVIDIA's example file has regBuff 0/1 rows and a spreadsheet header: refused by
+ * default (rank-local), migrated explicitly with a warning per row. */
+static void test_conf_regbuff(void)
+{
+	const char *nv = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,"
+			 "nRanks,numPipeOps,regBuff\n"
+			 "allreduce,0,65536,tree,simple,2,1,-1,-1,1\n"
+			 "allreduce,65537,1048576,ring,simple,4,4,32,1,0\n"
+			 "allreduce,1048577,4294967295,ring,ll128,-1,-1,-1,4,-1\n"
+			 "broadcast,0,32768,tree,simple,-1,1,-1\n";
+	struct tune_rule r[TUNE_MAX_RULES];
+	for (int mode = 0; mode < 3; mode++) {
+		FILE *e = fmemopen(errbuf, sizeof(errbuf), "w");
+		memset(errbuf, 0, sizeof(errbuf));
+		int n = tune_conf_parse_regbuff(nv, strlen(nv), "nv.conf", r, TUNE_MAX_RULES, mode, e);
+		fclose(e);
+		if (mode == TUNE_REGBUFF_REFUSE) {
+			CHECK(n == -EINVAL);
+			CHECK_STR_CONTAINS(errbuf, "nv.conf:2: error: regBuff 1");
+			CHECK_STR_CONTAINS(errbuf, "nv.conf:3: error: regBuff 0");
+			CHECK_STR_CONTAINS(errbuf, "--regbuff ignore|drop");
+			CHECK(strstr(errbuf, "nv.conf:1:") == NULL); /* the header is not a rule */
+		} else if (mode == TUNE_REGBUFF_IGNORE) {
+			CHECK(n == 4);
+			CHECK_STR_CONTAINS(errbuf, "nv.conf:2: warning: regBuff 1 ignored");
+			CHECK_STR_CONTAINS(errbuf, "nv.conf:3: warning: regBuff 0 ignored");
+			CHECK(strstr(errbuf, "error") == NULL);
+			CHECK(r[0].n_channels == 2 && r[0].n_nodes == 1 && r[1].num_pipe_ops == 1 &&
+			      r[2].max_bytes == 4294967295ull && r[3].coll_type == NCCLBPF_COLL_BROADCAST);
+		} else {
+			CHECK(n == 2);
+			CHECK_STR_CONTAINS(errbuf, "nv.conf:2: warning: regBuff 1: rule dropped");
+			CHECK(r[0].min_bytes == 1048577 && r[1].coll_type == NCCLBPF_COLL_BROADCAST);
+		}
+	}
+}
+
+static const char nt_head[] =
+	"# nccl-tests version 2.18.2 nccl-headers=23007 nccl-library=23007\n"
+	"# Collective test starting: all_gather_perf\n"
+	"# nThread 1 nGpus 1 minBytes 1024 maxBytes 4096 step: 2(factor) warmup iters: 5 iters: 20\n"
+	"#\n# Using devices\n"
+	"#  Rank  0 Group  0 Pid  10 on  node-a device  0 [0x07] NVIDIA H100\n"
+	"#  Rank  1 Group  0 Pid  11 on  node-a device  1 [0x08] NVIDIA H100\n"
+	"#  Rank  2 Group  0 Pid  12 on  node-b device  0 [0x07] NVIDIA H100\n"
+	"#  Rank  3 Group  0 Pid  13 on  node-b device  1 [0x08] NVIDIA H100\n";
+static const char nt_table[] =
+	"#\n#                                                              out-of-place                       in-place\n"
+	"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+	"#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
+
+static int parse_nt(const char *text, const char *fname, struct tune_samples *s)
+{
+	struct tune_rep_filter f;
+	tune_rep_filter_parse("all", &f);
+	FILE *e = fmemopen(errbuf, sizeof(errbuf), "w");
+	memset(errbuf, 0, sizeof(errbuf));
+	int rc = tune_nccltests_parse(text, strlen(text), fname, &f, s, e);
+	fclose(e);
+	return rc;
+}
+
+static void test_nccltests(void)
+{
+	char text[8192];
+	struct tune_samples s;
+	memset(&s, 0, sizeof(s));
+	/* two cycles (-N 2), mpirun's tag prefix, NCCL's log lines in between, NCCL_PROTO */
+	snprintf(text, sizeof(text), "%s"
+		 "[1,0]<stdout>:node-a:10:10 [0] NCCL INFO NCCL_PROTO set by environment to LL128\n"
+		 "node-a:10:10 [0] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE\n"
+		 "%s"
+		 "        1024           256     float    none      -1    20.10    0.05    0.05      0    20.00    0.05    0.05      0\n"
+		 "[1,0]<stdout>:        2048           512     float    none      -1    21.30    0.10    0.10    N/A    21.20    0.10    0.10    N/A\n"
+		 "%s"
+		 "        1024           256     float    none      -1    19.90    0.05    0.05      0    20.20    0.05    0.05      0\n"
+		 "# Out of bounds values : 0 OK\n", nt_head, nt_table, nt_table);
+	CHECK(tune_input_is_nccltests(text, strlen(text)));
+	CHECK(!tune_input_is_nccltests("coll,bytes\n", 11));
+	CHECK(parse_nt(text, "x.txt", &s) == 0);
+	CHECK(s.n == 6);
+	CHECK(s.v[0].coll == NCCLBPF_COLL_ALLGATHER && s.v[0].bytes == 1024 && s.v[0].nranks == 4 &&
+	      s.v[0].nnodes == 2 && s.v[0].algo == TUNE_DEFAULT && s.v[0].proto == NCCLBPF_PROTO_LL128 &&
+	      s.v[0].time_us == 20.1 && s.v[1].time_us == 20.0 && s.v[0].rep == 0);
+	CHECK(s.v[2].bytes == 2048 && s.v[2].rep == 0);
+	CHECK(s.v[4].bytes == 1024 && s.v[4].rep == 1); /* the second table */
+	tune_samples_free(&s);
+	/* the collective from the file name when the test line is missing */
+	const char *noname = strstr(nt_head, "# nThread");
+	snprintf(text, sizeof(text), "%s%s        4096    1024  float  sum  -1  30.0  0.1  0.1  0  "
+		 "31.0  0.1  0.1  0\n", noname, nt_table);
+	CHECK(parse_nt(text, "runs/reduce_scatter_perf.log", &s) == 0);
+	CHECK(s.n == 2 && s.v[0].coll == NCCLBPF_COLL_REDUCESCATTER);
+	tune_samples_free(&s);
+	CHECK(parse_nt(text, "run.log", &s) == -EINVAL && s.n == 0);
+	CHECK_STR_CONTAINS(errbuf, "run.log:");
+	CHECK_STR_CONTAINS(errbuf, "which collective?");
+	/* wrong elements: refused, nothing kept */
+	snprintf(text, sizeof(text), "%s%s        1024  256  float  none  -1  20.1  0.05  0.05  3  "
+		 "20.0  0.05  0.05  0\n", nt_head, nt_table);
+	CHECK(parse_nt(text, "x.txt", &s) == -EINVAL && s.n == 0);
+	CHECK_STR_CONTAINS(errbuf, "wrong elements reported (3)");
+	/* a multi-algorithm NCCL_ALGO is not one configuration */
+	snprintf(text, sizeof(text), "%sh:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring,Tree\n%s"
+		 "        1024  256  float  none  -1  20.1  0.05  0.05  0  20.0  0.05  0.05  0\n",
+		 nt_head, nt_table);
+	CHECK(parse_nt(text, "x.txt", &s) == -EINVAL);
+	CHECK_STR_CONTAINS(errbuf, "NCCL_ALGO=Ring,Tree is not one algorithm");
+	/* no rank lines, no rows, a short row */
+	snprintf(text, sizeof(text), "# Collective test starting: all_reduce_perf\n%s"
+		 "        1024  256  float  sum  -1  20.1  0.05  0.05  0  20.0  0.05  0.05  0\n", nt_table);
+	CHECK(parse_nt(text, "x.txt", &s) == -EINVAL);
+	CHECK_STR_CONTAINS(errbuf, "no '#  Rank N ... on HOST' lines");
+	snprintf(text, sizeof(text), "%s%s", nt_head, nt_table);
+	CHECK(parse_nt(text, "x.txt", &s) == -EINVAL);
+	CHECK_STR_CONTAINS(errbuf, "x.txt: error: no result rows");
+	snprintf(text, sizeof(text), "%s%s        1024  256  float\n", nt_head, nt_table);
+	CHECK(parse_nt(text, "x.txt", &s) == -EINVAL);
+	CHECK_STR_CONTAINS(errbuf, "3 columns, the table header has 13");
+}
+
 int main(void)
 {
 	test_samples();
 	test_conf();
+	test_conf_regbuff();
+	test_nccltests();
 	TEST_DONE();
 }

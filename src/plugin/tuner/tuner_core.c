@@ -675,3 +675,17 @@ int tuner_get_chunk_size(void *ctx, int coll_type, size_t n_bytes, int algo, int
 	runtime_chain_exit();
 	return NB_NCCL_SUCCESS;
 }
+
+/* ---- public counters (ncclbpf.h): tools read them around a call ---- */
+
+size_t ncclbpf_tuner_issue_counts(uint64_t *counts, size_t n)
+{
+	for (size_t i = 0; i < n && i < TUNER_ISSUE_COUNT; i++)
+		counts[i] = tuner_issue_count((enum tuner_issue)i);
+	return TUNER_ISSUE_COUNT;
+}
+
+const char *ncclbpf_tuner_issue_name(size_t i)
+{
+	return i < TUNER_ISSUE_COUNT ? tuner_issue_name((enum tuner_issue)i) : NULL;
+}
