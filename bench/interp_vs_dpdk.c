@@ -32,6 +32,7 @@
 #include "isa/insn_build.h"
 #include "ncclbpf/policy.h"
 #include "vm/vm.h"
+#include "size_aware_insns.h"
 
 /* bench/interp_vs_dpdk_rte.c */
 void *dpdk_load(const struct bpf_insn *insns, unsigned n, size_t ctx_size);
@@ -72,24 +73,7 @@ static void build_noop(struct bench_prog *p)
 
 static void build_size_aware(struct bench_prog *p)
 {
-	const struct bpf_insn s[] = {
-		LDX(BPF_DW, 2, 1, OFF(n_bytes)),
-		JMP_K(BPF_JGT, 2, 65536, 3),
-		ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_TREE),
-		ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_LL),
-		JA(9),
-		JMP_K(BPF_JGT, 2, 1 << 22, 3),
-		ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_RING),
-		ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_LL128),
-		JA(5),
-		ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_RING),
-		ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_SIMPLE),
-		LDX(BPF_W, 3, 1, OFF(n_ranks)),
-		JMP_K(BPF_JLT, 3, 8, 1),
-		ST(BPF_W, 1, OFF(n_channels), 32),
-		MOV64_K(0, 0),
-		EXIT(),
-	};
+	const struct bpf_insn s[] = { BENCH_SIZE_AWARE_INSNS };
 	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
 		put(p, s[i]);
 	p->ctx_size = sizeof(struct ncclbpf_tuner_ctx);

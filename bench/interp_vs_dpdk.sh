@@ -101,7 +101,7 @@ for f in bpf bpf_exec bpf_load bpf_validate bpf_jit_x86; do
 done
 $CC $CFLAGS -std=gnu11 -D_GNU_SOURCE -DALLOW_EXPERIMENTAL_API -DBENCH_DPDK_STUBS -w "${dinc[@]}" \
 	-c "$root/bench/interp_vs_dpdk_rte.c" -o "$work/rte_side.o"
-$CC $CFLAGS -std=gnu11 -Wall -Wextra -Werror -I"$root/include" -I"$root/src" -I"$root/tests" \
+$CC $CFLAGS -std=gnu11 -Wall -Wextra -Werror -I"$root/include" -I"$root/src" -I"$root/tests" -I"$root/bench" \
 	"$root/bench/interp_vs_dpdk.c" "$root/src/vm/vm_interp.c" "$root/src/vm/vm_interp_checked.c" \
 	"$root/src/isa/isa_validate.c" "$root"/src/maps/*.c "$work/rte_side.o" "${objs[@]}" \
 	-lpthread -o "$work/interp_vs_dpdk"
