@@ -28,6 +28,7 @@
 
 #include "maps/map.h"
 #include "native_tuner_shim.h"
+#include "size_aware_insns.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/ncclbpf.h"
 #include "plugin/tuner/tuner.h"
@@ -99,24 +100,7 @@ static uint64_t c_two_lookups(uint64_t a1, uint64_t a2)
 
 static const struct bpf_insn prog_noop[] = { MOV64_K(0, 0), EXIT() };
 
-static const struct bpf_insn prog_size_aware[] = {
-	LDX(BPF_DW, 2, 1, OFF(n_bytes)),
-	JMP_K(BPF_JGT, 2, 65536, 3),
-	ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_TREE),
-	ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_LL),
-	JA(9),
-	JMP_K(BPF_JGT, 2, 1 << 22, 3),
-	ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_RING),
-	ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_LL128),
-	JA(5),
-	ST(BPF_W, 1, OFF(algo), NCCLBPF_ALGO_RING),
-	ST(BPF_W, 1, OFF(proto), NCCLBPF_PROTO_SIMPLE),
-	LDX(BPF_W, 3, 1, OFF(n_ranks)),
-	JMP_K(BPF_JLT, 3, 8, 1),
-	ST(BPF_W, 1, OFF(n_channels), 32),
-	MOV64_K(0, 0),
-	EXIT(),
-};
+static const struct bpf_insn prog_size_aware[] = { BENCH_SIZE_AWARE_INSNS };
 
 static struct bpf_insn prog_two_lookups[32];
 static size_t two_lookups_len;

@@ -63,6 +63,10 @@ static uint64_t h_lookup(uint64_t map, uint64_t key, uint64_t c, uint64_t d, uin
 					       (const void *)(uintptr_t)key);
 }
 
+/* src/vm/vm_interp.c built with -DNCCLBPF_INTERP_SWITCH (tests/jit/CMakeLists.txt) */
+int vm_interp_run_switch(const struct vm_program *prog, uint64_t a1, uint64_t a2, uint64_t *r0,
+			 struct vm_checked *chk, struct vm_fault *fault);
+
 struct outcome {
 	int rc;
 	uint64_t r0;
@@ -155,7 +159,7 @@ int main(int argc, char **argv)
 				    MAP_ENTRIES };
 	static struct bpf_insn prog_insns[DG_MAX_INSNS];
 	static uint8_t init[DG_MEM_BYTES];
-	static struct outcome ref, chk_out, jit;
+	static struct outcome ref, chk_out, jit, sw;
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	uint64_t cases = 0, runs = 0, faults = 0, insns_total = 0, reported = 0, store_runs = 0;
@@ -206,6 +210,32 @@ int main(int argc, char **argv)
 				describe("unchecked", &ref, NULL);
 				describe("checked", &chk_out, ref.mem);
 				dump_program(prog_insns, n);
+			}
+		}
+		/* the switch-dispatch build of the same interpreter: identical, both modes */
+		for (int mode = 0; mode < 2; mode++) {
+			struct vm_checked schk;
+			memset(&schk, 0, sizeof(schk));
+			vm_checked_add_region(&schk, (uint64_t)(uintptr_t)mem, sizeof(mem), true,
+					      "buffer");
+			memcpy(mem, init, sizeof(mem));
+			sw.r0 = 0;
+			memset(&sw.fault, 0, sizeof(sw.fault));
+			sw.rc = vm_interp_run_switch(&prog, (uint64_t)(uintptr_t)mem, sizeof(mem),
+						     &sw.r0, mode ? &schk : NULL, &sw.fault);
+			memcpy(sw.mem, mem, sizeof(mem));
+			test_checks++;
+			if (!same(mode ? &chk_out : &ref, &sw) ||
+			    (mode && schk.insns_executed != chk.insns_executed)) {
+				test_failures++;
+				if (reported++ < 3) {
+					fprintf(stderr, "case %llu: %s interpreter: switch and computed-"
+						"goto dispatch differ\n", (unsigned long long)cases,
+						mode ? "checked" : "unchecked");
+					describe("goto", mode ? &chk_out : &ref, NULL);
+					describe("switch", &sw, ref.mem);
+					dump_program(prog_insns, n);
+				}
 			}
 		}
 		if (ref.rc) {

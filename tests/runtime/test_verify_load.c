@@ -11,6 +11,8 @@
  *    and random sequences of objects loaded into one process), verify's exit status is 0 iff
  *    the runtime loads every object: opens it and prepares every program for its section's
  *    hook (as ncclbpf_program_prepare does for the plugin), in a fresh process each time.
+ * verify runs as the binary's command code (cmd_verify.c linked in) in a child process per
+ * object set; a few checks run the binary itself.
  *
  * Usage: test_verify_load NCCLBPF_CLI BUILD_DIR [variants=120] [sequences=30] [seed] */
 #include <dirent.h>
@@ -25,12 +27,13 @@
 #include "ncclbpf/ncclbpf.h"
 #include "ncclbpf/policy.h"
 #include "test_util.h"
+#include "tools/cli.h"
 
 static const char *cli, *bin;
 static char out[1 << 16];
 
-/* verify OBJ... -> exit status; its output in `out` */
-static int verify(const char *const *objs, int n)
+/* `ncclbpf verify OBJ...` through the binary -> exit status; its output in `out` */
+static int verify_bin(const char *const *objs, int n)
 {
 	char cmd[8192];
 	size_t len = (size_t)snprintf(cmd, sizeof(cmd), "%s verify", cli);
@@ -46,47 +49,25 @@ static int verify(const char *const *objs, int n)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The runtime loads the objects in order into one fresh process: 0 when every object opens
- * and every program prepares for its section's hook; 1 otherwise. An object none of whose
- * programs prepared is closed again (as the plugin's loader does); the others stay open.
- * The errors go to `out`. */
-static int runtime_load(const char *const *objs, int n)
+/* Runs fn(objs, n) in a child whose stdout and stderr go to `out`; its exit status. */
+static int in_child(int (*fn)(const char *const *objs, int n, FILE *f), const char *const *objs,
+		    int n)
 {
 	int fds[2];
 	if (pipe(fds))
 		return -1;
+	fflush(stdout);
+	fflush(stderr);
 	pid_t pid = fork();
 	if (pid == 0) {
 		close(fds[0]);
-		FILE *f = fdopen(fds[1], "w");
-		int refused = 0;
-		for (int i = 0; i < n; i++) {
-			char err[4096] = "";
-			struct ncclbpf_object *o = NULL;
-			if (ncclbpf_object_open_file(objs[i], &o, err, sizeof(err))) {
-				fprintf(f, "%s: %s\n", objs[i], err);
-				refused = 1;
-				continue;
-			}
-			size_t np = ncclbpf_object_program_count(o), ok = 0;
-			if (!np) {
-				fprintf(f, "%s: no programs\n", objs[i]);
-				refused = 1;
-			}
-			for (size_t k = 0; k < np; k++) {
-				struct ncclbpf_program *p = ncclbpf_object_program(o, k);
-				if (ncclbpf_program_prepare(p, NCCLBPF_HOOK_AUTO, NULL, err, sizeof(err))) {
-					fprintf(f, "%s: %s: %s\n", objs[i], ncclbpf_program_name(p), err);
-					refused = 1;
-				} else {
-					ok++;
-				}
-			}
-			if (!ok)
-				ncclbpf_object_close(o);
-		}
-		fclose(f);
-		_exit(refused);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		close(fds[1]);
+		int rc = fn(objs, n, stdout);
+		fflush(stdout);
+		fflush(stderr);
+		_exit(rc);
 	}
 	close(fds[1]);
 	size_t got = 0;
@@ -99,6 +80,64 @@ static int runtime_load(const char *const *objs, int n)
 	if (waitpid(pid, &st, 0) != pid)
 		return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The verify command's own code (src/tools/cmd_verify.c, linked in): what the binary runs
+ * after its dispatcher, without an exec per call (the sanitizer build starts slowly). */
+extern const struct cli_command *const cli_command_ptr_verify;
+
+static int run_verify(const char *const *objs, int n, FILE *f)
+{
+	(void)f;
+	char *argv[16] = { (char *)"verify" };
+	for (int i = 0; i < n && i < 14; i++)
+		argv[i + 1] = (char *)objs[i];
+	return cli_command_ptr_verify->run(n + 1, argv);
+}
+
+static int verify(const char *const *objs, int n)
+{
+	return in_child(run_verify, objs, n);
+}
+
+/* The runtime loads the objects in order into one fresh process: 0 when every object opens
+ * and every program prepares for its section's hook; 1 otherwise. An object none of whose
+ * programs prepared is closed again (as the plugin's loader does); the others stay open.
+ * The errors go to `out`. */
+static int load_objects(const char *const *objs, int n, FILE *f)
+{
+	int refused = 0;
+	for (int i = 0; i < n; i++) {
+		char err[4096] = "";
+		struct ncclbpf_object *o = NULL;
+		if (ncclbpf_object_open_file(objs[i], &o, err, sizeof(err))) {
+			fprintf(f, "%s: %s\n", objs[i], err);
+			refused = 1;
+			continue;
+		}
+		size_t np = ncclbpf_object_program_count(o), ok = 0;
+		if (!np) {
+			fprintf(f, "%s: no programs\n", objs[i]);
+			refused = 1;
+		}
+		for (size_t k = 0; k < np; k++) {
+			struct ncclbpf_program *p = ncclbpf_object_program(o, k);
+			if (ncclbpf_program_prepare(p, NCCLBPF_HOOK_AUTO, NULL, err, sizeof(err))) {
+				fprintf(f, "%s: %s: %s\n", objs[i], ncclbpf_program_name(p), err);
+				refused = 1;
+			} else {
+				ok++;
+			}
+		}
+		if (!ok)
+			ncclbpf_object_close(o);
+	}
+	return refused;
+}
+
+static int runtime_load(const char *const *objs, int n)
+{
+	return in_child(load_objects, objs, n);
 }
 
 static char paths[64][512];
@@ -165,6 +204,14 @@ static void test_cases(void)
 	both_refuse(ro_w, 2, "shared (pinned) map 'rt_shared'", "[E-MAP-SHARED]");
 	const char *w_c[] = { prog("runtime_pin_writer"), prog("runtime_pin_conflict") };
 	both_refuse(w_c, 2, "shared (pinned) map 'rt_shared'", "[E-MAP-SHARED]");
+	/* the binary itself says the same (the rest calls its verify code in a child) */
+	CHECK(verify_bin(w_ro, 2) == 1);
+	CHECK_STR_CONTAINS(out, "shared (pinned) map 'rt_shared'");
+	CHECK_STR_CONTAINS(out, "[E-MAP-SHARED]");
+	const char *one_case[] = { vl("agreed_op7") };
+	CHECK(verify_bin(one_case, 1) == 1);
+	CHECK_STR_CONTAINS(out, "unknown agreed reduce operation 7 [E-MAP]");
+	CHECK(verify_bin(ok, 1) == 0);
 	const char *w_r[] = { prog("runtime_pin_writer"), prog("runtime_pin_reader") };
 	CHECK(verify(w_r, 2) == runtime_load(w_r, 2));
 	/* each alone is fine; together they need 40 of the 32 agreed-map slots */
