@@ -458,6 +458,14 @@ static void test_call_restricted(void)
 	CHECK(!tuner_call_restricted(&tc, 2, 1 << 20, 0x38)); /* another collective */
 	CHECK(!tuner_call_restricted(&tc, 4, 1 << 20, 0x1ff)); /* wider: recorded */
 	CHECK(tuner_call_restricted(&tc, 4, 1 << 20, 0x3f));
+	/* the band is ncclbpf_size_bucket's: its edges, 0 and 1 bytes, the top band */
+	static const uint64_t sizes[] = {0, 1, 2, 3, 4, 1023, 1024, 1025, (1ull << 40) - 1,
+					 1ull << 40, UINT64_MAX};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		memset(tc.band_offered, 0, sizeof(tc.band_offered));
+		CHECK(!tuner_call_restricted(&tc, 1, sizes[i], 0x3f));
+		CHECK(tc.band_offered[1][ncclbpf_size_bucket(sizes[i])] == 0x3f);
+	}
 }
 
 /* Where NCCL may use the channel count unclamped (AllGather on 2.29/2.30) */

@@ -142,7 +142,10 @@ bool tuner_call_restricted(struct tuner_comm *tc, int coll_type, uint64_t n_byte
 	/* per-call configuration exists from 2.31 (tuner v7 implies 2.32) */
 	if (!(tc->nccl_version >= 23100 || tc->abi_version >= 7))
 		return false;
-	uint32_t *seen = &tc->band_offered[coll_type][ncclbpf_size_bucket(n_bytes)];
+	/* ncclbpf_size_bucket (floor(log2), 0 for 0) in one instruction: the branch-free
+	 * BPF version cost ~50 instructions per decision here */
+	unsigned band = n_bytes > 1 ? 63u - (unsigned)__builtin_clzll(n_bytes) : 0u;
+	uint32_t *seen = &tc->band_offered[coll_type][band];
 	bool narrower = *seen && (avail_mask & ~*seen) == 0 && avail_mask != *seen;
 	*seen |= avail_mask;
 	return narrower;
