@@ -58,13 +58,21 @@ def path_grouped(rank, world, iters):
         # group (ncclGroupStart/End), whatever the types (_coalescing_manager's fast path
         # would batch by the first op's type)
         backend = pg._get_backend(dev)
-        backend._start_coalescing(dev)
+        # some torch releases take the device here; 2.11 (on the device) takes none
+        try:
+            backend._start_coalescing(dev)
+            end = lambda: backend._end_coalescing(dev)
+        except TypeError:
+            backend._start_coalescing()
+            end = lambda: backend._end_coalescing()
         backend.allreduce([a])
         backend.allreduce([b])
         backend.allreduce([c])
         backend._allgather_base(gout, gin)
         backend._reduce_scatter_base(rout, rin)
-        backend._end_coalescing(dev).wait()
+        work = end()
+        if work is not None:
+            work.wait()
         torch.cuda.synchronize()
         bad += check(a, s) + check(b, s) + check(c, s) + check(rout, s)
         want = torch.arange(world, device="cuda").repeat_interleave(1 << 16).float() + 1
