@@ -399,8 +399,10 @@ static void wb_sdivmod(struct wb *r, const struct wb *a, const struct wb *b, uin
 	wb_unknown_s(r, w);
 	if (op == BPF_MOD) {
 		/* |r| < |b|, r has the sign of a (or is 0); a zero divisor gives a itself */
-		int64_t bmag = max_s(b->smin == w_smin(w) ? w_smax(w) : b->smin < 0 ? -b->smin : b->smin,
-				     b->smax < 0 ? -b->smax : b->smax);
+		/* magnitudes saturate at INT64_MAX: -INT64_MIN is not an int64_t */
+		int64_t bmag = max_s(b->smin == w_smin(w) || b->smin == INT64_MIN ? w_smax(w)
+				     : b->smin < 0 ? -b->smin : b->smin,
+				     b->smax < 0 ? (b->smax == INT64_MIN ? INT64_MAX : -b->smax) : b->smax);
 		int64_t lim = b->smin == w_smin(w) ? w_smax(w) : bmag > 0 ? bmag - 1 : 0;
 		bool zero = b->smin <= 0 && b->smax >= 0; /* divisor 0: the dividend itself */
 		r->smin = a->smin >= 0 ? 0 : zero ? a->smin : max_s(a->smin, -lim);
