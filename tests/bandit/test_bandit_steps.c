@@ -325,46 +325,46 @@ static void one_size(int nodes, uint64_t seed)
 	scenario_failed = failed_before;
 }
 
-/* One size at a time at 1, 4 and 16 MiB on 2 nodes, with the latencies measured on the GPU
- * testbed and the host as the sweep's loop behaves there: it waits for every collective and
- * resumes only when the collective's traffic has ended, so the next kernel starts at once
- * (g3 trace, docs/gpu-runs/2026-11-29: after a Tree/Simple 1 MiB kernel of 263-306 us the
- * next call came 197-256 us after the kernel's end; Ring/Simple 4-5 us). NCCL's choice is
- * the fastest measured pair at all three sizes: 1 MiB Ring/Simple 500 us against Tree/Simple
- * 540 (periods of the g3 trace), 4 and 16 MiB the default 1454 / 5409 us against Tree/Simple
- * 1660 / 6981 and Ring/Simple forced 1615 / 6746 (g1 forced-pair sweep medians). The band
- * must end on NCCL's choice. Regression (GPU call g4): the hold reward excused the host's
- * lateness, which here is Tree's own traffic tail, so Tree/Simple looked 30-40 % faster than
- * it is and the bandit converged on it: 1.11x, 1.30x, 1.21x the default. */
-static void one_size_host_waits(uint64_t seed)
+/* One size at a time, with the latencies measured on the GPU testbed and the host as the
+ * sweep's loop behaves there: it waits for every collective and resumes only when the
+ * collective's traffic has ended, so the next kernel starts at once (g3 trace,
+ * docs/gpu-runs/2026-11-29: after a Tree/Simple 1 MiB kernel of 263-306 us the next call came
+ * 197-256 us after the kernel's end; Ring/Simple 4-5 us). NCCL's choice is the fastest
+ * measured pair at every size below, and the band must end on it. Regression (GPU call g4):
+ * the hold reward excused the host's lateness, which here is Tree's own traffic tail, so
+ * Tree/Simple looked 30-40 % faster than it is and the bandit converged on it: 1.11x, 1.30x,
+ * 1.21x the default at 1, 4, 16 MiB on 2 nodes, 1.04x at 1 MiB on 4 nodes. */
+/* Per size: Tree/LL, Tree/Simple, Ring/LL, Ring/Simple, NCCL's default (us). */
+struct waits_size {
+	uint64_t bytes;
+	double us[5];
+};
+
+static void one_size_host_waits(uint64_t seed, int nodes, const struct waits_size *sz, int n_sz)
 {
 	int failed_before = scenario_failed;
 	scenario_failed = 0;
 	struct sm_workload w = base_workload();
 	w.tail_tree = 0.45; /* g3 trace: Tree/Simple kernels 0.49-0.56 of the period */
 	w.host_waits_traffic = 1;
-	add_call(&w, NCCLBPF_COLL_ALLREDUCE, 1u << 20, 0);
+	add_call(&w, NCCLBPF_COLL_ALLREDUCE, sz[0].bytes, 0);
 	struct sm_model m;
-	sm_init(&m, 2, &w, seed);
-	/* Tree/LL, Tree/Simple, Ring/LL, Ring/Simple, NCCL's default (us) */
-	static const double meas[3][5] = {
-		{1462, 540, 1547, 500, 500}, {5565, 1660, 5945, 1615, 1454}, {23326, 6981, 23457, 6746, 5409},
-	};
-	for (int si = 0; si < 3; si++) {
+	sm_init(&m, nodes, &w, seed);
+	for (int si = 0; si < n_sz; si++) {
 		struct sm_band b;
-		CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, (1ull << 20) << (2 * si), &b) == 0);
-		b.mean_us[SM_TREE_LL] = meas[si][0];
-		b.mean_us[SM_TREE_SIMPLE] = meas[si][1];
-		b.mean_us[SM_RING_LL] = meas[si][2];
-		b.mean_us[SM_RING_SIMPLE] = meas[si][3];
+		CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, nodes, sz[si].bytes, &b) == 0);
+		b.mean_us[SM_TREE_LL] = sz[si].us[0];
+		b.mean_us[SM_TREE_SIMPLE] = sz[si].us[1];
+		b.mean_us[SM_RING_LL] = sz[si].us[2];
+		b.mean_us[SM_RING_SIMPLE] = sz[si].us[3];
 		b.auto_pair = SM_RING_SIMPLE;
-		b.keep_factor = meas[si][4] / meas[si][3];
+		b.keep_factor = sz[si].us[4] / sz[si].us[3];
 		CHECK(sm_add_band(&m, &b) >= 0);
 	}
 	if (open_sim(&m) != 0)
 		return;
-	for (int si = 0; si < 3; si++) {
-		uint64_t bytes = (1ull << 20) << (2 * si);
+	for (int si = 0; si < n_sz; si++) {
+		uint64_t bytes = sz[si].bytes;
 		model.w.calls[0].bytes = bytes;
 		bsim_run(&sim, 150);
 		int band = sm_band_of(&model, NCCLBPF_COLL_ALLREDUCE, bytes);
@@ -372,9 +372,9 @@ static void one_size_host_waits(uint64_t seed)
 		double am = b->mean_us[b->auto_pair] * b->keep_factor;
 		int fp = sim.band[band].final_pair, last = sim.band[band].last_explore;
 		double fm = fp == b->auto_pair ? am : b->mean_us[fp];
-		printf("  host waits, one size %8llu B, 2 nodes: ends on %s (%.3fx NCCL's default), "
+		printf("  host waits, one size %8llu B, %d nodes: ends on %s (%.3fx NCCL's default), "
 		       "last exploring collective %d\n",
-		       (unsigned long long)bytes, pair_name(fp), fm / am, last);
+		       (unsigned long long)bytes, nodes, pair_name(fp), fm / am, last);
 		SCHECK(fm <= am, "%llu B ends on %s, %.3fx NCCL's default (the fastest measured)",
 		       (unsigned long long)bytes, pair_name(fp), fm / am);
 		SCHECK(last <= 80, "exploration at %llu B ended at collective %d", (unsigned long long)bytes, last);
@@ -383,10 +383,25 @@ static void one_size_host_waits(uint64_t seed)
 	bsim_close(&sim);
 	if (!expect_fail)
 		CHECK(!scenario_failed);
-	printf("one size at a time, host waiting for the traffic, 2 nodes => %s\n",
+	printf("one size at a time, host waiting for the traffic, %d nodes => %s\n", nodes,
 	       scenario_failed ? "NOT MET" : "met");
 	scenario_failed = failed_before;
 }
+
+/* 2 nodes: 1 MiB Ring/Simple 500 us against Tree/Simple 540 (periods of the g3 trace), 4 and
+ * 16 MiB the default 1454 / 5409 us against Tree/Simple 1660 / 6981 and Ring/Simple forced
+ * 1615 / 6746 (g1 forced-pair sweep medians). */
+static const struct waits_size waits_2n[] = {
+	{1u << 20, {1462, 540, 1547, 500, 500}},
+	{4u << 20, {5565, 1660, 5945, 1615, 1454}},
+	{16u << 20, {23326, 6981, 23457, 6746, 5409}},
+};
+/* 4 nodes, 1 MiB (g4 sweep: the bandit on Tree/Simple, 126 of 150, ran 1.041x the default's
+ * 972.5 us, so Tree/Simple ~1.05x; Ring/Simple forced 0.99x the default and Tree/LL 4.9x,
+ * Ring/LL 1.84x, g1's forced-pair medians at 4 nodes scaled to the default). */
+static const struct waits_size waits_4n[] = {
+	{1u << 20, {4770, 1020, 1790, 965, 972}},
+};
 
 int main(int argc, char **argv)
 {
@@ -407,7 +422,8 @@ int main(int argc, char **argv)
 	RUN("overlap", overlap(4, seed));
 	RUN("one", one_size(4, seed));
 	RUN("one", one_size(2, seed));
-	RUN("waits", one_size_host_waits(seed));
+	RUN("waits", one_size_host_waits(seed, 2, waits_2n, 3));
+	RUN("waits", one_size_host_waits(seed, 4, waits_4n, 1));
 #undef RUN
 	if (expect_fail) {
 		printf("old bandit: %d of %d scenarios it must fail failed\n", must_fail_failed, must_fail_seen);
