@@ -76,6 +76,14 @@ struct nb_hook_chain {
 	struct nb_attachment items[];
 };
 
+/* FNV-1a (64-bit) over n bytes, continuing from h (0xcbf29ce484222325 to start). */
+uint64_t runtime_fnv1a(uint64_t h, const void *p, size_t n);
+/* What chain c decides with, as one number (chain_content.c): each program's name, section,
+ * instructions and verification mode, its object's map declarations and global data
+ * (`.rodata` configuration). 0 for no chain or an empty one. The agreement layer compares
+ * it across ranks when they join (docs/agreement.md "Joining"). */
+uint64_t runtime_chain_content(const struct nb_hook_chain *c);
+
 /* Loads NCCLBPF_POLICY once per process (later calls return the first result).
  * Objects that fail to open, verify or prepare are skipped with one WARN line carrying
  * the diagnostic; the rest are attached in order. Never fails: returns the number of
