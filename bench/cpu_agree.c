@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,11 +186,11 @@ static void sim_send(struct sim *s, const struct agree_buf *b)
 	}
 }
 
-static void sim_contrib(struct sim *s, uint64_t comm, uint64_t token, uint64_t epoch,
+static void sim_contrib(struct sim *s, uint64_t comm, uint64_t epoch,
 			const struct nb_map_agreed_desc *d)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, s->rank, comm, token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, s->rank, comm);
 	agree_buf_u32(&b, 0);
 	agree_buf_u64(&b, epoch);
 	agree_buf_u32(&b, d->value_size);
@@ -206,11 +207,11 @@ static void sim_contrib(struct sim *s, uint64_t comm, uint64_t token, uint64_t e
 }
 
 /* A relay's PARTIAL: the same two entries, combined over its subtree (value + count). */
-static void sim_partial(struct sim *s, uint64_t comm, uint64_t token, uint64_t epoch,
+static void sim_partial(struct sim *s, uint64_t comm, uint64_t epoch,
 			const struct nb_map_agreed_desc *d)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, s->rank, comm, token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, s->rank, comm);
 	agree_buf_u32(&b, 0);
 	agree_buf_u64(&b, epoch + 1); /* every member closed epochs 0..epoch */
 	agree_buf_u32(&b, 0);
@@ -227,13 +228,72 @@ static void sim_partial(struct sim *s, uint64_t comm, uint64_t token, uint64_t e
 	agree_buf_free(&b);
 }
 
-static void sim_epoch(struct sim *s, uint64_t comm, uint64_t token, uint64_t epoch,
+static void sim_epoch(struct sim *s, uint64_t comm, uint64_t epoch,
 		      const struct nb_map_agreed_desc *d)
 {
 	if (s->subtree > 1)
-		sim_partial(s, comm, token, epoch, d);
+		sim_partial(s, comm, epoch, d);
 	else
-		sim_contrib(s, comm, token, epoch, d);
+		sim_contrib(s, comm, epoch, d);
+}
+
+/* Reads one frame (blocking, bounded); false on error. */
+static bool sim_read(struct sim *s, struct agree_msg *m)
+{
+	for (int tries = 0; tries < 2000; tries++) {
+		char err[128];
+		long used = s->in.len ? agree_wire_parse(s->in.p, s->in.len, m, err, sizeof(err)) : 0;
+		if (used < 0)
+			return false;
+		if (used > 0) {
+			/* m points into s->in only for entries, unused by the callers */
+			memmove(s->in.p, s->in.p + used, s->in.len - (size_t)used);
+			s->in.len -= (size_t)used;
+			return true;
+		}
+		struct pollfd p = {.fd = s->fd, .events = POLLIN};
+		poll(&p, 1, 10);
+		uint8_t tmp[4096];
+		ssize_t got = recv(s->fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+		if (got == 0)
+			return false;
+		if (got > 0)
+			agree_buf_put(&s->in, tmp, (size_t)got);
+	}
+	return false;
+}
+
+/* The connector's side of the handshake (agree_auth.h), as a real member does it. */
+static bool sim_auth(struct sim *s)
+{
+	struct agree_msg m;
+	if (!sim_read(s, &m) || m.h.type != AGREE_MSG_CHALLENGE)
+		return false;
+	uint8_t nonce[AGREE_NONCE_BYTES];
+	if (agree_random(nonce, sizeof(nonce)) != 0)
+		return false;
+	const struct agree_key *key = &agree_config()->key;
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_AUTH, 0, 0);
+	agree_buf_put(&b, nonce, sizeof(nonce));
+	agree_buf_u64(&b, agree_auth_mac(key, 'c', m.nonce, nonce));
+	agree_wire_end(&b, f);
+	sim_send(s, &b);
+	agree_buf_free(&b);
+	uint8_t theirs[AGREE_NONCE_BYTES];
+	memcpy(theirs, m.nonce, sizeof(theirs));
+	return sim_read(s, &m) && m.h.type == AGREE_MSG_AUTH_OK &&
+	       m.mac == agree_auth_mac(key, 'a', nonce, theirs);
+}
+
+/* The leader's first collective waits at the join barrier: in a thread of its own while
+ * the simulated members join. */
+static void *first_collective(void *arg)
+{
+	struct agree_comm *ac = arg;
+	enum agree_verdict v = agree_tuner_begin(ac, 0);
+	agree_tuner_end();
+	return (void *)(uintptr_t)(v == AGREE_RUN);
 }
 
 struct group_result {
@@ -278,12 +338,15 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs,
 		return 1;
 	}
 	const uint64_t comm = 0xbe7c0001ull + n;
-	uint64_t token = agree_job_token(comm);
 	agree_comm_profiler_open(comm, 0, (int)n);
 	struct agree_comm *ac = agree_comm_tuner_open(comm, n);
 	uint64_t k = d.epoch;
-	agree_tuner_begin(ac, 0); /* starts the group (listener, hub) */
-	agree_tuner_end();
+	pthread_t first;
+	if (pthread_create(&first, NULL, first_collective, ac) != 0)
+		return 1;
+	/* the group starts there (listener, hub): its configuration is what members join with */
+	while (!atomic_load(&ac->streams_ready) || !agree_listen_port())
+		usleep(1000);
 
 	/* the leader's direct children only: in tree mode (NCCLBPF_AGREE_FANOUT, or more than
 	 * AGREE_TREE_MIN_RANKS ranks) a simulated relay stands for its whole subtree */
@@ -312,19 +375,32 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs,
 			s->fd = socket(AF_INET, SOCK_STREAM, 0);
 			usleep(10000);
 		}
+		if (!sim_auth(s)) {
+			fprintf(stderr, "rank %u: the leader did not authenticate\n", r);
+			return 1;
+		}
+		struct agree_stream_sig sig = {agree_fnv1a(d.name, strlen(d.name), AGREE_FNV_INIT),
+					       d.value_size, d.max_entries, d.map_flags};
 		struct agree_buf b = {0};
-		size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, r, comm, token);
-		agree_buf_u32(&b, n);
-		agree_buf_u32(&b, 1);
-		agree_buf_u64(&b, agree_fnv1a(d.name, strlen(d.name), AGREE_FNV_INIT));
-		agree_buf_u32(&b, d.value_size);
-		agree_buf_u32(&b, d.max_entries);
-		agree_buf_u32(&b, d.map_flags);
+		size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, r, comm);
+		agree_wire_put_hello(&b, n, 0, 1, &sig, &ac->fp); /* a member configured alike */
 		agree_wire_end(&b, f);
 		sim_send(s, &b);
 		agree_buf_free(&b);
-		sim_epoch(s, comm, token, 0, &d);
+		if (s->subtree > 1) { /* a relay: its subtree joined */
+			f = agree_wire_begin(&b, AGREE_MSG_READY, r, comm);
+			agree_wire_end(&b, f);
+			sim_send(s, &b);
+			agree_buf_free(&b);
+		}
+		sim_epoch(s, comm, 0, &d);
 		s->contributed = 1;
+	}
+	void *passed = NULL;
+	pthread_join(first, &passed);
+	if (!passed) {
+		fprintf(stderr, "the join barrier failed\n");
+		return 1;
 	}
 	n = nk + 1; /* from here on: the simulated connections */
 	struct agree_stats st0;
@@ -356,14 +432,14 @@ static int bench_group(const char *policy, uint32_t n, uint64_t epochs,
 				off += (size_t)used;
 				if (m.h.type == AGREE_MSG_DATA) {
 					struct agree_buf b = {0};
-					size_t f = agree_wire_begin(&b, AGREE_MSG_ACK, s->rank, comm, token);
+					size_t f = agree_wire_begin(&b, AGREE_MSG_ACK, s->rank, comm);
 					agree_buf_u32(&b, 0);
 					agree_buf_u64(&b, m.number);
 					agree_wire_end(&b, f);
 					sim_send(s, &b);
 					agree_buf_free(&b);
 					/* a follower's next epoch closes about when a version arrives */
-					sim_epoch(s, comm, token, s->contributed++, &d);
+					sim_epoch(s, comm, s->contributed++, &d);
 				} else if (m.h.type == AGREE_MSG_COMMIT) {
 					s->committed = m.number;
 				}

@@ -10,7 +10,8 @@
  * Configuration (README.md):
  *   NCCLBPF_AGREE         host:port of the rendezvous listener | off
  *                         (unset: MASTER_ADDR : MASTER_PORT + NCCLBPF_AGREE_PORT_OFFSET)
- *   NCCLBPF_AGREE_SECRET  per-job secret mixed into the job token
+ *   NCCLBPF_AGREE_SECRET  the job's secret: every connection proves it (agree_auth.h);
+ *                         without it only this user's processes on this host are accepted
  *   NCCLBPF_AGREE_WAIT_MS bound of a rank's wait for a version at its activation (5000)
  *   NCCLBPF_DECISION_LOG  directory for decisions-<host>-<pid>.jsonl
  */
@@ -104,7 +105,10 @@ struct agree_stats {
 	uint64_t service_cpu_ns;   /* service-thread CPU in total (I/O included) */
 	uint64_t epochs_reduced;   /* as leader */
 	uint64_t decisions_logged, decisions_dropped;
+	uint64_t conns_refused;    /* connections closed unauthenticated, expired or over a limit */
 };
 void agree_get_stats(struct agree_stats *out);
+/* Passes of the service thread's loop so far (a thread that spins shows here). */
+uint64_t agree_service_passes(void);
 
 #endif

@@ -5,27 +5,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agree/agree_internal.h"
+#include "agree/agree_group.h"
+
+bool agree_child_config_ok(struct agree_comm *ac, int fd, const struct agree_msg *m)
+{
+	uint64_t mine = 0;
+	uint32_t field = agree_config_differs(ac, m, &mine);
+	if (field == AGREE_FP_NONE)
+		return true;
+	/* a real member (it proved the job's secret) that would decide differently: nobody
+	 * passes the join barrier; the refused rank and every other one say which part */
+	AGREE_STAT(msgs_refused, 1);
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_REFUSE, agree_my_rank(ac), ac->comm_id);
+	agree_buf_u32(&b, AGREE_REFUSE_CONFIG);
+	agree_buf_u32(&b, field);
+	agree_buf_u64(&b, mine);
+	agree_wire_end(&b, f);
+	agree_conn_send(fd, &b);
+	agree_buf_free(&b);
+	agree_end_group(ac, AGREE_WHY_CONFIG, m->h.rank, field, NULL);
+	return false;
+}
 
 bool agree_admit_child(struct agree_comm *ac, int fd, const struct agree_msg *m, bool rank_ok)
 {
-	uint32_t r = m->h.rank, reason = 0;
-	if (!rank_ok || m->n_ranks != ac->n_ranks || ac->peers[r])
-		reason = AGREE_REFUSE_RANK;
-	else if (!agree_streams_match(ac, m))
-		reason = AGREE_REFUSE_STREAMS;
-	if (reason) {
+	uint32_t r = m->h.rank;
+	if (!rank_ok || r >= ac->n_ranks || ac->peers[r]) {
 		AGREE_STAT(msgs_refused, 1);
-		agree_send_simple(ac, fd, AGREE_MSG_REFUSE, reason, 0);
-		if (reason == AGREE_REFUSE_STREAMS) /* a real member that cannot agree */
-			agree_end_group(ac, "a rank loaded different agreed maps");
+		agree_send_simple(ac, fd, AGREE_MSG_REFUSE, AGREE_REFUSE_RANK, 0);
 		return false;
 	}
+	if (!agree_child_config_ok(ac, fd, m))
+		return false;
 	struct agree_peer *p = calloc(1, sizeof(*p));
 	if (!p)
 		return false;
 	p->fd = fd;
 	p->rank = r;
+	/* a leaf is all of its subtree; a relay says READY once its children joined */
+	p->ready = !agree_tree_is_relay(r, ac->fanout, ac->n_ranks);
 	ac->peers[r] = p;
 	ac->joined_count++;
 	agree_send_simple(ac, fd, AGREE_MSG_WELCOME, 0, atomic_load(&ac->fallback_seq));
@@ -42,7 +61,7 @@ int agree_apply_entries(struct agree_comm *ac, struct agree_sparse *view,
 		uint32_t idx;
 		memcpy(&idx, e, 4);
 		if (agree_sparse_set(view, m->value_size, idx, e + 4) != 0) {
-			agree_end_group(ac, "out of memory");
+			agree_end_group(ac, AGREE_WHY_OOM, 0, 0, NULL);
 			return -ENOMEM;
 		}
 	}
@@ -74,8 +93,9 @@ bool agree_apply_ack(struct agree_comm *ac, uint32_t r, const struct agree_msg *
 
 void agree_apply_fallback(struct agree_comm *ac, const struct agree_msg *m)
 {
-	/* the smallest F wins; a relay passes it up with its own (follower_step) and down */
-	agree_comm_fallback(ac, m->seq, m->reason & AGREE_FALLBACK_ORDERLY ?
-			    "a communicator was destroyed below" :
-			    "a rank could not agree in time");
+	/* a child fell back (the smallest F wins; a relay passes it up with its own,
+	 * follower_step, and down); its reason is the child's */
+	agree_comm_fallback(ac, m->seq, m->why ? m->why : (m->reason & AGREE_FALLBACK_ORDERLY ?
+			    AGREE_WHY_DESTROYED : AGREE_WHY_NONE), m->why ? m->why_rank : m->h.rank,
+			    m->why_detail, NULL);
 }

@@ -1,7 +1,7 @@
 #define _GNU_SOURCE /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP */
-/* agree: configuration, the communicator registry, and the NCCL-thread side of agreement:
- * the collective sequence counter, activation of published versions (with the bounded,
- * yielding wait), fallback, and the profiler's contribution binding. Nothing here takes a
+/* agree: the communicator registry, and the NCCL-thread side of agreement: the join
+ * barrier, activation of published versions (with the bounded, yielding wait), fallback,
+ * and the profiler's contribution binding (configuration: agree_config.c). Nothing here takes a
  * lock or allocates on the decision path once a communicator's first collective is done. */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,108 +16,11 @@
 #include "ncclbpf/policy.h"
 #include "runtime/runtime.h"
 
-static pthread_once_t config_once = PTHREAD_ONCE_INIT;
-static struct agree_config config;
 /* recursive: the service thread holds it while dispatching, and closing a connection
  * looks the registry up again */
 static pthread_mutex_t registry_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static struct agree_comm *registry[AGREE_MAX_COMMS];
 static struct agree_comm *_Atomic lookup_table[AGREE_MAX_COMMS]; /* lock-free reads */
-
-uint64_t agree_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t env_u64(const char *name, uint64_t def)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return def;
-	char *end;
-	unsigned long long x = strtoull(v, &end, 10);
-	return *end ? def : (uint64_t)x;
-}
-
-/* "host:port" -> parts; false if malformed. */
-static bool split_addr(const char *s, char *host, size_t hostlen, uint16_t *port)
-{
-	const char *colon = strrchr(s, ':');
-	if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
-		return false;
-	char *end;
-	unsigned long p = strtoul(colon + 1, &end, 10);
-	if (*end || p == 0 || p > 65535)
-		return false;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	*port = (uint16_t)p;
-	return true;
-}
-
-static void parse_faults(const char *s)
-{
-	/* comma-separated key=value; test-only (docs/agreement.md "Testing") */
-	while (s && *s) {
-		unsigned long long v = 0;
-		if (sscanf(s, "leader_delay_ms=%llu", &v) == 1)
-			config.fault_leader_delay_ns = v * 1000000ull;
-		else if (sscanf(s, "drop_after_epochs=%llu", &v) == 1)
-			config.fault_drop_after_epochs = v;
-		else if (sscanf(s, "stall_service_ms=%llu", &v) == 1)
-			config.fault_stall_service_ns = v * 1000000ull;
-		s = strchr(s, ',');
-		if (s)
-			s++;
-	}
-}
-
-static void config_init(void)
-{
-	const char *a = getenv("NCCLBPF_AGREE");
-	config.enabled = true;
-	config.wait_ns = env_u64("NCCLBPF_AGREE_WAIT_MS", AGREE_DEFAULT_WAIT_MS) * 1000000ull;
-	config.collect_ns = config.wait_ns / 4;
-	int b = runtime_env_parse_bool(a);
-	if (b == 0) { /* off, 0, no, false */
-		config.enabled = false;
-	} else if (a && *a && b < 0) {
-		if (split_addr(a, config.host, sizeof(config.host), &config.port))
-			config.have_addr = true;
-		else
-			runtime_log(NB_LOG_WARN, NB_LOG_INIT | NB_LOG_TUNING,
-				    "agree: NCCLBPF_AGREE='%s' is not host:port or off; agreement "
-				    "disabled (agreed maps read as zeros on every rank)", a);
-	} else {
-		const char *h = getenv("MASTER_ADDR"), *p = getenv("MASTER_PORT");
-		unsigned long port = p ? strtoul(p, NULL, 10) : 0;
-		if (h && *h && port > 0 && port + AGREE_PORT_OFFSET <= 65535 &&
-		    strlen(h) < sizeof(config.host)) {
-			snprintf(config.host, sizeof(config.host), "%s", h);
-			config.port = (uint16_t)(port + AGREE_PORT_OFFSET);
-			config.have_addr = true;
-		}
-	}
-	const char *secret = getenv("NCCLBPF_AGREE_SECRET");
-	config.secret_hash = secret ? agree_fnv1a(secret, strlen(secret), AGREE_FNV_INIT) : 0;
-	parse_faults(getenv("NCCLBPF_AGREE_TEST_FAULT"));
-}
-
-const struct agree_config *agree_config(void)
-{
-	pthread_once(&config_once, config_init);
-	return &config;
-}
-
-uint64_t agree_job_token(uint64_t comm_id)
-{
-	uint64_t h = agree_fnv1a("ncclbpf-agree-1", 15, AGREE_FNV_INIT);
-	h = agree_fnv1a(&comm_id, sizeof(comm_id), h);
-	h = agree_fnv1a(&agree_config()->secret_hash, 8, h);
-	return h;
-}
 
 /* ---- registry ---- */
 
@@ -163,11 +66,14 @@ static struct agree_comm *comm_alloc(uint64_t comm_id, uint32_t n_ranks)
 	if (!ac)
 		return NULL;
 	ac->comm_id = comm_id;
-	ac->token = agree_job_token(comm_id);
 	ac->n_ranks = n_ranks;
 	atomic_init(&ac->rank, -1);
 	atomic_init(&ac->refs, 1);
 	atomic_init(&ac->fallback_seq, AGREE_NO_FALLBACK);
+	atomic_init(&ac->ready, AGREE_READY_PENDING);
+	atomic_init(&ac->want_seq, UINT64_MAX);
+	ac->asked_seq = UINT64_MAX;
+	ac->fallback_sent_seq = ac->down_fallback_sent = AGREE_NO_FALLBACK; /* none announced */
 	ac->fd = -1;
 	ac->read_bind.mode = NB_BIND_READ;
 	ac->write_bind.mode = NB_BIND_WRITE;
@@ -209,9 +115,9 @@ static bool remove_locked(struct agree_comm *ac)
 
 /* A multi-rank communicator that found the registry full: the tuner's own state, outside
  * the registry (the profiler cannot give it a rank, the service never sees it, the
- * decision log never drains it). It is a member without a rank (setup_streams): it falls
- * back at S_1, where the others do, since it never joins. Before this it read version 0
- * forever while the others agreed or fell back. NULL when out of memory. */
+ * decision log never drains it). It is a member that cannot join (setup_streams): it falls
+ * back at collective 0, where the others do, since nobody passes the join barrier without
+ * it. NULL when out of memory. */
 static struct agree_comm *unlisted_comm(uint64_t comm_id, uint32_t n_ranks)
 {
 	struct agree_comm *ac = comm_alloc(comm_id, n_ranks); /* its reference: the tuner's only */
@@ -309,7 +215,7 @@ void agree_comm_tuner_close(struct agree_comm *ac)
 		return;
 	/* its decisions reach the file before NCCL (and maybe the process) goes on */
 	agree_decision_log_drain(true);
-	if (ac->grouped) {
+	if (ac->grouped || atomic_load(&ac->fallback_seq) != AGREE_NO_FALLBACK) {
 		struct agree_stats st;
 		agree_get_stats(&st);
 		uint64_t f = atomic_load(&ac->fallback_seq);
@@ -376,8 +282,53 @@ bool agree_registry_remove_detached_locked(struct agree_comm *ac)
 
 /* ---- streams: set up by the tuner at the communicator's first collective ---- */
 
-static bool group_possible(const struct agree_comm *ac);
-static bool group_possible_but_rank(const struct agree_comm *ac);
+/* The configuration this rank joins with (docs/agreement.md "Joining"). Called inside the
+ * tuner's chain section (tuner_decide_general), so the chains read here stay valid. */
+static void fingerprint(struct agree_comm *ac)
+{
+	struct agree_fingerprint *fp = &ac->fp;
+	uint32_t wire = AGREE_WIRE_VERSION, ctx = (uint32_t)sizeof(struct ncclbpf_tuner_ctx);
+	uint64_t lib = agree_fnv1a("ncclbpf", 7, AGREE_FNV_INIT);
+	lib = agree_fnv1a(&wire, sizeof(wire), lib);
+	fp->lib = agree_fnv1a(&ctx, sizeof(ctx), lib);
+	/* a chain gated by a reload activating across ranks: which one this communicator runs
+	 * is agreed by the reload itself (tuner_reload.c), and the ranks may see the
+	 * activation at different stages (staged here, committed there): not compared */
+	const struct nb_hook_chain *t = runtime_hook_chain(NB_HOOK_TUNER);
+	const struct nb_hook_chain *c = runtime_hook_chain(NB_HOOK_TUNER_CHUNK);
+	fp->tuner = t && atomic_load(&t->gated) ? AGREE_FP_ACTIVATING : runtime_chain_content(t);
+	fp->chunk = c && atomic_load(&c->gated) ? AGREE_FP_ACTIVATING : runtime_chain_content(c);
+	fp->wait_ms = (uint32_t)(agree_config()->wait_ns / 1000000);
+	fp->fanout = agree_tree_fanout_for(ac->n_ranks, getenv("NCCLBPF_AGREE_FANOUT"));
+	const char *sym = getenv("NCCLBPF_TUNER_SYM");
+	fp->flags = sym && !strcmp(sym, "compete") ? AGREE_FP_SYM_COMPETE : 0;
+}
+
+/* Why a multi-rank communicator whose policy reads agreed maps cannot join here (NULL: it
+ * can). Each reason makes it fall back from collective 0, where the other ranks do too:
+ * nobody passes the join barrier without it. Reading zeros instead, as before, made it
+ * decide differently from the others (issue 23). */
+static const char *cannot_join(struct agree_comm *ac)
+{
+	const struct agree_config *cfg = agree_config();
+	if (!cfg->enabled)
+		return "agreement is off here (NCCLBPF_AGREE=off) but the policy reads agreed maps";
+	if (!cfg->have_addr)
+		return "agreement has no rendezvous address here (NCCLBPF_AGREE, or MASTER_ADDR "
+		       "and MASTER_PORT) but the policy reads agreed maps";
+	if (cfg->refused[0])
+		return cfg->refused;
+	if (ac->unlisted)
+		return "all " AGREE_MAX_COMMS_STR " communicator slots of this process are in use, "
+		       "so it cannot join";
+	if (atomic_load_explicit(&ac->rank, memory_order_relaxed) < 0) {
+		/* the one case it can still tell the others about (rankless_step) */
+		ac->rankless = true;
+		return "ncclbpf's profiler plugin did not report this rank - it is not loaded here "
+		       "(NCCL_PROFILER_PLUGIN) or NCCLBPF_PROFILE=off - so it cannot join";
+	}
+	return NULL;
+}
 
 static void setup_streams(struct agree_comm *ac)
 {
@@ -397,48 +348,23 @@ static void setup_streams(struct agree_comm *ac)
 		n++;
 	}
 	ac->n_streams = n;
-	/* one rank or agreement off: no group; version 0 (all zeros) forever, identically on
+	/* no agreed map, or one rank: no group; version 0 (all zeros) forever, identically on
 	 * every rank */
-	ac->grouped = group_possible(ac);
-	/* A member that would agree but has no rank: NCCL did not load ncclbpf's profiler
-	 * plugin here (it alone learns the rank). It cannot join, so no version ever commits
-	 * (the leader commits only what every rank holds) and the others fall back at the
-	 * first activation, S_1 - by the leader's announcement or by their bounded wait. This
-	 * rank falls back at that same collective (it reads version 0 before it, as they do)
-	 * and announces itself to the leader so that they need not wait. */
-	ac->rankless = !ac->grouped && group_possible_but_rank(ac) &&
-		       atomic_load_explicit(&ac->rank, memory_order_relaxed) < 0;
-	if (ac->rankless) {
-		/* the service announces it (not an unlisted one: the service never sees it); the
-		 * tuner path checks F */
-		ac->grouped = true;
-		agree_comm_fallback(ac, agree_first_uncommitted_seq(ac), ac->unlisted ?
-				    "all " AGREE_MAX_COMMS_STR " communicator slots of this process "
-				    "are in use, so it cannot join; the other ranks fall back at the "
-				    "same collective" :
-				    "ncclbpf's profiler plugin did not report this rank - it is "
-				    "not loaded here (NCCL_PROFILER_PLUGIN) or NCCLBPF_PROFILE=off - "
-				    "so it cannot join; the other ranks fall back at the same "
-				    "collective");
+	const char *cannot = n && ac->n_ranks > 1 ? cannot_join(ac) : NULL;
+	ac->grouped = n && ac->n_ranks > 1 && (!cannot || (ac->rankless && !ac->unlisted));
+	if (n)
+		fingerprint(ac);
+	if (cannot) {
+		char why[640];
+		snprintf(why, sizeof(why), "%s; the other ranks fall back at the same collective",
+			 cannot);
+		atomic_store(&ac->ready, AGREE_READY_FAILED);
+		agree_comm_fallback(ac, 0, AGREE_WHY_NONE, 0, 0, why);
 	}
-	if (ac->grouped && !ac->unlisted)
+	if (ac->grouped)
 		agree_service_start();
 	atomic_store_explicit(&ac->streams_ready, true, memory_order_release);
 	agree_service_wake();
-}
-
-/* Everything a group needs except the rank: the same on every rank of a job (policies,
- * NCCLBPF_AGREE / MASTER_ADDR, the communicator's size). */
-static bool group_possible_but_rank(const struct agree_comm *ac)
-{
-	return ac->n_streams && agree_config()->enabled && agree_config()->have_addr &&
-	       ac->n_ranks > 1;
-}
-
-static bool group_possible(const struct agree_comm *ac)
-{
-	return group_possible_but_rank(ac) &&
-	       atomic_load_explicit(&ac->rank, memory_order_relaxed) >= 0;
 }
 
 /* Next seq at which any stream closes an epoch or activates a version. */
@@ -456,6 +382,8 @@ static uint64_t next_event_after(const struct agree_comm *ac, uint64_t seq)
 
 uint64_t agree_first_uncommitted_seq(struct agree_comm *ac)
 {
+	if (atomic_load(&ac->ready) != AGREE_READY_YES)
+		return 0; /* the join barrier itself */
 	uint64_t best = UINT64_MAX;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
@@ -467,8 +395,11 @@ uint64_t agree_first_uncommitted_seq(struct agree_comm *ac)
 	return best;
 }
 
-uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why)
+uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, uint32_t why, uint32_t why_rank,
+			     uint32_t why_detail, const char *text)
 {
+	if (f == AGREE_NO_FALLBACK) /* nothing left to agree on: no point to fall back from */
+		return atomic_load(&ac->fallback_seq);
 	/* versions activating at or after F are never committed any more (commit checks it);
 	 * earlier ones still are */
 	uint64_t cur = atomic_load(&ac->fallback_seq);
@@ -477,59 +408,151 @@ uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why)
 	uint64_t eff = atomic_load(&ac->fallback_seq);
 	if (!atomic_exchange(&ac->fallback_logged, true)) {
 		AGREE_STAT(fallbacks, 1);
+		char buf[256];
+		if (!text) {
+			agree_why_text(why, why_rank, why_detail, buf, sizeof(buf));
+			text = buf;
+		}
+		atomic_store(&ac->why, why);
+		atomic_store(&ac->why_rank, why_rank);
+		atomic_store(&ac->why_detail, why_detail);
 		/* a communicator being destroyed everywhere is not a failure: INFO */
-		bool orderly = why && strstr(why, "destroyed");
+		bool orderly = why == AGREE_WHY_DESTROYED || strstr(text, "destroyed");
 		/* announced with FALLBACK so that the other ranks log an orderly end at INFO too */
 		atomic_store(&ac->fallback_orderly, orderly);
 		runtime_log(orderly ? NB_LOG_INFO : NB_LOG_WARN, NB_LOG_TUNING,
 			    "agree: comm 0x%" PRIx64 " rank %d: agreement impossible (%s); NCCL's "
 			    "default decisions from collective %" PRIu64 " on, on every rank",
-			    ac->comm_id, atomic_load(&ac->rank), why, eff);
+			    ac->comm_id, atomic_load(&ac->rank), text, eff);
 	}
 	agree_service_wake();
 	return eff;
 }
 
-/* Waits (bounded, yielding) until version `need` of stream s is committed. Returns the
- * version, or NULL when the stream fell back. */
-static struct agree_version *wait_version(struct agree_comm *ac, struct agree_stream *s,
-					  uint64_t need, uint64_t seq)
+int agree_needs(struct agree_comm *ac, uint64_t seq, uint32_t *stream, uint64_t *need)
 {
-	uint64_t g = atomic_load_explicit(&s->gate, memory_order_acquire);
-	if ((g & ~AGREE_GATE_FALLBACK) < need && !(g & AGREE_GATE_FALLBACK)) {
-		uint64_t t0 = agree_now_ns(), spins = 0;
-		AGREE_STAT(waits, 1);
-		agree_service_wake();
+	if (atomic_load(&ac->ready) != AGREE_READY_YES)
+		return 1;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t v = seq / s->k >= 1 ? seq / s->k - 1 : 0;
+		if (v && (atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK) < v) {
+			*stream = i;
+			*need = v;
+			return 2;
+		}
+	}
+	return 0;
+}
+
+bool agree_fall_at(struct agree_comm *ac, uint64_t seq, uint32_t why, uint32_t why_rank,
+		   uint32_t why_detail, const char *text)
+{
+	/* the CASes decide against a commit racing this (the leader's READY or COMMIT, or a
+	 * COMMIT a member's service thread applies while its tuner gives up) */
+	int r = AGREE_READY_PENDING;
+	bool closed = atomic_compare_exchange_strong(&ac->ready, &r, AGREE_READY_FAILED) ||
+		      r == AGREE_READY_FAILED;
+	uint64_t f = closed ? 0 : seq;
+	for (uint32_t i = 0; !closed && i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t v = seq / s->k >= 1 ? seq / s->k - 1 : 0;
+		uint64_t g = atomic_load(&s->gate);
 		for (;;) {
-			g = atomic_load_explicit(&s->gate, memory_order_acquire);
-			if ((g & ~AGREE_GATE_FALLBACK) >= need || (g & AGREE_GATE_FALLBACK))
+			if ((g & ~AGREE_GATE_FALLBACK) >= v)
+				break; /* committed: seq has it */
+			if ((g & AGREE_GATE_FALLBACK) ||
+			    atomic_compare_exchange_strong(&s->gate, &g, g | AGREE_GATE_FALLBACK)) {
+				closed = true;
 				break;
-			if (seq >= atomic_load_explicit(&ac->fallback_seq, memory_order_acquire))
-				break; /* the group fell back at or before this collective */
-			uint64_t el = agree_now_ns() - t0;
-			if (el >= agree_config()->wait_ns) {
-				/* the gate CAS decides between this timeout and a commit racing it */
-				if (atomic_compare_exchange_strong(&s->gate, &g, g | AGREE_GATE_FALLBACK)) {
-					char why[160]; /* fits the longest name (GCC -Wformat-truncation) */
-					snprintf(why, sizeof(why), "version %" PRIu64 " of '%s' not agreed "
-						 "within %" PRIu64 " ms", need, s->desc.name,
-						 agree_config()->wait_ns / 1000000);
-					agree_comm_fallback(ac, seq, why);
-				}
-				continue;
-			}
-			if (++spins < 64)
-				sched_yield();
-			else {
-				struct timespec ts = {0, 50000};
-				nanosleep(&ts, NULL);
 			}
 		}
-		agree_stat_max(offsetof(struct agree_stats, wait_ns_max), agree_now_ns() - t0);
 	}
-	if ((g & ~AGREE_GATE_FALLBACK) < need)
-		return NULL;
-	/* committed: walk forward from the active version (versions are linked in order) */
+	if (!closed)
+		return false; /* everything seq needs is committed: nothing to fall back for */
+	agree_comm_fallback(ac, f, why, why_rank, why_detail, text);
+	return true;
+}
+
+/* 1: what seq needs is there (idx -1: the join barrier; else version `need` of stream
+ * idx), -1: the communicator fell back at or before seq, 0: not yet. */
+static int wait_state(struct agree_comm *ac, uint64_t seq, int idx, uint64_t need)
+{
+	if (idx < 0) {
+		int r = atomic_load_explicit(&ac->ready, memory_order_acquire);
+		if (r == AGREE_READY_YES)
+			return 1;
+		if (r == AGREE_READY_FAILED)
+			return -1;
+	} else {
+		uint64_t g = atomic_load_explicit(&ac->streams[idx].gate, memory_order_acquire);
+		if ((g & ~AGREE_GATE_FALLBACK) >= need)
+			return 1;
+		if (g & AGREE_GATE_FALLBACK)
+			return -1;
+	}
+	return seq >= atomic_load_explicit(&ac->fallback_seq, memory_order_acquire) ? -1 : 0;
+}
+
+/* Waits (bounded, yielding) until what collective seq needs is agreed. The waiting never
+ * decides by itself: after NCCLBPF_AGREE_WAIT_MS / 2 it asks the service thread to ask the
+ * leader, after NCCLBPF_AGREE_WAIT_MS to decide - both after the service thread has read
+ * what its peers sent, so that a verdict that arrived while this process was stopped or
+ * starved is seen first (docs/agreement.md "Fallback rules"). Only if the service thread
+ * itself makes no progress for another bound does this thread fall back alone. */
+static bool wait_for(struct agree_comm *ac, uint64_t seq, int idx, uint64_t need)
+{
+	int st = wait_state(ac, seq, idx, need);
+	if (st)
+		return st > 0;
+	const uint64_t w = agree_config()->wait_ns;
+	uint64_t t0 = agree_now_ns(), last = t0, spins = 0, loops0 = 0, stuck = 0;
+	int phase = 0;
+	AGREE_STAT(waits, 1);
+	agree_service_wake();
+	for (;;) {
+		st = wait_state(ac, seq, idx, need);
+		if (st)
+			break;
+		uint64_t t = agree_now_ns();
+		if (t - last > 100000000ull)
+			stuck = 0; /* this thread did not run: its clock says nothing about the service */
+		last = t;
+		uint64_t el = t - t0;
+		int want = el >= w ? 2 : el >= w / 2 ? 1 : 0;
+		if (want > phase) {
+			phase = want;
+			atomic_store(&ac->want_seq, seq);
+			atomic_store_explicit(&ac->want_phase, phase, memory_order_release);
+			agree_service_wake();
+		}
+		if (phase == 2) {
+			uint64_t loops = agree_service_loops();
+			if (!stuck || loops != loops0) {
+				stuck = t;
+				loops0 = loops;
+			} else if (t - stuck >= w + 1000000000ull) {
+				agree_fall_at(ac, seq, AGREE_WHY_NONE, 0, 0, "the agreement service "
+					      "thread did not answer; NCCL's defaults without a verdict");
+			}
+		}
+		if (++spins < 64) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, 50000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	atomic_store(&ac->want_phase, 0);
+	atomic_store(&ac->want_seq, UINT64_MAX);
+	agree_stat_max(offsetof(struct agree_stats, wait_ns_max), agree_now_ns() - t0);
+	return st > 0;
+}
+
+/* The committed version `need` of stream s (linked before its gate moved), or NULL. */
+static struct agree_version *committed_version(struct agree_comm *ac, struct agree_stream *s,
+					       uint64_t need, uint64_t seq)
+{
 	struct agree_version *v = s->active ? s->active : atomic_load_explicit(&s->first,
 									     memory_order_acquire);
 	while (v && v->number < need)
@@ -538,13 +561,17 @@ static struct agree_version *wait_version(struct agree_comm *ac, struct agree_st
 		return v;
 	/* cannot happen (versions are linked before the gate moves); never continue on a
 	 * stale version silently */
-	agree_comm_fallback(ac, seq, "internal error: a committed version is missing");
+	agree_comm_fallback(ac, seq, AGREE_WHY_NONE, 0, 0,
+			    "internal error: a committed version is missing");
 	return NULL;
 }
 
-/* Slow path at an epoch boundary or activation point. */
+/* Slow path: the join barrier, an epoch boundary or an activation point. */
 static enum agree_verdict tuner_event(struct agree_comm *ac, uint64_t seq)
 {
+	if (atomic_load_explicit(&ac->ready, memory_order_acquire) != AGREE_READY_YES &&
+	    !wait_for(ac, seq, -1, 0))
+		return AGREE_FALLBACK;
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
 		uint64_t epochs = seq / s->k; /* epochs 0..epochs-1 have ended */
@@ -558,7 +585,9 @@ static enum agree_verdict tuner_event(struct agree_comm *ac, uint64_t seq)
 			continue;
 		if (seq >= atomic_load(&ac->fallback_seq))
 			return AGREE_FALLBACK;
-		struct agree_version *v = wait_version(ac, s, need, seq);
+		if (!wait_for(ac, seq, (int)i, need))
+			return AGREE_FALLBACK;
+		struct agree_version *v = committed_version(ac, s, need, seq);
 		if (!v)
 			return AGREE_FALLBACK;
 		s->active = v;
@@ -580,7 +609,8 @@ enum agree_verdict agree_tuner_begin(struct agree_comm *ac, uint64_t seq)
 	if (__builtin_expect(!ac->started, 0)) {
 		ac->started = true;
 		setup_streams(ac);
-		ac->next_event = ac->grouped ? next_event_after(ac, seq) : UINT64_MAX;
+		/* a group: the join barrier at this (the first) collective */
+		ac->next_event = ac->grouped ? seq : UINT64_MAX;
 	}
 	atomic_store_explicit(&ac->tuner_seq, seq, memory_order_relaxed);
 	enum agree_verdict verdict = AGREE_RUN;
@@ -605,8 +635,10 @@ void agree_tuner_end(void)
 bool agree_tuner_passive(const struct agree_comm *ac)
 {
 	/* grouped is decided once, at the first collective (setup_streams); only a group
-	 * moves next_event or sets a fallback point */
-	return !ac || (ac->started && !ac->grouped && !ac->log_ring);
+	 * moves next_event, and a fallback point is checked on every call */
+	return !ac || (ac->started && !ac->grouped && !ac->log_ring &&
+		       atomic_load_explicit(&ac->fallback_seq, memory_order_relaxed) ==
+			       AGREE_NO_FALLBACK);
 }
 
 /* ---- profiler side ---- */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "agree/agree.h"
+#include "agree/agree_auth.h"
 #include "agree/agree_wire.h"
 #include "maps/map.h"
 
@@ -88,9 +89,13 @@ struct agree_stream {
  * the others fall back there too without waiting out the bound (docs/agreement.md). */
 enum agree_role { AGREE_ROLE_NONE, AGREE_ROLE_LEADER, AGREE_ROLE_FOLLOWER, AGREE_ROLE_RANKLESS };
 
+/* The join barrier (docs/agreement.md "Joining"): no rank runs the policy for collective
+ * 0 before the leader saw every rank join with the same configuration (READY); a rank
+ * that cannot join, or differs, makes every rank fall back from collective 0. */
+enum agree_ready { AGREE_READY_PENDING = 0, AGREE_READY_YES = 1, AGREE_READY_FAILED = 2 };
+
 struct agree_comm {
 	uint64_t comm_id;
-	uint64_t token;
 	uint32_t n_ranks;
 	_Atomic int rank;                      /* -1 until the profiler tells */
 	_Atomic int refs;                      /* tuner + profiler + service */
@@ -107,6 +112,13 @@ struct agree_comm {
 	bool rankless;                         /* a member without a rank (set with grouped) */
 	bool unlisted;                         /* the registry was full: tuner-only state */
 	_Atomic uint64_t fallback_seq;         /* AGREE_NO_FALLBACK or F */
+	_Atomic int ready;                     /* enum agree_ready: the join barrier */
+	/* the tuner waits without a verdict (agree_core.c wait_for): at want_seq, phase 1 =
+	 * ask the leader, 2 = decide (the service thread does both, after reading its input) */
+	_Atomic uint64_t want_seq;
+	_Atomic int want_phase;
+	struct agree_fingerprint fp;           /* this rank's configuration (set with streams) */
+	_Atomic uint32_t why, why_rank, why_detail; /* the first fallback's reason (announced) */
 	_Atomic bool fallback_logged;
 	_Atomic bool fallback_orderly;        /* the first fallback: a communicator destroyed */
 	_Atomic bool closing;                  /* tuner closed: the service says BYE */
@@ -123,11 +135,19 @@ struct agree_comm {
 	struct agree_buf in;
 	uint64_t next_try_ns;                  /* follower: lookup/connect retry */
 	uint64_t announce_until_ns;            /* rankless: stop trying to reach the leader */
+	uint64_t heard_ns;                     /* leader: last message from any child */
 	uint32_t leader_addr, leader_port;     /* follower: from the hub */
 	bool registered;                       /* leader: REGISTER acknowledged / local */
 	struct agree_peer **peers;             /* leader: by rank (NULL = not joined) */
 	uint32_t joined_count;
 	bool fallback_sent;                    /* follower: FALLBACK reported to the leader */
+	bool hello_sent;                       /* follower: the leader may count this rank */
+	uint64_t asked_seq;                    /* follower: REQUEST sent for this seq */
+	int want_done;                         /* the tuner's phase handled for want_seq */
+	uint64_t want_done_seq;
+	uint64_t orphan_since_ns;              /* asking the leader for F since (0: not) */
+	bool ready_up_sent;                    /* relay: READY sent up */
+	char auth_why[160];                    /* a peer refused this rank's credentials */
 	uint64_t fallback_sent_seq;            /* leader: F last announced */
 	bool peer_bye;                         /* leader: the closing peer said BYE */
 	/* [S] fan-in tree (agree_tree.c); fanout 0 = flat */
@@ -158,17 +178,25 @@ struct agree_config {
 	char host[256];
 	uint16_t port;
 	bool have_addr;
-	uint64_t secret_hash;
+	bool secret_set;            /* NCCLBPF_AGREE_SECRET given */
+	struct agree_key key;       /* the job key (agree_auth.h) */
+	/* why this process cannot take part although agreement is configured (a rendezvous on
+	 * another host without a secret); empty when it can */
+	char refused[512];
 	uint64_t wait_ns;           /* NCCLBPF_AGREE_WAIT_MS */
 	uint64_t collect_ns;        /* leader: wait for stragglers' contributions */
 	/* test-only fault injection (NCCLBPF_AGREE_TEST_FAULT, docs/agreement.md) */
 	uint64_t fault_leader_delay_ns;
 	uint64_t fault_drop_after_epochs;
 	uint64_t fault_stall_service_ns;
+	uint64_t fault_block_after_ns, fault_block_ns; /* the network blocked for a while */
+	uint64_t fault_no_commit_after;                /* the leader commits no version > N */
+	uint64_t start_ns;
 };
 const struct agree_config *agree_config(void);
 uint64_t agree_now_ns(void);
-uint64_t agree_job_token(uint64_t comm_id);
+/* test-only: the network of this process is blocked now (fault_block_*) */
+bool agree_fault_blocked(uint64_t now);
 
 /* Registry snapshot for the service thread. */
 void agree_registry_lock(void);
@@ -178,15 +206,30 @@ void agree_comm_release(struct agree_comm *ac); /* drops a reference; frees at 0
 bool agree_registry_remove_detached_locked(struct agree_comm *ac);
 
 /* Falls back from comm_seq F on (the smallest F wins; logs once). Versions activating
- * before F still commit. Returns the effective F. */
-uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, const char *why);
-/* Smallest activation seq of a version not yet committed, over all streams. */
+ * before F still commit. Returns the effective F. why: enum agree_why with its rank and
+ * detail (announced to the other ranks), text: the reason as this rank words it. */
+uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, uint32_t why, uint32_t why_rank,
+			     uint32_t why_detail, const char *text);
+/* Smallest activation seq of a version not yet committed, over all streams; 0 while the
+ * join barrier has not passed. */
 uint64_t agree_first_uncommitted_seq(struct agree_comm *ac);
+/* The reason as words ("rank 2's configuration differs from rank 0's: tuner programs"). */
+void agree_why_text(uint32_t why, uint32_t rank, uint32_t detail, char *buf, size_t len);
+/* Falls back at seq, closing what seq needs (the barrier, a version's gate) so that it can
+ * no longer be committed here: the leader's arbitration, a member's own decision. false
+ * (nothing done) when everything seq needs is committed already. */
+bool agree_fall_at(struct agree_comm *ac, uint64_t seq, uint32_t why, uint32_t why_rank,
+		   uint32_t why_detail, const char *text);
+/* What collective seq needs and is not committed yet: 1 when it is the join barrier, 2 a
+ * version (stream and number in *stream / *need), 0 nothing. */
+int agree_needs(struct agree_comm *ac, uint64_t seq, uint32_t *stream, uint64_t *need);
 
 /* ---- service thread (agree_service.c) ---- */
 void agree_service_start(void);
 bool agree_service_running(void);
 void agree_service_wake(void);
+uint64_t agree_service_loops(void); /* passes of the service loop (progress) */
+bool agree_hub_refused(void);       /* the hub did not accept this process's secret */
 void agree_stat_add(size_t offset, uint64_t v);
 #define AGREE_STAT(field, v) agree_stat_add(offsetof(struct agree_stats, field), (v))
 void agree_stat_max(size_t offset, uint64_t v);
@@ -196,10 +239,19 @@ void agree_group_step(struct agree_comm *ac, uint64_t now);
 /* A message for communicator ac arrived on a connection; returns false to close it. */
 bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m, bool *adopt);
 void agree_group_on_close(struct agree_comm *ac, int fd);
+/* ac's link could not connect (err: ECONNREFUSED - nobody listens there any more). */
+void agree_group_on_connect_error(struct agree_comm *ac, int fd, int err);
+/* ac's link: the peer refused this rank's credentials, or could not prove its own. */
+void agree_group_on_auth_failure(struct agree_comm *ac, const char *why);
+/* The hub refused a registration of ac (AGREE_REFUSE_*). */
+void agree_group_on_hub_refusal(struct agree_comm *ac, uint32_t reason);
 /* The hub says a member of ac's communicator has no rank (AGREE_REFUSE_NORANK). */
 void agree_group_on_norank(struct agree_comm *ac);
 void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, free [S] */
 int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
+size_t agree_conn_queued(int fd);   /* bytes queued, not yet handed to the kernel */
+void agree_conn_push(int fd);       /* send what is queued now, not at the end of the pass */
+bool agree_conn_ready(int fd);      /* authenticated */
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
 /* Polls a connecting follower link; false (fd closed) when the table is full. */
 bool agree_conn_register(int fd, struct agree_comm *owner);
@@ -207,6 +259,7 @@ void agree_conn_close(int fd);
 /* Sends what is queued (bounded wait), then closes with FIN: a BYE before detaching. */
 void agree_conn_flush_close(int fd);
 bool agree_is_hub(void);
+int agree_hub_link(void); /* the authenticated connection to the hub, or -1 */
 int agree_hub_register(struct agree_comm *ac);           /* leader */
 /* follower: sends LOOKUP; -ENXIO (local hub): a member without a rank announced itself */
 int agree_hub_lookup(struct agree_comm *ac);
@@ -214,8 +267,13 @@ uint16_t agree_listen_port(void);
 /* The hub forgets a communicator this process led (entries of other processes go when
  * their connection closes). */
 void agree_hub_unregister_local(uint64_t comm_id);
-bool agree_hub_local_lookup(uint64_t comm_id, uint32_t rank, uint64_t token, uint32_t *addr,
-			    uint32_t *port);
+/* The directory (agree_hub.c): entries of authenticated members only. */
+int agree_hub_add(uint64_t comm_id, uint32_t rank, uint32_t addr, uint32_t port, int fd);
+void agree_hub_drop_conn(int fd);
+bool agree_hub_has_notice(uint64_t comm_id);
+bool agree_hub_get(uint64_t comm_id, uint32_t rank, uint32_t *addr, uint32_t *port);
+bool agree_hub_local_lookup(uint64_t comm_id, uint32_t rank, uint32_t *addr, uint32_t *port);
+size_t agree_hub_entries(void);
 
 /* ---- shared by the group protocol (agree_group.c) and the relay (agree_relay.c),
  * service thread only ---- */
@@ -223,7 +281,8 @@ struct agree_peer { /* a direct child as its leader or relay sees it */
 	int fd;        /* -1 once gone */
 	uint32_t rank;
 	bool gone;     /* left after joining: its acks are frozen */
-	bool orphan;   /* tree: a rank whose relay was lost, told F only */
+	bool orphan;   /* a rank that lost its parent (or its link), told F only */
+	bool ready;    /* joined, and for a relay: its whole subtree joined (READY) */
 };
 uint32_t agree_my_rank(const struct agree_comm *ac);
 uint64_t agree_thread_cpu_ns(void);
@@ -235,8 +294,13 @@ void agree_send_simple(struct agree_comm *ac, int fd, enum agree_msg_type t, uin
 void agree_send_data(struct agree_comm *ac, int fd, struct agree_stream *s, uint32_t idx,
 		     const struct agree_version *v, const uint8_t *prev);
 void agree_snapshot(const struct agree_stream *s, uint8_t *dst);
-void agree_end_group(struct agree_comm *ac, const char *why);
-bool agree_streams_match(const struct agree_comm *ac, const struct agree_msg *m);
+/* No further agreement: fall back at the first uncommitted activation (0 before the join
+ * barrier passed). */
+void agree_end_group(struct agree_comm *ac, uint32_t why, uint32_t why_rank, uint32_t why_detail,
+		     const char *text);
+/* A child's HELLO: its configuration against this node's; on a difference REFUSE (with the
+ * field) and the end of agreement at the join barrier. */
+bool agree_child_config_ok(struct agree_comm *ac, int fd, const struct agree_msg *m);
 /* A child's HELLO (rank_ok: its header rank is one of this node's direct children): the
  * common checks, REFUSE or the peer entry and WELCOME. false: close the connection. */
 bool agree_admit_child(struct agree_comm *ac, int fd, const struct agree_msg *m, bool rank_ok);
@@ -253,6 +317,7 @@ void agree_apply_fallback(struct agree_comm *ac, const struct agree_msg *m);
 void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b);
 void agree_relay_lost_child(struct agree_comm *ac, uint32_t r, bool orderly);
 void agree_relay_step(struct agree_comm *ac, uint64_t now);
+void agree_relay_ready_down(struct agree_comm *ac); /* the join barrier passed: READY down */
 bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_msg *m);
 
 /* ---- reduction (agree_reduce.c) ---- */

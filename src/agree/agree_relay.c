@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agree/agree_internal.h"
+#include "agree/agree_group.h"
 
 void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b)
 {
@@ -27,7 +27,7 @@ void agree_relay_lost_child(struct agree_comm *ac, uint32_t r, bool orderly)
 	 * its ACKs and logs the orderly end instead of a lost member */
 	if (ac->fd >= 0 && ac->joined && !atomic_load(&ac->closing)) {
 		struct agree_buf b = {0};
-		size_t f = agree_wire_begin(&b, AGREE_MSG_LOST, agree_my_rank(ac), ac->comm_id, ac->token);
+		size_t f = agree_wire_begin(&b, AGREE_MSG_LOST, agree_my_rank(ac), ac->comm_id);
 		agree_buf_u32(&b, r);
 		agree_buf_u32(&b, orderly ? AGREE_FALLBACK_ORDERLY : 0);
 		agree_wire_end(&b, f);
@@ -73,7 +73,7 @@ static void relay_ship(struct agree_comm *ac, struct agree_stream *s, uint32_t i
 		agree_partial_add_sparse(d, s->part, &s->rank_views[ac->kids[k]], false);
 	uint32_t es = d->value_size + 8;
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, agree_my_rank(ac), ac->comm_id, ac->token);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, agree_my_rank(ac), ac->comm_id);
 	agree_buf_u32(&b, idx);
 	agree_buf_u64(&b, full);
 	agree_buf_u32(&b, done);
@@ -111,14 +111,28 @@ static void relay_ack(struct agree_comm *ac, struct agree_stream *s, uint32_t id
 	}
 }
 
+void agree_relay_ready_down(struct agree_comm *ac)
+{
+	struct agree_buf b = {0};
+	size_t o = agree_wire_begin(&b, AGREE_MSG_READY, agree_my_rank(ac), ac->comm_id);
+	agree_wire_end(&b, o);
+	agree_relay_forward(ac, &b);
+	agree_buf_free(&b);
+	for (uint32_t k = 0; ac->peers && k < ac->n_kids; k++) {
+		struct agree_peer *p = ac->peers[ac->kids[k]];
+		if (p && !p->gone)
+			agree_conn_push(p->fd);
+	}
+}
+
 void agree_relay_step(struct agree_comm *ac, uint64_t now)
 {
 	uint64_t f = atomic_load(&ac->fallback_seq);
 	if (f != AGREE_NO_FALLBACK && f != ac->down_fallback_sent) {
 		struct agree_buf b = {0};
-		size_t o = agree_wire_begin(&b, AGREE_MSG_FALLBACK, agree_my_rank(ac), ac->comm_id, ac->token);
-		agree_buf_u64(&b, f);
-		agree_buf_u32(&b, agree_fallback_flags(ac));
+		size_t o = agree_wire_begin(&b, AGREE_MSG_FALLBACK, agree_my_rank(ac), ac->comm_id);
+		agree_wire_put_fallback(&b, f, agree_fallback_flags(ac), atomic_load(&ac->why),
+					atomic_load(&ac->why_rank), atomic_load(&ac->why_detail));
 		agree_wire_end(&b, o);
 		agree_relay_forward(ac, &b);
 		agree_buf_free(&b);
@@ -126,6 +140,15 @@ void agree_relay_step(struct agree_comm *ac, uint64_t now)
 	}
 	if (ac->fd < 0 || !ac->joined || ac->group_dead)
 		return;
+	if (!ac->ready_up_sent) { /* the join barrier: this subtree joined */
+		for (uint32_t k = 0; k < ac->n_kids; k++) {
+			struct agree_peer *p = ac->peers[ac->kids[k]];
+			if (!p || p->gone)
+				return;
+		}
+		agree_send_simple(ac, ac->fd, AGREE_MSG_READY, 0, 0);
+		ac->ready_up_sent = true;
+	}
 	for (uint32_t i = 0; i < ac->n_streams; i++) {
 		if (f == AGREE_NO_FALLBACK)
 			relay_ship(ac, &ac->streams[i], i, now);
@@ -169,7 +192,22 @@ bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_
 		return agree_apply_contrib(ac, r, m);
 	case AGREE_MSG_ACK:
 		return agree_apply_ack(ac, r, m);
-	case AGREE_MSG_FALLBACK: /* goes up with this relay's own (follower_step) */
+	case AGREE_MSG_FALLBACK:
+		if (m->reason & AGREE_FALLBACK_REQUEST) {
+			/* only the leader decides: passed up as it came (the asker's rank in it) */
+			if (ac->fd >= 0 && ac->hello_sent) {
+				struct agree_buf b = {0};
+				size_t o = agree_wire_begin(&b, AGREE_MSG_FALLBACK, agree_my_rank(ac),
+							    ac->comm_id);
+				agree_wire_put_fallback(&b, m->seq, m->reason, m->why, m->why_rank,
+							m->why_detail);
+				agree_wire_end(&b, o);
+				agree_conn_send(ac->fd, &b);
+				agree_buf_free(&b);
+			}
+			return true;
+		}
+		/* a child fell back: up with this relay's own (follower_step), and down */
 		agree_apply_fallback(ac, m);
 		return true;
 	case AGREE_MSG_BYE:

@@ -7,6 +7,9 @@
 
 #include "agree/agree_wire.h"
 
+#define AGREE_FP_BYTES 36 /* lib, tuner, chunk (u64), wait_ms, fanout, flags (u32) */
+#define AGREE_NONCE 16
+
 static uint32_t rd32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -42,7 +45,7 @@ uint64_t agree_fnv1a(const void *p, size_t n, uint64_t h)
 static long need(uint32_t type)
 {
 	switch (type) {
-	case AGREE_MSG_HELLO: return 8;      /* n_ranks, n_streams */
+	case AGREE_MSG_HELLO: return 12 + AGREE_FP_BYTES; /* n_ranks, flags, n_streams, fp */
 	case AGREE_MSG_WELCOME: return 8;    /* fallback seq */
 	case AGREE_MSG_REFUSE: return 4;     /* reason */
 	case AGREE_MSG_CONTRIB:
@@ -56,6 +59,10 @@ static long need(uint32_t type)
 	case AGREE_MSG_LEADER: return 8;     /* addr, port */
 	case AGREE_MSG_PARTIAL: return 24;   /* stream, number, done, value_size, n_entries */
 	case AGREE_MSG_LOST: return 4;       /* rank */
+	case AGREE_MSG_CHALLENGE: return AGREE_NONCE;
+	case AGREE_MSG_AUTH: return AGREE_NONCE + 8;
+	case AGREE_MSG_AUTH_OK: return 8;
+	case AGREE_MSG_READY: return 0;
 	default: return -1;
 	}
 }
@@ -72,7 +79,7 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 	m->h.length = rd32(buf + 8);
 	m->h.rank = rd32(buf + 12);
 	m->h.comm_id = rd64(buf + 16);
-	m->h.token = rd64(buf + 24);
+	m->h.reserved = rd64(buf + 24);
 	if (m->h.magic != AGREE_MAGIC)
 		return bad(err, errlen, -EPROTO, "bad magic 0x%08x", m->h.magic);
 	if (m->h.version != AGREE_WIRE_VERSION)
@@ -92,35 +99,83 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 	const uint8_t *p = buf + AGREE_HDR_SIZE;
 	uint32_t n = m->h.length;
 	switch (m->h.type) {
-	case AGREE_MSG_HELLO:
+	case AGREE_MSG_HELLO: {
 		m->n_ranks = rd32(p);
-		m->n_streams = rd32(p + 4);
+		m->flags = rd32(p + 4);
+		m->n_streams = rd32(p + 8);
 		if (m->n_streams > AGREE_MAX_STREAMS)
 			return bad(err, errlen, -EBADMSG, "HELLO: %u streams (max %d)", m->n_streams,
 				   AGREE_MAX_STREAMS);
-		if (n != 8 + m->n_streams * 20u)
+		if (n != 12 + m->n_streams * 20u + AGREE_FP_BYTES)
 			return bad(err, errlen, -EBADMSG, "HELLO: %u bytes for %u streams", n,
 				   m->n_streams);
 		for (uint32_t i = 0; i < m->n_streams; i++) {
-			const uint8_t *s = p + 8 + i * 20;
+			const uint8_t *s = p + 12 + i * 20;
 			m->streams[i].name_hash = rd64(s);
 			m->streams[i].value_size = rd32(s + 8);
 			m->streams[i].max_entries = rd32(s + 12);
 			m->streams[i].map_flags = rd32(s + 16);
 		}
+		const uint8_t *f = p + 12 + m->n_streams * 20u;
+		m->fp.lib = rd64(f);
+		m->fp.tuner = rd64(f + 8);
+		m->fp.chunk = rd64(f + 16);
+		m->fp.wait_ms = rd32(f + 24);
+		m->fp.fanout = rd32(f + 28);
+		m->fp.flags = rd32(f + 32);
 		break;
+	}
 	case AGREE_MSG_WELCOME:
-	case AGREE_MSG_FALLBACK:
-		/* FALLBACK: seq, then optionally u32 flags (AGREE_FALLBACK_ORDERLY) */
-		if (n != 8 && !(m->h.type == AGREE_MSG_FALLBACK && n == 12))
-			return bad(err, errlen, -EBADMSG, "type %u: %u bytes, expected 8", m->h.type, n);
+		/* seq, then optionally u32 flags (AGREE_WELCOME_READY), then optionally why, its
+		 * rank and detail (the group's reason to fall back, when seq is one) */
+		if (n != 8 && n != 12 && n != 24)
+			return bad(err, errlen, -EBADMSG, "WELCOME: %u bytes", n);
 		m->seq = rd64(p);
-		m->reason = n == 12 ? rd32(p + 8) : 0;
+		m->flags = n >= 12 ? rd32(p + 8) : 0;
+		if (n == 24) {
+			m->why = rd32(p + 12);
+			m->why_rank = rd32(p + 16);
+			m->why_detail = rd32(p + 20);
+			if (m->why >= AGREE_WHY_MAX)
+				return bad(err, errlen, -EBADMSG, "WELCOME: reason %u", m->why);
+		}
+		break;
+	case AGREE_MSG_FALLBACK:
+		/* seq, then optionally u32 flags (AGREE_FALLBACK_*), then optionally why, its rank
+		 * and detail (3 x u32) */
+		if (n != 8 && n != 12 && n != 24)
+			return bad(err, errlen, -EBADMSG, "FALLBACK: %u bytes", n);
+		m->seq = rd64(p);
+		m->reason = n >= 12 ? rd32(p + 8) : 0;
+		if (n == 24) {
+			m->why = rd32(p + 12);
+			m->why_rank = rd32(p + 16);
+			m->why_detail = rd32(p + 20);
+			if (m->why >= AGREE_WHY_MAX)
+				return bad(err, errlen, -EBADMSG, "FALLBACK: reason %u", m->why);
+		}
 		break;
 	case AGREE_MSG_REFUSE:
-		if (n != 4)
+		/* reason, then optionally u32 detail and u64 value */
+		if (n != 4 && n != 16)
 			return bad(err, errlen, -EBADMSG, "REFUSE: %u bytes", n);
 		m->reason = rd32(p);
+		if (n == 16) {
+			m->detail = rd32(p + 4);
+			m->value = rd64(p + 8);
+		}
+		break;
+	case AGREE_MSG_CHALLENGE:
+	case AGREE_MSG_AUTH:
+		if (n != need(m->h.type))
+			return bad(err, errlen, -EBADMSG, "type %u: %u bytes", m->h.type, n);
+		memcpy(m->nonce, p, AGREE_NONCE);
+		m->mac = m->h.type == AGREE_MSG_AUTH ? rd64(p + AGREE_NONCE) : 0;
+		break;
+	case AGREE_MSG_AUTH_OK:
+		if (n != 8)
+			return bad(err, errlen, -EBADMSG, "AUTH_OK: %u bytes", n);
+		m->mac = rd64(p);
 		break;
 	case AGREE_MSG_CONTRIB:
 	case AGREE_MSG_DATA:
@@ -157,6 +212,7 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 		break;
 	case AGREE_MSG_BYE:
 	case AGREE_MSG_LOOKUP:
+	case AGREE_MSG_READY:
 		if (n != 0)
 			return bad(err, errlen, -EBADMSG, "type %u: unexpected payload", m->h.type);
 		break;
@@ -249,7 +305,7 @@ void agree_buf_u64(struct agree_buf *b, uint64_t v)
 }
 
 size_t agree_wire_begin(struct agree_buf *b, enum agree_msg_type type, uint32_t rank,
-			uint64_t comm_id, uint64_t token)
+			uint64_t comm_id)
 {
 	size_t off = b->len;
 	agree_buf_u32(b, AGREE_MAGIC);
@@ -258,7 +314,7 @@ size_t agree_wire_begin(struct agree_buf *b, enum agree_msg_type type, uint32_t 
 	agree_buf_u32(b, 0);
 	agree_buf_u32(b, rank);
 	agree_buf_u64(b, comm_id);
-	agree_buf_u64(b, token);
+	agree_buf_u64(b, 0);
 	return off;
 }
 
@@ -298,4 +354,51 @@ uint32_t agree_wire_put_delta(struct agree_buf *b, const uint8_t *cur, const uin
 		n++;
 	}
 	return n;
+}
+
+void agree_wire_put_hello(struct agree_buf *b, uint32_t n_ranks, uint32_t flags,
+			  uint32_t n_streams, const struct agree_stream_sig *streams,
+			  const struct agree_fingerprint *fp)
+{
+	agree_buf_u32(b, n_ranks);
+	agree_buf_u32(b, flags);
+	agree_buf_u32(b, n_streams);
+	for (uint32_t i = 0; i < n_streams; i++) {
+		agree_buf_u64(b, streams[i].name_hash);
+		agree_buf_u32(b, streams[i].value_size);
+		agree_buf_u32(b, streams[i].max_entries);
+		agree_buf_u32(b, streams[i].map_flags);
+	}
+	agree_buf_u64(b, fp->lib);
+	agree_buf_u64(b, fp->tuner);
+	agree_buf_u64(b, fp->chunk);
+	agree_buf_u32(b, fp->wait_ms);
+	agree_buf_u32(b, fp->fanout);
+	agree_buf_u32(b, fp->flags);
+}
+
+void agree_wire_put_fallback(struct agree_buf *b, uint64_t seq, uint32_t flags, uint32_t why,
+			     uint32_t why_rank, uint32_t why_detail)
+{
+	agree_buf_u64(b, seq);
+	agree_buf_u32(b, flags);
+	agree_buf_u32(b, why);
+	agree_buf_u32(b, why_rank);
+	agree_buf_u32(b, why_detail);
+}
+
+const char *agree_fp_field_name(uint32_t field)
+{
+	static const char *const names[AGREE_FP_FIELD_MAX] = {
+		[AGREE_FP_NONE] = "nothing",
+		[AGREE_FP_NRANKS] = "communicator size",
+		[AGREE_FP_STREAMS] = "agreed maps (names, shapes, reduce operations, epoch lengths)",
+		[AGREE_FP_LIB] = "ncclbpf library version",
+		[AGREE_FP_TUNER] = "tuner programs (NCCLBPF_POLICY content)",
+		[AGREE_FP_CHUNK] = "tuner/chunk programs (NCCLBPF_POLICY content)",
+		[AGREE_FP_WAIT] = "NCCLBPF_AGREE_WAIT_MS",
+		[AGREE_FP_FANOUT] = "NCCLBPF_AGREE_FANOUT",
+		[AGREE_FP_FLAGS] = "NCCLBPF_TUNER_SYM",
+	};
+	return field < AGREE_FP_FIELD_MAX ? names[field] : "unknown field";
 }

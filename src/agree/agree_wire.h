@@ -1,8 +1,10 @@
 /* Agreement protocol messages (docs/agreement.md "Wire format").
  *
  * Every message is a 32-byte header followed by `length` payload bytes, all little-endian:
- *   u32 magic 'NBAG'   u16 version (1)   u16 type   u32 length   u32 sender rank
- *   u64 comm_id        u64 token
+ *   u32 magic 'NBAG'   u16 version (2)   u16 type   u32 length   u32 sender rank
+ *   u64 comm_id        u64 reserved (0)
+ * Version 2 authenticates every connection first (CHALLENGE / AUTH / AUTH_OK, agree_auth.h)
+ * and carries the configuration fingerprint in HELLO; a version-1 peer is refused.
  * The parser never trusts a length, count or index: a frame longer than AGREE_MAX_PAYLOAD,
  * a wrong magic or version, a payload shorter than its type's fields or than what its
  * counts announce, an index beyond max_entries - each is a distinct error and the
@@ -16,7 +18,7 @@
 #include <stdint.h>
 
 #define AGREE_MAGIC 0x4741424eu /* "NBAG" little-endian */
-#define AGREE_WIRE_VERSION 1
+#define AGREE_WIRE_VERSION 2
 #define AGREE_HDR_SIZE 32
 #define AGREE_MAX_PAYLOAD (4u << 20)
 #define AGREE_MAX_STREAMS 32
@@ -36,6 +38,11 @@ enum agree_msg_type {
 	AGREE_MSG_LEADER,       /* hub -> follower: address, or port 0 = not yet */
 	AGREE_MSG_PARTIAL,      /* relay -> leader: its subtree's combined contribution */
 	AGREE_MSG_LOST,         /* relay -> leader: a member below it left the group */
+	AGREE_MSG_CHALLENGE,    /* acceptor -> connector: nonce (the first frame of a connection) */
+	AGREE_MSG_AUTH,         /* connector -> acceptor: its nonce, mac of both */
+	AGREE_MSG_AUTH_OK,      /* acceptor -> connector: mac of both (the acceptor's proof) */
+	AGREE_MSG_READY,        /* leader -> all: every rank joined alike (the join barrier);
+				 * relay -> leader: its subtree did */
 	AGREE_MSG_TYPE_MAX
 };
 
@@ -44,13 +51,65 @@ enum agree_msg_type {
 #define AGREE_RANK_NONE UINT32_MAX
 
 enum agree_refuse_reason {
-	AGREE_REFUSE_TOKEN = 1,   /* job token mismatch (another job or secret) */
+	AGREE_REFUSE_DUPLICATE = 1, /* hub: another process registered that (comm, rank) */
 	AGREE_REFUSE_STREAMS,     /* agreed maps differ from the leader's */
 	AGREE_REFUSE_RANK,        /* rank out of range or already joined */
 	AGREE_REFUSE_NOT_LEADER,  /* this process does not lead that communicator */
 	AGREE_REFUSE_MALFORMED,
 	AGREE_REFUSE_NORANK,      /* hub -> asker: a member of that communicator has no rank */
+	AGREE_REFUSE_AUTH,        /* the connector did not prove the job's secret */
+	AGREE_REFUSE_CONFIG,      /* HELLO: the configuration fingerprint differs (detail: the
+				   * field, enum agree_fp_field; value: the refuser's) */
+	AGREE_REFUSE_BUSY,        /* too many connections waiting for authentication */
 };
+
+/* The configuration a rank joins with (HELLO): what must be the same on every rank for
+ * their decisions to be (docs/agreement.md "Joining"). */
+struct agree_fingerprint {
+	uint64_t lib;       /* library version and git commit */
+	uint64_t tuner;     /* content of the tuner programs (runtime_chain_content) */
+	uint64_t chunk;     /* content of the tuner/chunk programs */
+	uint32_t wait_ms;   /* NCCLBPF_AGREE_WAIT_MS */
+	uint32_t fanout;    /* the group's fan-out for its size (NCCLBPF_AGREE_FANOUT) */
+	uint32_t flags;     /* AGREE_FP_* */
+};
+#define AGREE_FP_SYM_COMPETE 1u /* NCCLBPF_TUNER_SYM=compete (seq counting differs) */
+/* tuner / chunk: a reload of that hook is activating across ranks here (not compared) */
+#define AGREE_FP_ACTIVATING UINT64_MAX
+
+/* Which part of the configuration differs (REFUSE detail, FALLBACK detail). */
+enum agree_fp_field {
+	AGREE_FP_NONE = 0,
+	AGREE_FP_NRANKS,    /* communicator size */
+	AGREE_FP_STREAMS,   /* agreed maps: names, shapes, reduce operation, epoch length */
+	AGREE_FP_LIB,
+	AGREE_FP_TUNER,
+	AGREE_FP_CHUNK,
+	AGREE_FP_WAIT,
+	AGREE_FP_FANOUT,
+	AGREE_FP_FLAGS,
+	AGREE_FP_FIELD_MAX
+};
+const char *agree_fp_field_name(uint32_t field);
+
+/* Why a group fell back (FALLBACK, so that every rank can say it). */
+enum agree_why {
+	AGREE_WHY_NONE = 0,
+	AGREE_WHY_LOST,      /* rank `rank` left the group (link lost, process gone) */
+	AGREE_WHY_DESTROYED, /* rank `rank` destroyed the communicator (orderly) */
+	AGREE_WHY_TIMEOUT,   /* rank `rank` waited for version `detail` without a verdict */
+	AGREE_WHY_CONFIG,    /* rank `rank` differs from the leader in field `detail` */
+	AGREE_WHY_NORANK,    /* a member without a rank (no profiler plugin there) */
+	AGREE_WHY_MISSING,   /* rank `rank` (first of `detail`) did not join in time */
+	AGREE_WHY_RANK,      /* rank `rank` joined twice or out of range */
+	AGREE_WHY_OOM,
+	AGREE_WHY_HUB,       /* the rendezvous hub refused this communicator */
+	AGREE_WHY_MAX
+};
+/* HELLO flags */
+#define AGREE_HELLO_REJOIN 1u /* a member that lost its parent asks the leader for F */
+/* WELCOME flags */
+#define AGREE_WELCOME_READY 1u /* the group passed its join barrier */
 
 struct agree_hdr {
 	uint32_t magic;
@@ -59,11 +118,16 @@ struct agree_hdr {
 	uint32_t length;
 	uint32_t rank;
 	uint64_t comm_id;
-	uint64_t token;
+	uint64_t reserved; /* 0 */
 };
 
-/* FALLBACK flag: the fallback is a communicator being destroyed (orderly end, not a failure). */
+/* FALLBACK flags. ORDERLY: the fallback is a communicator being destroyed (orderly end,
+ * not a failure). REQUEST: the sender has not fallen back; it waited for a version (or the
+ * join barrier) at collective F without a verdict and asks the leader to decide: the
+ * leader falls back at F unless what F needs is committed already (its COMMIT is then
+ * ahead of any answer on the link). */
 #define AGREE_FALLBACK_ORDERLY 1u
+#define AGREE_FALLBACK_REQUEST 2u
 
 /* One agreed map as announced in HELLO: the leader refuses a follower whose maps differ. */
 struct agree_stream_sig {
@@ -76,8 +140,15 @@ struct agree_msg {
 	/* decoded per type */
 	uint32_t n_ranks;                 /* HELLO */
 	uint32_t n_streams;               /* HELLO */
+	uint32_t flags;                   /* HELLO (AGREE_HELLO_*), WELCOME (AGREE_WELCOME_*) */
 	struct agree_stream_sig streams[AGREE_MAX_STREAMS];
-	uint32_t reason;                  /* REFUSE; FALLBACK, LOST: flags (AGREE_FALLBACK_ORDERLY) */
+	struct agree_fingerprint fp;      /* HELLO */
+	uint32_t reason;                  /* REFUSE; FALLBACK, LOST: flags (AGREE_FALLBACK_*) */
+	uint32_t why, why_rank, why_detail; /* FALLBACK, WELCOME (optional): enum agree_why, args */
+	uint32_t detail;                  /* REFUSE (optional): e.g. the differing field */
+	uint64_t value;                   /* REFUSE (optional): the refuser's value of it */
+	uint8_t nonce[16];                /* CHALLENGE, AUTH */
+	uint64_t mac;                     /* AUTH, AUTH_OK */
 	uint64_t seq;                     /* WELCOME (fallback seq or UINT64_MAX), FALLBACK */
 	uint32_t stream;                  /* CONTRIB DATA ACK COMMIT PARTIAL */
 	uint64_t number;                  /* CONTRIB: epoch; DATA/ACK/COMMIT: version */
@@ -110,7 +181,7 @@ void agree_buf_u64(struct agree_buf *b, uint64_t v);
 /* Starts a frame (header with length 0); agree_wire_end patches the length. Returns the
  * frame's offset. */
 size_t agree_wire_begin(struct agree_buf *b, enum agree_msg_type type, uint32_t rank,
-			uint64_t comm_id, uint64_t token);
+			uint64_t comm_id);
 void agree_wire_end(struct agree_buf *b, size_t frame_off);
 
 /* Delta of two equal-size views: appends (u32 index, value) for every entry of `cur` that
@@ -125,6 +196,13 @@ int agree_wire_check_entries(const struct agree_msg *m, uint32_t max_entries,
 			     uint32_t value_size);
 
 uint64_t agree_fnv1a(const void *p, size_t n, uint64_t h);
+/* HELLO's payload (the parser's inverse; tests, the benchmark's simulated members). */
+void agree_wire_put_hello(struct agree_buf *b, uint32_t n_ranks, uint32_t flags,
+			  uint32_t n_streams, const struct agree_stream_sig *streams,
+			  const struct agree_fingerprint *fp);
+/* FALLBACK's payload. */
+void agree_wire_put_fallback(struct agree_buf *b, uint64_t seq, uint32_t flags, uint32_t why,
+			     uint32_t why_rank, uint32_t why_detail);
 #define AGREE_FNV_INIT 0xcbf29ce484222325ull
 
 #endif

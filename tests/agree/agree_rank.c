@@ -22,11 +22,14 @@
  * without a request for L ms: with NCCLBPF_CONTROL_TEST_STALL_MS (docs/control.md
  * "Testing") the control thread waits for it, so this process ends a reload activation
  * later than the others.
+ * --stall-control-until FILE: the same, held until FILE exists (at most 60 s).
  * --hold FILE: before finalizing, wait until FILE exists (at most 120 s): an explicit
  * synchronization point, so that a rank's exit never races what the test checks.
- * --until FILE: STEPS is only a cap; once FILE exists and holds a number N (checked every
- * 64 steps), stop at the first multiple of 64 >= N - so a test ends the ranks after what it
- * waits for happened, however slow the machine (never a rank that finished before a kill).
+ * --comm2-step N (with --comm2): create the second communicator at the start of step N.
+ * --until FILE: STEPS is only a cap; once FILE exists (checked every 64 steps), stop - at
+ * once when it is empty, else at the first multiple of 64 >= the number N it holds - so a
+ * test ends the ranks after what it waits for happened, however slow the machine (never a
+ * rank that finished before a kill).
  * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,6 +65,8 @@ static uint64_t synth_latency(int rank, int ch, uint64_t step, uint64_t seed)
 	return base + 3000ull * (uint64_t)(d * d) + jitter;
 }
 
+static const char *stall_until;
+
 static void *stall_control(void *arg)
 {
 	unsigned long ms = (unsigned long)(uintptr_t)arg;
@@ -73,8 +78,13 @@ static void *stall_control(void *arg)
 	/* through the opened directory: any depth of the checkout fits sun_path */
 	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%d.sock", dfd, (int)getpid());
-	if (dfd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
-		sleep_us(ms * 1000);
+	if (dfd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		if (stall_until)
+			for (int w = 0; w < 6000 && access(stall_until, F_OK) != 0; w++)
+				sleep_us(10000);
+		else
+			sleep_us(ms * 1000);
+	}
 	if (dfd >= 0)
 		close(dfd);
 	close(fd);
@@ -96,6 +106,7 @@ int main(int argc, char **argv)
 	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1, comm2 = 0;
 	const char *comm2_at = NULL, *hold = NULL, *until = NULL;
 	long until_at = -1;
+	long comm2_step = -1;
 	for (int i = 5; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--sleep-us"))
 			sleep = strtoul(argv[i + 1], NULL, 10);
@@ -119,6 +130,12 @@ int main(int argc, char **argv)
 			hold = argv[i + 1];
 		else if (!strcmp(argv[i], "--until"))
 			until = argv[i + 1];
+		else if (!strcmp(argv[i], "--stall-control-until")) {
+			stall_until = argv[i + 1];
+			stall_ms = 1;
+		}
+		else if (!strcmp(argv[i], "--comm2-step"))
+			comm2_step = atol(argv[i + 1]);
 	}
 	if (rank < 0 || rank >= n_ranks || steps <= 0)
 		return 2;
@@ -155,11 +172,21 @@ int main(int argc, char **argv)
 			FILE *f = until_at < 0 ? fopen(until, "r") : NULL;
 			if (f) {
 				if (fscanf(f, "%ld", &until_at) != 1)
-					until_at = -1; /* not written completely yet */
+					until_at = 0; /* empty: stop now */
 				fclose(f);
 			}
-			if (until_at >= 0 && s >= until_at)
+			if (until_at >= 0 && s >= until_at) {
+				steps = s;
 				break;
+			}
+		}
+		if (comm2 && comm2_step >= 0 && !second && s == comm2_step) {
+			if (!no_profiler &&
+			    ph_comm_init(&h, &pc2, comm2, "agree2", n_nodes, n_ranks, rank) != 0)
+				return 1;
+			if (mock_comm_init(&m, &mc2, comm2, n_ranks, n_nodes) != 0)
+				return 1;
+			second = true;
 		}
 		if (comm2 && comm2_at && !second) {
 			if (s % 50 == 0) {
@@ -195,7 +222,7 @@ int main(int argc, char **argv)
 					    .gpu_ns = synth_latency(rank, ch, (uint64_t)s, seed)};
 			if (!no_profiler)
 				ph_coll_run(c ? &pc2 : &pc, &k);
-			if (!c && !second && comm2 && !comm2_at && algo == 0 /* Tree */) {
+			if (!c && !second && comm2 && !comm2_at && comm2_step < 0 && algo == 0 /* Tree */) {
 				/* the second communicator, created between two collectives */
 				pthread_t st;
 				if (stall_ms && pthread_create(&st, NULL, stall_control,

@@ -3,8 +3,10 @@
  * stream: frames are parsed one after another until the parser needs more bytes or
  * rejects one. Every accepted frame must be self-consistent (sizes within the payload),
  * its entries are bounds-checked against a stream and applied to a view, and a HELLO is
- * re-encoded and must parse back to the same fields; a relay's PARTIAL (entries of value +
- * count) and LOST are checked the same way. Never crash, leak or read out of
+ * re-encoded and must parse back to the same fields (the configuration fingerprint
+ * included); a relay's PARTIAL (entries of value + count) and LOST are checked the same
+ * way, the handshake frames (CHALLENGE, AUTH, AUTH_OK: what a stranger sends first) for
+ * their exact sizes. Never crash, leak or read out of
  * bounds (built with -fsanitize=fuzzer,address,undefined). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,25 +51,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (m.h.type == AGREE_MSG_HELLO) {
 			struct agree_buf b = {0};
-			size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, m.h.rank, m.h.comm_id, m.h.token);
-			agree_buf_u32(&b, m.n_ranks);
-			agree_buf_u32(&b, m.n_streams);
-			for (uint32_t i = 0; i < m.n_streams; i++) {
-				agree_buf_u64(&b, m.streams[i].name_hash);
-				agree_buf_u32(&b, m.streams[i].value_size);
-				agree_buf_u32(&b, m.streams[i].max_entries);
-				agree_buf_u32(&b, m.streams[i].map_flags);
-			}
+			size_t f = agree_wire_begin(&b, AGREE_MSG_HELLO, m.h.rank, m.h.comm_id);
+			agree_wire_put_hello(&b, m.n_ranks, m.flags, m.n_streams, m.streams, &m.fp);
 			agree_wire_end(&b, f);
 			struct agree_msg m2;
 			if (!b.oom) {
 				if (agree_wire_parse(b.p, b.len, &m2, err, sizeof(err)) != (long)b.len ||
 				    m2.n_streams != m.n_streams || m2.n_ranks != m.n_ranks ||
+				    m2.flags != m.flags || m2.fp.tuner != m.fp.tuner ||
+				    m2.fp.flags != m.fp.flags ||
 				    memcmp(m2.streams, m.streams, m.n_streams * sizeof(m.streams[0])))
 					abort();
 			}
 			agree_buf_free(&b);
 		}
+		/* the optional reason of FALLBACK / WELCOME is always a known one */
+		if ((m.h.type == AGREE_MSG_FALLBACK || m.h.type == AGREE_MSG_WELCOME) &&
+		    m.why >= AGREE_WHY_MAX)
+			abort();
+		/* the handshake frames have exactly their size */
+		if ((m.h.type == AGREE_MSG_CHALLENGE && m.h.length != 16) ||
+		    (m.h.type == AGREE_MSG_AUTH && m.h.length != 24) ||
+		    (m.h.type == AGREE_MSG_AUTH_OK && m.h.length != 8))
+			abort();
 		off += (size_t)used;
 	}
 	return 0;

@@ -1,13 +1,15 @@
 /* Unit tests of the agreement layer's pieces that need no second process: the wire format
- * (round trips and every malformed-frame class), the reduction operations, agreed-map
- * validation and the per-thread binding (published view read-only, contribution writable,
- * unbound = the map's own array), and the tuner path without a group (version 0: zeros). */
+ * (round trips and every malformed-frame class), SipHash-2-4 against the published test
+ * vectors and the handshake MACs, the reduction operations, agreed-map validation and the
+ * per-thread binding (published view read-only, contribution writable, unbound = the map's
+ * own array), and the tuner path without a group (version 0: zeros). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agree/agree.h"
 #include "agree/agree_internal.h"
+#include "agree/agree_auth.h"
 #include "agree/agree_wire.h"
 #include "maps/map.h"
 #include "ncclbpf/policy.h"
@@ -16,7 +18,7 @@
 static void test_wire_roundtrip(void)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, 3, 0x1234, 0xfeed);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_CONTRIB, 3, 0x1234);
 	agree_buf_u32(&b, 1);      /* stream */
 	agree_buf_u64(&b, 41);     /* epoch */
 	agree_buf_u32(&b, 16);     /* value size */
@@ -38,7 +40,7 @@ static void test_wire_roundtrip(void)
 	CHECK_EQ_U64(m.h.type, AGREE_MSG_CONTRIB);
 	CHECK_EQ_U64(m.h.rank, 3);
 	CHECK_EQ_U64(m.h.comm_id, 0x1234);
-	CHECK_EQ_U64(m.h.token, 0xfeed);
+	CHECK_EQ_U64(m.h.reserved, 0);
 	CHECK_EQ_U64(m.stream, 1);
 	CHECK_EQ_U64(m.number, 41);
 	CHECK_EQ_U64(m.n_entries, 2);
@@ -74,37 +76,136 @@ static void test_wire_roundtrip(void)
 	CHECK(agree_wire_parse(bad, b.len, &m, err, sizeof(err)) == -EBADMSG);
 	agree_buf_free(&b);
 
+	/* a HELLO round trip: streams and the configuration fingerprint */
+	struct agree_stream_sig sig[2] = {{0x1111, 16, 321, 7}, {0x2222, 8, 4, 9}};
+	struct agree_fingerprint fp = {0xa1, 0xb2, 0xc3, 5000, 3, AGREE_FP_SYM_COMPETE};
+	f = agree_wire_begin(&b, AGREE_MSG_HELLO, 2, 0x99);
+	agree_wire_put_hello(&b, 6, AGREE_HELLO_REJOIN, 2, sig, &fp);
+	agree_wire_end(&b, f);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.n_ranks == 6 && m.flags == AGREE_HELLO_REJOIN && m.n_streams == 2);
+	for (int i = 0; i < 2; i++) /* field by field: the structs have padding */
+		CHECK(m.streams[i].name_hash == sig[i].name_hash &&
+		      m.streams[i].value_size == sig[i].value_size &&
+		      m.streams[i].max_entries == sig[i].max_entries &&
+		      m.streams[i].map_flags == sig[i].map_flags);
+	CHECK(m.fp.lib == fp.lib && m.fp.tuner == fp.tuner && m.fp.chunk == fp.chunk &&
+	      m.fp.wait_ms == fp.wait_ms && m.fp.fanout == fp.fanout && m.fp.flags == fp.flags);
+	for (size_t len = b.len - 1; len > AGREE_HDR_SIZE; len -= 7) { /* shorter: inconsistent */
+		memcpy(b.p + 8, (uint32_t[]){(uint32_t)(len - AGREE_HDR_SIZE)}, 4);
+		CHECK(agree_wire_parse(b.p, len, &m, err, sizeof(err)) < 0);
+	}
+	agree_buf_free(&b);
 	/* a HELLO with more streams than the limit */
-	f = agree_wire_begin(&b, AGREE_MSG_HELLO, 1, 1, 1);
+	f = agree_wire_begin(&b, AGREE_MSG_HELLO, 1, 1);
 	agree_buf_u32(&b, 4);
+	agree_buf_u32(&b, 0);
 	agree_buf_u32(&b, AGREE_MAX_STREAMS + 1);
 	agree_wire_end(&b, f);
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
 	agree_buf_free(&b);
 	/* LEADER / REGISTER ports */
-	f = agree_wire_begin(&b, AGREE_MSG_REGISTER, 0, 1, 1);
+	f = agree_wire_begin(&b, AGREE_MSG_REGISTER, 0, 1);
 	agree_buf_u32(&b, 70000);
 	agree_wire_end(&b, f);
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
 	agree_buf_free(&b);
-	/* FALLBACK: seq alone (flags 0) or seq + flags; WELCOME takes no flags */
-	for (int with_flags = 0; with_flags < 2; with_flags++) {
-		f = agree_wire_begin(&b, AGREE_MSG_FALLBACK, 2, 1, 1);
-		agree_buf_u64(&b, 4096);
-		if (with_flags)
-			agree_buf_u32(&b, AGREE_FALLBACK_ORDERLY);
+	/* FALLBACK: seq alone (flags 0), seq + flags, or seq + flags + reason */
+	for (int form = 0; form < 3; form++) {
+		f = agree_wire_begin(&b, AGREE_MSG_FALLBACK, 2, 1);
+		if (form == 2) {
+			agree_wire_put_fallback(&b, 4096, AGREE_FALLBACK_REQUEST, AGREE_WHY_CONFIG, 3,
+						AGREE_FP_TUNER);
+		} else {
+			agree_buf_u64(&b, 4096);
+			if (form)
+				agree_buf_u32(&b, AGREE_FALLBACK_ORDERLY);
+		}
 		agree_wire_end(&b, f);
 		CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
 		CHECK(m.seq == 4096);
-		CHECK(m.reason == (with_flags ? AGREE_FALLBACK_ORDERLY : 0u));
+		CHECK(m.reason == (form == 1 ? AGREE_FALLBACK_ORDERLY :
+				   form == 2 ? AGREE_FALLBACK_REQUEST : 0u));
+		CHECK(form < 2 || (m.why == AGREE_WHY_CONFIG && m.why_rank == 3 &&
+				   m.why_detail == AGREE_FP_TUNER));
 		agree_buf_free(&b);
 	}
-	f = agree_wire_begin(&b, AGREE_MSG_WELCOME, 0, 1, 1);
-	agree_buf_u64(&b, 4096);
-	agree_buf_u32(&b, AGREE_FALLBACK_ORDERLY);
+	f = agree_wire_begin(&b, AGREE_MSG_FALLBACK, 2, 1); /* an unknown reason */
+	agree_wire_put_fallback(&b, 1, 0, AGREE_WHY_MAX, 0, 0);
 	agree_wire_end(&b, f);
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
 	agree_buf_free(&b);
+	/* WELCOME: seq, optionally flags (the join barrier passed) */
+	f = agree_wire_begin(&b, AGREE_MSG_WELCOME, 0, 1);
+	agree_buf_u64(&b, 4096);
+	agree_buf_u32(&b, AGREE_WELCOME_READY);
+	agree_wire_end(&b, f);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.seq == 4096 && m.flags == AGREE_WELCOME_READY);
+	agree_buf_u32(&b, 0);
+	memcpy(b.p + 8, (uint32_t[]){16}, 4);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
+	agree_buf_free(&b);
+	/* the handshake frames: exact sizes */
+	uint8_t nonce[16] = {1, 2, 3};
+	f = agree_wire_begin(&b, AGREE_MSG_AUTH, 0, 0);
+	agree_buf_put(&b, nonce, 16);
+	agree_buf_u64(&b, 0x1234);
+	agree_wire_end(&b, f);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.h.type == AGREE_MSG_AUTH && m.mac == 0x1234 && !memcmp(m.nonce, nonce, 16));
+	memcpy(b.p + 8, (uint32_t[]){16}, 4); /* a nonce without its mac */
+	CHECK(agree_wire_parse(b.p, b.len - 8, &m, err, sizeof(err)) == -EBADMSG);
+	agree_buf_free(&b);
+	/* REFUSE: reason, optionally the differing field and the refuser's value */
+	f = agree_wire_begin(&b, AGREE_MSG_REFUSE, 0, 1);
+	agree_buf_u32(&b, AGREE_REFUSE_CONFIG);
+	agree_buf_u32(&b, AGREE_FP_TUNER);
+	agree_buf_u64(&b, 0xfeedface);
+	agree_wire_end(&b, f);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.reason == AGREE_REFUSE_CONFIG && m.detail == AGREE_FP_TUNER && m.value == 0xfeedface);
+	agree_buf_free(&b);
+}
+
+/* SipHash-2-4: the test vectors of the paper's appendix (key 00..0f, messages 00..n-1),
+ * and what the handshake relies on: different secrets give different keys, the MAC binds
+ * the role and both nonces. */
+static void test_siphash(void)
+{
+	struct agree_key k = {0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+	uint8_t msg[64];
+	for (int i = 0; i < 64; i++)
+		msg[i] = (uint8_t)i;
+	CHECK_EQ_U64(agree_siphash(&k, msg, 0), 0x726fdb47dd0e0e31ull);
+	CHECK_EQ_U64(agree_siphash(&k, msg, 1), 0x74f839c593dc67fdull);
+	CHECK_EQ_U64(agree_siphash(&k, msg, 8), 0x93f5f5799a932462ull);
+	CHECK_EQ_U64(agree_siphash(&k, msg, 15), 0xa129ca6149be45e5ull);
+	CHECK_EQ_U64(agree_siphash(&k, msg, 63), 0x958a324ceb064572ull);
+	struct agree_key a, b, none;
+	agree_job_key("secret-a", &a);
+	agree_job_key("secret-b", &b);
+	agree_job_key(NULL, &none);
+	struct agree_key empty;
+	agree_job_key("", &empty);
+	CHECK(a.k0 != b.k0 && a.k1 != b.k1 && a.k0 != none.k0);
+	CHECK(empty.k0 == none.k0 && empty.k1 == none.k1);
+	char longsecret[1200];
+	memset(longsecret, 'x', sizeof(longsecret) - 1);
+	longsecret[sizeof(longsecret) - 1] = '\0';
+	struct agree_key l1, l2;
+	agree_job_key(longsecret, &l1);
+	longsecret[1100] = 'y'; /* beyond the first chunk */
+	agree_job_key(longsecret, &l2);
+	CHECK(l1.k0 != l2.k0);
+	uint8_t n1[16] = {1}, n2[16] = {2};
+	uint64_t mc = agree_auth_mac(&a, 'c', n1, n2);
+	CHECK(mc != agree_auth_mac(&a, 'a', n1, n2));
+	CHECK(mc != agree_auth_mac(&a, 'c', n2, n1));
+	CHECK(mc != agree_auth_mac(&b, 'c', n1, n2));
+	CHECK(mc == agree_auth_mac(&a, 'c', n1, n2));
+	uint8_t r1[16], r2[16];
+	CHECK(agree_random(r1, 16) == 0 && agree_random(r2, 16) == 0 && memcmp(r1, r2, 16));
 }
 
 static void to_sparse(struct agree_sparse *v, const uint64_t *dense, uint32_t entries)
@@ -356,7 +457,7 @@ static void test_tree_reduce_equals_flat(void)
 static void test_wire_tree_messages(void)
 {
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, 3, 1, 2);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_PARTIAL, 3, 1);
 	agree_buf_u32(&b, 0);   /* stream */
 	agree_buf_u64(&b, 12);  /* full epochs */
 	agree_buf_u32(&b, 2);   /* done */
@@ -374,7 +475,7 @@ static void test_wire_tree_messages(void)
 	b.p[AGREE_HDR_SIZE + 16] = 8; /* entry size 8: no room for a count */
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
 	agree_buf_free(&b);
-	f = agree_wire_begin(&b, AGREE_MSG_LOST, 3, 1, 2);
+	f = agree_wire_begin(&b, AGREE_MSG_LOST, 3, 1);
 	agree_buf_u32(&b, 5);
 	agree_wire_end(&b, f);
 	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
@@ -393,6 +494,7 @@ static void test_wire_tree_messages(void)
 int main(void)
 {
 	test_wire_roundtrip();
+	test_siphash();
 	test_reduce();
 	test_tree_shape();
 	test_tree_reduce_equals_flat();

@@ -13,6 +13,9 @@
 #             "node" directory): nobody switches, the 3 abandon the staged policy;
 #   4. missing: requested on one process, the file is missing on another: nobody switches;
 #   5. differ:  requested on one process, another's file has other content: nobody switches.
+# The ranks run until the outcome is there (every process logged "activated" or the ones
+# that staged "abandoned"), not a fixed number of collectives: the verdict does not depend
+# on the machine's speed (issue 23); a 120 s timer catches a hang.
 # usage: run_reload_agree.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
 set -u
 RANKBIN=$(realpath "$1") LIB=$(realpath "$2") CLI=$(realpath "$3") POLICIES=$(realpath "$4") RUN=$5
@@ -43,8 +46,8 @@ run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD [missing|differ: sabotage one ot
 	for r in 0 1 2 3; do
 		mkdir -p "$DIR/node$r"
 		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node$r/new.bpf.o"
-		(cd "$DIR/node$r" && exec timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 6000 \
-			--sleep-us 150 --comm c0ffee01 >"$DIR/out.$r" 2>"$DIR/err.$r") &
+		(cd "$DIR/node$r" && exec timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 100000000 \
+			--sleep-us 150 --comm c0ffee01 --until "$DIR/stop" >"$DIR/out.$r" 2>"$DIR/err.$r") &
 		pids[$r]=$!
 	done
 	# wait until every rank serves its socket and has run a few hundred collectives
@@ -73,6 +76,19 @@ run() { # run NAME HOW_MANY_PROCESSES_TO_RELOAD [missing|differ: sabotage one ot
 			die "process $pid: not staged: $(cat "$DIR/reload.$pid")"
 	done
 	[ $n -eq "$1" ] || die "reloaded $n processes, wanted $1"
+	# the outcome: every process activated it, or the ones that staged it abandoned it
+	# (explicit sync points; then 100 ms more of collectives on the outcome)
+	for _ in $(seq 1800); do
+		local act aba
+		act=$(grep -l "across ranks" "$DIR"/err.* 2>/dev/null | xargs -r grep -l "version [0-9]* activated across ranks" | wc -l)
+		aba=$(grep -l "abandoned (old policy kept)" "$DIR"/err.* 2>/dev/null | wc -l)
+		[ "$act" -eq 4 ] && break
+		[ -n "$sabotage" ] || [ "$1" -lt 4 ] && [ "$aba" -ge 3 ] && break
+		group_failed && break
+		sleep 0.05
+	done
+	sleep 0.1
+	touch "$DIR/stop"
 	for r in 0 1 2 3; do
 		wait "${pids[$r]}" || die "rank $r exited with $?"
 	done

@@ -11,7 +11,11 @@
 #   1. after: the reload is requested on one process (the others adopt it through the
 #      agreement layer); every rank creates X right after W's first collective decided by
 #      the new policy, i.e. W has switched, the commit has not happened (rank 3's control
-#      thread waits 400 ms for a stalled control client meanwhile, NCCLBPF_CONTROL_TEST_STALL_MS). X must run the new
+#      thread serves a stalled control client until every rank created X - an explicit
+#      synchronization point, so that X is created inside the activation on rank 3 however
+#      slow the machine is (NCCLBPF_CONTROL_TEST_STALL_MS holds the thread until the client
+#      closes; before, a 400 ms stall, and "nothing tested" when the machine was slower
+#      than that). X must run the new
 #      policy from its first collective on every rank (failed before the fix: 32 32 32 1299).
 #   2. before: rank 3's file is missing when the reload is requested on rank 0, so ranks
 #      0-2 stage it and W waits; every rank creates X at the same step N of W (chosen by
@@ -30,6 +34,8 @@ PORT=$(( 10000 + ($$ % 100) * 20 ))
 W=c0ffee01 X=c0ffee02
 die() { echo "FAIL [$SCEN]: $*"; fail=1; }
 
+group_failed() { grep -q "WARN.*agreement impossible" "$DIR"/err.* 2>/dev/null; }
+
 first_tree() { # first_tree LOG COMM: seq of COMM's first Tree decision in LOG
 	grep "\"comm\":\"0x$2\"" "$1" | grep -m1 '"algo":"Tree"' | sed 's/.*"seq":\([0-9]*\).*/\1/'
 }
@@ -47,14 +53,14 @@ run() { # run after|before
 	for r in 0 1 2 3; do
 		mkdir -p "$DIR/node$r"
 		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node$r/new.bpf.o"
-		local extra="--stall-control-ms 0" steps=5000 us=200
-		# rank 3's control thread waits 400 ms for a connection that sends nothing
-		# (NCCLBPF_CONTROL_TEST_STALL_MS: since connections are multiplexed, a stalled
-		# client alone no longer holds the thread)
-		[ "$SCEN" = after ] && [ $r = 3 ] && extra="--stall-control-ms 400"
+		local extra="--stall-control-ms 0" steps=100000000 us=200
+		# rank 3's control thread waits for a connection that sends nothing until it
+		# closes at the release (NCCLBPF_CONTROL_TEST_STALL_MS: since connections are
+		# multiplexed, a stalled client alone no longer holds the thread)
+		[ "$SCEN" = after ] && [ $r = 3 ] && extra="--stall-control-until $DIR/release"
 		# before: 2,048 collectives (the window in which rank 3 must stage) last 1 s+
-		[ "$SCEN" = before ] && extra="--comm2-at $DIR/create_at" steps=5000 us=500
-		(cd "$DIR/node$r" && NCCLBPF_CONTROL_TEST_STALL_MS=400 exec timeout -s KILL 60 "$RANKBIN" "$LIB" $r 4 $steps \
+		[ "$SCEN" = before ] && extra="--comm2-at $DIR/create_at" us=500
+		(cd "$DIR/node$r" && NCCLBPF_CONTROL_TEST_STALL_MS=60000 exec timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 $steps --until "$DIR/stop" \
 			--sleep-us $us --comm $W --comm2 $X $extra >"$DIR/out.$r" 2>"$DIR/err.$r") &
 		pids[$r]=$!
 	done
@@ -96,6 +102,26 @@ run() { # run after|before
 			>"$DIR/reload.3" 2>&1 || die "reload on rank 3: $(cat "$DIR/reload.3")"
 		echo "   X created at step $((at + 150)) of W; rank 3: $(head -1 "$DIR/reload.3")"
 	fi
+	if [ "$SCEN" = after ]; then # release rank 3's control thread once X exists everywhere
+		for _ in $(seq 1200); do
+			[ "$(grep -l "comm 0x$X nRanks" "$DIR"/err.* | wc -l)" -eq 4 ] && break
+			sleep 0.05
+		done
+		touch "$DIR/release"
+	fi
+	# run until X has decided with the new policy on every rank (or the group fell back),
+	# then a little more: the outcome, not a number of collectives
+	for _ in $(seq 1800); do
+		local n=0 f
+		for f in "$DIR"/log/*.jsonl; do
+			[ -f "$f" ] && [ -n "$(first_tree "$f" $X)" ] && n=$((n + 1))
+		done
+		[ $n -ge 4 ] && break
+		group_failed && break
+		sleep 0.05
+	done
+	sleep 0.2
+	touch "$DIR/stop"
 	for r in 0 1 2 3; do
 		wait "${pids[$r]}" || die "rank $r exited with $?"
 	done
@@ -107,7 +133,6 @@ run() { # run after|before
 	echo "   rank 0..3: W switched at seq ${SWITCH_W[*]}; X first decided by the new policy at seq ${SWITCH_X[*]}"
 	echo "   X created inside the activation on ranks: $(grep -l "0x$X created while reload" "$DIR"/err.* | sed 's/.*err\.//' | tr '\n' ' ')"
 }
-group_failed() { grep -q "fallback at [0-9]" "$DIR"/err.* 2>/dev/null; }
 
 check() { # check JOINED_RANKS|any: ranks whose X must have joined the activation
 	local i

@@ -180,6 +180,7 @@ struct tuner_comm {
 	bool reload_staged;
 	uint64_t reload_staged_version;
 	uint64_t reload_stage_seq;
+	uint64_t reload_staged_gen;  /* the activation generation it staged in (tuner_reload.c) */
 	/* collectives on this comm, all types (ctx->comm_seq): stats.calls */
 	struct agree_comm *agree; /* agreement state (src/agree), NULL without comm_id */
 	/* decision provenance (runtime/decision_src.h): the ring the profiler reads (NULL when

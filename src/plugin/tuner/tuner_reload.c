@@ -3,25 +3,36 @@
  *
  * With NCCLBPF_RELOAD_AGREE=1 (and the agreement layer on), three built-in agreed maps join
  * every communicator's agreement group (one entry each, epoch K = 16 collectives):
- *   ncclbpf_reload_min  MIN of {content, stage}   content = hash of the staged policy
- *   ncclbpf_reload_max  MAX of {content}          stage   = the rank's seq when it staged
- *   ncclbpf_reload_cnt  SUM of {1}                (ranks that staged something)
+ *   ncclbpf_reload_min  MIN of {content, stage, gen}  content = hash of the staged policy
+ *   ncclbpf_reload_max  MAX of {content, gen}         stage   = the rank's seq when it staged
+ *   ncclbpf_reload_cnt  SUM of {1}                    gen     = activations this communicator
+ *                                                               concluded (below)
  * A reload (`ctl reload`, on every rank: `--all` on each node) stages the new chain gated
- * and contributes {content, stage, 1}. At each collective s, every rank reads the same
- * published view (the version active at s) and applies the same pure rule:
+ * and contributes {content, stage, gen}. At each collective s, every rank that staged reads
+ * the same published view (the version active at s) and applies the same pure rule, but
+ * only to a clean view - every contribution of its own generation (min.gen == max.gen ==
+ * gen):
  *   cnt == n_ranks && min.content == max.content == content && s < min.stage + WINDOW
  *       -> switch from s on (sticky);
  *   s >= min.stage + WINDOW (someone staged WINDOW collectives ago, not everyone has)
  *       -> abandon: keep the old chain (sticky).
- * Because the view at s is identical on every rank, so is the verdict: all ranks of a
- * communicator switch at the same collective, or none does. A rank that never staged
- * contributes nothing, so the others abandon after WINDOW collectives. The control thread
- * polls: every communicator switched -> the old chain is retired; every one abandoned ->
- * the staged chain is freed. After either, the rank withdraws its contribution. Some
- * switched and the others abandoned (mixed): each keeps what its ranks agreed and the
- * activation stays open until one side's communicators are destroyed (ops_poll). A
- * communicator created meanwhile joins the activation (join_activation): never does its
- * chain depend on when that poll runs.
+ * Either verdict concludes the activation: gen + 1. A view that holds a contribution of an
+ * earlier generation (a rank that concluded the previous activation has not withdrawn it
+ * yet) gives no verdict; one of a later generation tells a rank that it missed the end of
+ * an activation - which can only have been abandoned, since a switch needs every rank's
+ * contribution - and it catches up (gen = the view's, contribution restaged). The
+ * generation is what makes back-to-back reloads safe: without it a rank staging while the
+ * view still held the previous reload's stage abandoned on that stale deadline, yet still
+ * counted towards "all staged", and the others switched without it (issue 23).
+ * Because a clean view at s is identical on every rank that evaluates it, so is the
+ * verdict: all ranks of a communicator switch at the same collective, or none does. A rank
+ * that never staged contributes nothing, so the others abandon after WINDOW collectives.
+ * The control thread polls: every communicator switched -> the old chain is retired;
+ * every one abandoned -> the staged chain is freed. After either, the rank withdraws its
+ * contribution. Some switched and the others abandoned (mixed): each keeps what its ranks
+ * agreed and the activation stays open until one side's communicators are destroyed
+ * (ops_poll). A communicator created meanwhile joins the activation (join_activation):
+ * never does its chain depend on when that poll runs.
  *
  * Propagation (a reload requested on one process only): a fourth agreed map,
  *   ncclbpf_reload_req  MAX of {id, content, hook mask, check, spec bytes...}
@@ -62,6 +73,9 @@ struct reload_slot {
 	_Atomic uint64_t version, content;
 	_Atomic uint64_t switch_at;
 	_Atomic int state; /* RS_* */
+	/* activations this communicator concluded (switched or abandoned), the same on every
+	 * rank; the NCCL thread of the communicator writes it (tuner_reload_gate) */
+	_Atomic uint64_t gen;
 };
 enum { RS_IDLE, RS_PENDING, RS_SWITCHED, RS_ABANDONED, RS_JOINING };
 
@@ -101,8 +115,8 @@ static _Atomic bool exhausted_logged;
 static void withdraw(uint64_t comm_id)
 {
 	static const uint64_t zero[REQ_WORDS];
-	agree_contribute(comm_id, "ncclbpf_reload_min", 0, zero, 16);
-	agree_contribute(comm_id, "ncclbpf_reload_max", 0, zero, 8);
+	agree_contribute(comm_id, "ncclbpf_reload_min", 0, zero, 24);
+	agree_contribute(comm_id, "ncclbpf_reload_max", 0, zero, 16);
 	agree_contribute(comm_id, "ncclbpf_reload_cnt", 0, zero, 8);
 	agree_contribute(comm_id, "ncclbpf_reload_req", 0, zero, sizeof(zero));
 }
@@ -278,6 +292,8 @@ static void agreement_status(struct runtime_status_emit *e)
 	e->u64(e, "bytes_sent", st.bytes_sent);
 	e->u64(e, "bytes_received", st.bytes_received);
 	e->u64(e, "msgs_refused", st.msgs_refused);
+	e->u64(e, "conns_refused", st.conns_refused);
+	e->u64(e, "service_passes", agree_service_passes());
 	e->u64(e, "epochs_reduced", st.epochs_reduced);
 	e->u64(e, "decisions_logged", st.decisions_logged);
 	e->u64(e, "reload_slots_exhausted", atomic_load(&slots_exhausted));
@@ -356,9 +372,9 @@ static void create_maps(void)
 	    runtime_env_parse_bool(getenv("NCCLBPF_AGREE")) == 0)
 		return;
 	struct nb_map_spec specs[4] = {
-		{"ncclbpf_reload_min", NB_MAP_TYPE_ARRAY, 4, 16, 1,
+		{"ncclbpf_reload_min", NB_MAP_TYPE_ARRAY, 4, 24, 1,
 		 NCCLBPF_AGREED(NCCLBPF_AGREE_MIN, RELOAD_EPOCH_LOG2)},
-		{"ncclbpf_reload_max", NB_MAP_TYPE_ARRAY, 4, 8, 1,
+		{"ncclbpf_reload_max", NB_MAP_TYPE_ARRAY, 4, 16, 1,
 		 NCCLBPF_AGREED(NCCLBPF_AGREE_MAX, RELOAD_EPOCH_LOG2)},
 		{"ncclbpf_reload_cnt", NB_MAP_TYPE_ARRAY, 4, 8, 1,
 		 NCCLBPF_AGREED(NCCLBPF_AGREE_SUM, RELOAD_EPOCH_LOG2)},
@@ -399,6 +415,7 @@ void tuner_reload_comm_open(struct tuner_comm *tc)
 			atomic_store(&slots[i].state, act_version ? RS_JOINING : RS_IDLE);
 			atomic_store(&slots[i].content, act_content);
 			atomic_store(&slots[i].switch_at, UINT64_MAX);
+			atomic_store(&slots[i].gen, 1);
 			atomic_store(&slots[i].version, act_version);
 			atomic_store(&slots[i].comm_id, tc->comm_id);
 			tc->reload_slot = i;
@@ -487,11 +504,31 @@ static int join_activation(struct reload_slot *self, uint64_t version, uint64_t 
 	} else if (!pending && abandoned && !switched) {
 		st = RS_ABANDONED;
 	}
+	if (st != RS_PENDING) /* it concluded this activation, as its ranks all do here */
+		atomic_fetch_add_explicit(&self->gen, 1, memory_order_relaxed);
 	int expect = RS_JOINING;
 	/* ops_poll may have ended the activation meanwhile (then: its verdict) */
 	if (!atomic_compare_exchange_strong(&self->state, &expect, st))
 		return expect;
 	return st;
+}
+
+/* The contribution of a staged reload: {content, stage seq, gen}, {content, gen}, {1}. */
+static bool stage(struct tuner_comm *tc, uint64_t content, uint64_t seq, uint64_t gen)
+{
+	uint64_t mn[3] = {content, seq ? seq : 1, gen}, mx[2] = {content, gen}, one = 1;
+	return agree_contribute(tc->comm_id, "ncclbpf_reload_min", 0, mn, sizeof(mn)) == 0 &&
+	       agree_contribute(tc->comm_id, "ncclbpf_reload_max", 0, mx, sizeof(mx)) == 0 &&
+	       agree_contribute(tc->comm_id, "ncclbpf_reload_cnt", 0, &one, 8) == 0;
+}
+
+/* A verdict on the activation: sticky, and the end of this generation. */
+static void conclude(struct reload_slot *s, int state, uint64_t switch_at)
+{
+	if (state == RS_SWITCHED)
+		atomic_store_explicit(&s->switch_at, switch_at, memory_order_release);
+	atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&s->state, state, memory_order_release);
 }
 
 const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
@@ -517,14 +554,15 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 	if (st != RS_PENDING)
 		return c->prev;
 	uint64_t content = atomic_load_explicit(&s->content, memory_order_relaxed);
-	if (!tc->reload_staged || tc->reload_staged_version != c->version) {
-		/* first collective since the stage: contribute {content, stage seq, 1} */
-		uint64_t mn[2] = {content, seq ? seq : 1}, one = 1;
-		if (agree_contribute(tc->comm_id, "ncclbpf_reload_min", 0, mn, 16) == 0 &&
-		    agree_contribute(tc->comm_id, "ncclbpf_reload_max", 0, &content, 8) == 0 &&
-		    agree_contribute(tc->comm_id, "ncclbpf_reload_cnt", 0, &one, 8) == 0) {
+	uint64_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+	if (!tc->reload_staged || tc->reload_staged_version != c->version ||
+	    tc->reload_staged_gen != gen) {
+		/* first collective since the stage (or since catching up with a later generation):
+		 * contribute {content, stage seq, gen} */
+		if (stage(tc, content, seq, gen)) {
 			tc->reload_staged = true; /* else: again at the next collective */
 			tc->reload_staged_version = c->version;
+			tc->reload_staged_gen = gen;
 			tc->reload_stage_seq = seq;
 		}
 	}
@@ -539,16 +577,24 @@ const struct nb_hook_chain *tuner_reload_gate(struct tuner_comm *tc,
 		 * reading it is past that deadline and abandons too. */
 		if (tc->reload_staged && tc->reload_staged_version == c->version &&
 		    seq >= tc->reload_stage_seq + 4 * RELOAD_WINDOW)
-			atomic_store_explicit(&s->state, RS_ABANDONED, memory_order_release);
+			conclude(s, RS_ABANDONED, UINT64_MAX);
 		return c->prev;
 	}
+	if (vmax[1] > gen) {
+		/* a later generation: the activation of this one ended without this rank, so as
+		 * abandoned (a switch needs every rank's contribution). Take part in the current
+		 * one: restaged with its generation at the next collective. */
+		atomic_store_explicit(&s->gen, vmax[1], memory_order_relaxed);
+		return c->prev;
+	}
+	if (vmin[2] != gen || vmax[1] != gen)
+		return c->prev; /* a rank still shows an earlier generation: no verdict yet */
 	uint64_t deadline = vmin[1] + RELOAD_WINDOW;
 	if (seq < deadline && *vcnt == tc->n_ranks && vmin[0] == content && *vmax == content) {
-		atomic_store_explicit(&s->switch_at, seq, memory_order_release);
-		atomic_store_explicit(&s->state, RS_SWITCHED, memory_order_release);
+		conclude(s, RS_SWITCHED, seq);
 		return c;
 	}
 	if (seq >= deadline)
-		atomic_store_explicit(&s->state, RS_ABANDONED, memory_order_release);
+		conclude(s, RS_ABANDONED, UINT64_MAX);
 	return c->prev;
 }

@@ -1,0 +1,42 @@
+/* agree: what the parts of the group protocol share (service thread only): agree_group.c
+ * (common, dispatch, verdicts), agree_leader.c, agree_follower.c (followers, orphans, the
+ * member without a rank), agree_relay.c, agree_child.c. */
+#ifndef NCCLBPF_AGREE_GROUP_H
+#define NCCLBPF_AGREE_GROUP_H
+
+#include "agree/agree_internal.h"
+
+#define AGREE_PRODUCE_AHEAD 16 /* produced-but-uncommitted versions a leader keeps */
+
+struct agree_version *agree_version_new(const struct agree_stream *s, uint64_t number,
+					const uint8_t *data);
+bool agree_commit_version(struct agree_comm *ac, struct agree_stream *s, struct agree_version *v);
+void agree_reclaim(struct agree_stream *s);
+void agree_end_group_at(struct agree_comm *ac, uint64_t f, uint32_t why, uint32_t why_rank,
+			uint32_t why_detail, const char *text);
+/* The first field of a HELLO's configuration that differs from this node's
+ * (AGREE_FP_NONE: none); *mine: this node's value of it. */
+uint32_t agree_config_differs(const struct agree_comm *ac, const struct agree_msg *m,
+			      uint64_t *mine);
+void agree_send_hello(struct agree_comm *ac, uint32_t rank, uint32_t flags);
+void agree_encode_data(struct agree_comm *ac, struct agree_buf *b, struct agree_stream *s,
+		       uint32_t idx, const struct agree_version *v, const uint8_t *prev);
+
+/* leader (agree_leader.c); also a relay's allocation */
+bool agree_leader_alloc(struct agree_comm *ac);
+void agree_leader_step(struct agree_comm *ac, uint64_t now);
+bool agree_leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m);
+void agree_leader_on_close(struct agree_comm *ac, int fd);
+/* A member (asker) waited at seq without a verdict: fall back at seq unless what seq needs
+ * is committed (its COMMIT or READY is then ahead of any answer on every link). */
+void agree_leader_arbitrate(struct agree_comm *ac, uint64_t seq, uint32_t asker);
+
+/* follower (agree_follower.c) */
+void agree_follower_step(struct agree_comm *ac, uint64_t now);
+bool agree_follower_on_msg(struct agree_comm *ac, const struct agree_msg *m);
+void agree_follower_on_close(struct agree_comm *ac);
+void agree_rankless_step(struct agree_comm *ac, uint64_t now);
+/* a relay: COMMIT of version v of stream idx to its children */
+void agree_relay_commit_down(struct agree_comm *ac, uint32_t idx, uint64_t v);
+
+#endif
