@@ -40,8 +40,10 @@ for r in 1 2 3; do
 		>"$RUN/out.$r" 2>"$RUN/err.$r" &
 	pids[$r]=$!
 done
-hub=$(pgrep -P "${pids[0]}")
 for _ in $(seq 600); do grep -q "fan-out\|versions activated\|listening on port" "$RUN/err.0" && break; sleep 0.05; done
+# the hub's pid from its log lines (pgrep -P on its timeout parent found nothing at times)
+hub=$(sed -n 's/^mockhost:\([0-9]*\) .*/\1/p' "$RUN/err.0" | head -1)
+[ -n "$hub" ] || { echo "FAIL: the hub never started"; exit 1; }
 sleep 1 # the group formed, versions activate
 rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$hub/status"; }
 fds() { ls "/proc/$hub/fd" 2>/dev/null | wc -l; }
