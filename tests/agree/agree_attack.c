@@ -11,7 +11,8 @@
  *            the commHash alone (FNV-1a of "ncclbpf-agree-1", the commHash, a zero secret):
  *            what an attacker who knew the communicator sent before version 2
  *   fill     N connections held open (the target's descriptor limit)
- * Each mode runs for SECONDS (default 5) and prints how many connections the target closed
+ * Each mode runs for SECONDS (default 5), then waits (at most 60 s in all) until the target
+ * closed every connection, and prints how many connections the target closed
  * and how many bytes it accepted; exit 0 unless the attacker itself failed. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -154,7 +155,9 @@ int main(int argc, char **argv)
 			push(fd, b.p, b.len, &sent);
 			double t0 = now_s();
 			bool open = true;
-			while (open && now_s() - t0 < secs / n + 0.2) {
+			/* until the target closes it (at most 60 s: a verdict that does not depend
+			 * on how fast a loaded machine schedules the target) */
+			while (open && now_s() - t0 < 60) {
 				struct pollfd p = {.fd = fd, .events = POLLIN};
 				poll(&p, 1, 20);
 				open = drain(fd);
@@ -177,6 +180,7 @@ int main(int argc, char **argv)
 	}
 	/* flood: a frame header announcing a 4 MiB payload, then payload bytes */
 	static uint8_t junk[65536];
+	int closed = 0;
 	struct agree_buf hdr = {0};
 	size_t f = agree_wire_begin(&hdr, AGREE_MSG_CONTRIB, 1, comm);
 	agree_wire_end(&hdr, f);
@@ -187,10 +191,12 @@ int main(int argc, char **argv)
 			if (fds[i] >= 0 && !push(fds[i], hdr.p, hdr.len, &sent)) {
 				close(fds[i]);
 				fds[i] = -1;
+				closed++;
 			}
 	double t0 = now_s(), tick = t0;
-	int closed = 0;
-	while (now_s() - t0 < secs) {
+	/* SECONDS of attack, then on until the target closed every connection (at most 60 s
+	 * in all): the count does not depend on how fast a loaded machine schedules it */
+	while (now_s() - t0 < secs || (closed < opened && now_s() - t0 < 60)) {
 		bool slow_tick = !strcmp(mode, "slow") && now_s() - tick >= 0.5;
 		if (slow_tick)
 			tick = now_s();
