@@ -106,7 +106,12 @@ else
 fi
 grep -q "out of file descriptors" "$RUN/err.0" || die "the hub did not say it ran out of descriptors"
 sleep 1 # versions still activate after the attacks
-touch "$RUN/stop"
+# every rank stops at the same collective (an orderly end: "fallback at none"): 4096 past
+# the furthest any rank has logged (a bare `touch` let each stop wherever it saw the file,
+# and the others fell back where the first destroyed its communicator)
+far=0
+for f in "$RUN"/log/*.jsonl; do n=$(wc -l <"$f"); [ "$n" -gt "$far" ] && far=$n; done
+echo $((far + 4096)) >"$RUN/stop.tmp" && mv "$RUN/stop.tmp" "$RUN/stop"
 for r in 0 1 2 3; do wait "${pids[$r]}" || die "rank $r exited with $?"; done
 "$CLI" decisions "$RUN/log" >"$RUN/decisions.txt" 2>&1 || die "decision logs disagree: $(head -3 "$RUN/decisions.txt")"
 for r in 0 1 2 3; do
