@@ -86,8 +86,9 @@ wait_all() {
 
 # wait_listening: until the rendezvous hub listens (the ranks start it at their first
 # collective)
-wait_listening() {
-	for _ in $(seq 400); do
+wait_listening() { # bounded by the clock (120 s), not by a count of polls
+	local end=$((SECONDS + 120))
+	while [ $SECONDS -lt $end ]; do
 		(exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return 0
 		sleep 0.05
 	done
@@ -343,7 +344,9 @@ fi
 #         unaffected --------------------------------------------------------------------
 if want garbage; then
 begin garbage
-for r in 0 1 2 3; do start_rank $r $r 3000; done
+# the ranks hold their end until the garbage is sent (explicit sync: on a loaded machine
+# the job could end before the script saw the port listen, or be gone when it is sent)
+for r in 0 1 2 3; do start_rank $r $r 3000 --hold "$DIR/release"; done
 wait_listening
 for i in 1 2 3; do
 	head -c 3000 /dev/urandom >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
@@ -354,6 +357,7 @@ for i in 1 2 3; do
 	# a version-1 HELLO for the job's communicator (no authentication)
 	printf 'NBAG\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00\x00\x00\x01\x00\xee\xa9\x00\x00\x00\x00\xde\xad\xbe\xef\x00\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00' >/dev/tcp/127.0.0.1/$PORT 2>/dev/null
 done
+touch "$DIR/release"
 wait_all
 check_decisions
 MIN_VERSIONS=40 expect_no_fallback 0 1 2 3
@@ -366,13 +370,18 @@ fi
 #         starts first, an explicit order) ---------------------------------------------
 if want second_job; then
 begin second_job
-for r in 0 1 2 3; do start_rank a$r $r 2200; done
+# job A holds the port until job B is done (explicit sync: on a loaded machine A ended
+# before the script saw its hub listen - "the rendezvous port never listened" - and B
+# could find the port free and use a hub of its own)
+for r in 0 1 2 3; do start_rank a$r $r 2200 --hold "$DIR/release"; done
 wait_listening
 for r in 0 1 2 3; do
 	timeout -s KILL 240 "$RANKBIN" "$LIB" $r 4 2200 --sleep-us 100 --comm b0b0b0b0 --seed 3 \
 		>"$DIR/out.b$r" 2>"$DIR/err.b$r" &
 	PIDS[$((r + 4))]=$!
 done
+for r in 4 5 6 7; do wait "${PIDS[$r]}" || die "rank b$((r - 4)) exited with $?"; unset "PIDS[$r]"; done
+touch "$DIR/release"
 wait_all
 check_decisions
 MIN_VERSIONS=30 expect_no_fallback a0 a1 a2 a3 b0 b1 b2 b3
