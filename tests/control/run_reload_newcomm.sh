@@ -34,6 +34,13 @@ PORT=$(( 10000 + ($$ % 100) * 20 ))
 W=c0ffee01 X=c0ffee02
 die() { echo "FAIL [$SCEN]: $*"; fail=1; }
 
+# wait_until SECONDS CMD...: until CMD succeeds, bounded by the clock, not by a count of
+# polls (on a loaded machine each poll takes far longer than its sleep)
+wait_until() { local end=$((SECONDS + $1)); shift
+	while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.02; done; return 1; }
+socks_everywhere() { [ "$(ls "$DIR/ctl" 2>/dev/null | grep -c '\.sock$')" -ge 4 ]; }
+x_everywhere() { [ "$(grep -l "comm 0x$X nRanks" "$DIR"/err.* | wc -l)" -eq 4 ]; }
+
 group_failed() { grep -q "WARN.*agreement impossible" "$DIR"/err.* 2>/dev/null; }
 
 first_tree() { # first_tree LOG COMM: seq of COMM's first Tree decision in LOG
@@ -60,14 +67,11 @@ run() { # run after|before
 		[ "$SCEN" = after ] && [ $r = 3 ] && extra="--stall-control-until $DIR/release"
 		# before: 2,048 collectives (the window in which rank 3 must stage) last 1 s+
 		[ "$SCEN" = before ] && extra="--comm2-at $DIR/create_at" us=500
-		(cd "$DIR/node$r" && NCCLBPF_CONTROL_TEST_STALL_MS=60000 exec timeout -s KILL 120 "$RANKBIN" "$LIB" $r 4 $steps --until "$DIR/stop" \
+		(cd "$DIR/node$r" && NCCLBPF_CONTROL_TEST_STALL_MS=240000 exec timeout -s KILL 300 "$RANKBIN" "$LIB" $r 4 $steps --until "$DIR/stop" \
 			--sleep-us $us --comm $W --comm2 $X $extra >"$DIR/out.$r" 2>"$DIR/err.$r") &
 		pids[$r]=$!
 	done
-	for _ in $(seq 100); do
-		[ "$(ls "$DIR/ctl" 2>/dev/null | grep -c '\.sock$')" -ge 4 ] && break
-		sleep 0.1
-	done
+	wait_until 120 socks_everywhere
 	sleep 0.3
 	# the process of rank R: the one whose working directory is nodeR
 	pid_of() { local s p; for s in "$DIR"/ctl/*.sock; do p=$(basename "$s" .sock)
@@ -82,10 +86,7 @@ run() { # run after|before
 	grep -q "staged (activating across ranks" "$DIR/reload.0" ||
 		die "not staged: $(cat "$DIR/reload.0")"
 	if [ "$SCEN" = before ]; then
-		for _ in $(seq 100); do
-			grep -q "requested by another rank: not staged" "$DIR/err.3" && break
-			sleep 0.02
-		done
+		wait_until 60 grep -q "requested by another rank: not staged" "$DIR/err.3"
 		# X at the same step of W on every rank, a little ahead of the furthest one
 		local at=0 s
 		for r in 0 1 2 3; do
@@ -93,25 +94,20 @@ run() { # run after|before
 			[ "${s:-0}" -gt $at ] && at=$s
 		done
 		echo $((at + 150)) >"$DIR/create_at.tmp" && mv "$DIR/create_at.tmp" "$DIR/create_at"
-		for _ in $(seq 200); do
-			[ "$(grep -l "comm 0x$X nRanks" "$DIR"/err.* | wc -l)" -eq 4 ] && break
-			sleep 0.02
-		done
+		wait_until 60 x_everywhere
 		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node3/new.bpf.o"
 		"$CLI" ctl "$p3" --dir "$DIR/ctl" reload /proc/self/cwd/new.bpf.o --hook tuner \
 			>"$DIR/reload.3" 2>&1 || die "reload on rank 3: $(cat "$DIR/reload.3")"
 		echo "   X created at step $((at + 150)) of W; rank 3: $(head -1 "$DIR/reload.3")"
 	fi
 	if [ "$SCEN" = after ]; then # release rank 3's control thread once X exists everywhere
-		for _ in $(seq 1200); do
-			[ "$(grep -l "comm 0x$X nRanks" "$DIR"/err.* | wc -l)" -eq 4 ] && break
-			sleep 0.05
-		done
+		wait_until 200 x_everywhere
 		touch "$DIR/release"
 	fi
 	# run until X has decided with the new policy on every rank (or the group fell back),
 	# then a little more: the outcome, not a number of collectives
-	for _ in $(seq 1800); do
+	local end=$((SECONDS + 200))
+	while [ $SECONDS -lt $end ]; do
 		local n=0 f
 		for f in "$DIR"/log/*.jsonl; do
 			[ -f "$f" ] && [ -n "$(first_tree "$f" $X)" ] && n=$((n + 1))
