@@ -491,8 +491,13 @@ if want no_profiler; then
 begin no_profiler
 export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o
 [ -f "$NCCLBPF_POLICY" ] || die "$NCCLBPF_POLICY not built"
+# rank 2 holds its end until the others are done (explicit sync: at load 30 it was the
+# rendezvous hub, ran its 1,000 collectives and exited - hub and notice gone - before the
+# others looked it up; they waited out the bound and said only "rank 2 did not join")
 for r in 0 1 3; do start_rank $r $r 1000; done
-start_rank 2 2 1000 --no-profiler 1
+start_rank 2 2 1000 --no-profiler 1 --hold "$DIR/release"
+for r in 0 1 3; do wait "${PIDS[$r]}" || die "rank $r exited with $?"; unset "PIDS[$r]"; done
+touch "$DIR/release"
 wait_all
 check_decisions
 expect_same_fallback 0 1 2 3
@@ -526,7 +531,9 @@ if want no_profiler_tree; then
 begin no_profiler_tree
 export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o NRANKS=6 NCCLBPF_AGREE_FANOUT=3
 for r in 0 1 2 3 5; do start_rank $r $r 600; done
-start_rank 4 4 600 --no-profiler 1
+start_rank 4 4 600 --no-profiler 1 --hold "$DIR/release" # as in no_profiler
+for r in 0 1 2 3 5; do wait "${PIDS[$r]}" || die "rank $r exited with $?"; unset "PIDS[$r]"; done
+touch "$DIR/release"
 wait_all
 check_decisions
 expect_same_fallback 0 1 2 3 4 5
