@@ -87,13 +87,21 @@ run() { # run after|before
 		die "not staged: $(cat "$DIR/reload.0")"
 	if [ "$SCEN" = before ]; then
 		wait_until 60 grep -q "requested by another rank: not staged" "$DIR/err.3"
-		# X at the same step of W on every rank, a little ahead of the furthest one
+		# X at the same step of W on every rank, ahead of the furthest one: the ranks (the
+		# children of the `timeout`s) are stopped while the step is chosen (each prints "step S" every 50 steps, so none is
+		# more than 49 past its last line) - an explicit synchronization: a slow script can
+		# no longer pick a step some rank has already passed ("nothing tested")
 		local at=0 s
+		for r in 0 1 2 3; do pkill -STOP -P "${pids[$r]}" 2>/dev/null; done
 		for r in 0 1 2 3; do
 			s=$(grep '^step' "$DIR/out.$r" | tail -n 1 | cut -d' ' -f2)
 			[ "${s:-0}" -gt $at ] && at=$s
 		done
+		# NEWCOMM_PICK_DELAY=S: a script S seconds slower here (checks this test itself:
+		# without the stop, a delay of 3 s fails it with "nothing tested")
+		sleep "${NEWCOMM_PICK_DELAY:-0}"
 		echo $((at + 150)) >"$DIR/create_at.tmp" && mv "$DIR/create_at.tmp" "$DIR/create_at"
+		for r in 0 1 2 3; do pkill -CONT -P "${pids[$r]}" 2>/dev/null; done
 		wait_until 60 x_everywhere
 		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node3/new.bpf.o"
 		"$CLI" ctl "$p3" --dir "$DIR/ctl" reload /proc/self/cwd/new.bpf.o --hook tuner \
