@@ -63,22 +63,18 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 		return 0;
 	}
 	switch (p->type) {
-	case VT_PTR_MAP_VALUE: {
+	case VT_PTR_MAP_VALUE:
+	case VT_PTR_STACK: { /* bounds are checked at each access (verifier_mem.c) */
 		struct vscalar v = p->s;
 		sc_alu(&v, &s->s, sub ? BPF_SUB : BPF_ADD, false, 0);
 		p->s = v;
 		return 0;
 	}
-	case VT_PTR_STACK:
-		return verr(env, NB_VERR_STACK_OOB, pc,
-			    "variable offset into the stack (r%u); index arrays in map values, or use "
-			    "a constant offset",
-			    regno);
 	default:
 		vreg_describe(env, p, d, sizeof(d));
 		return verr(env, NB_VERR_POINTER_ARITH, pc,
-			    "variable offset added to r%u (%s); only map value pointers may be indexed "
-			    "by a variable",
+			    "variable offset added to r%u (%s); only map value and stack pointers may "
+			    "be indexed by a variable",
 			    regno, d);
 	}
 }
@@ -337,8 +333,9 @@ static bool nonnull_ptr(const struct verifier_env *env, const struct vreg *r)
 		return false;
 	if (r->off < -lim || r->off > lim)
 		return false;
-	/* only map value pointers carry a variable offset (ptr_add), in r->s */
-	return r->type != VT_PTR_MAP_VALUE || (r->s.smin >= -lim && r->s.smax <= lim);
+	/* only map value and stack pointers carry a variable offset (ptr_add), in r->s */
+	return (r->type != VT_PTR_MAP_VALUE && r->type != VT_PTR_STACK) ||
+	       (r->s.smin >= -lim && r->s.smax <= lim);
 }
 
 /* Two pointers into the same object at run time, so that comparing them compares only
@@ -377,7 +374,7 @@ static bool ptr_offset(const struct vreg *r, struct vscalar *o)
 	const int64_t lim = 1 << 30;
 	struct vscalar c;
 	sc_const(&c, (uint64_t)(int64_t)r->off);
-	if (r->type == VT_PTR_MAP_VALUE) {
+	if (r->type == VT_PTR_MAP_VALUE || r->type == VT_PTR_STACK) {
 		*o = r->s;
 		sc_alu(o, &c, BPF_ADD, false, 0);
 	} else {
@@ -391,7 +388,7 @@ static void ptr_set_offset(struct vstate *st, unsigned frame, unsigned regno,
 			   const struct vscalar *o)
 {
 	struct vreg *r = &st->frames[frame]->regs[regno];
-	if (r->type != VT_PTR_MAP_VALUE || sc_is_const(&r->s))
+	if ((r->type != VT_PTR_MAP_VALUE && r->type != VT_PTR_STACK) || sc_is_const(&r->s))
 		return;
 	struct vscalar v = *o, c;
 	sc_const(&c, (uint64_t)(int64_t)r->off);
@@ -550,6 +547,7 @@ static int do_pseudo_call(struct verifier_env *env, const struct bpf_insn *in)
 	for (int r = 1; r <= 5; r++)
 		f->regs[r] = caller->regs[r];
 	f->regs[BPF_REG_FP].type = VT_PTR_STACK;
+	sc_const(&f->regs[BPF_REG_FP].s, 0); /* no variable offset */
 	f->regs[BPF_REG_FP].frameno = (uint8_t)env->cur.nframes;
 	env->cur.frames[env->cur.nframes++] = f;
 	env->pc = (uint32_t)((int64_t)pc + in->imm + 1);
@@ -772,6 +770,7 @@ static int explore(struct verifier_env *env)
 		f->regs[1].type = VT_PTR_CTX;
 	}
 	f->regs[BPF_REG_FP].type = VT_PTR_STACK;
+	sc_const(&f->regs[BPF_REG_FP].s, 0); /* no variable offset */
 	env->pc = 0;
 	env->stats.peak_states = 1;
 	env->cur.widen = NULL;

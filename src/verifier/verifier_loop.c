@@ -71,6 +71,7 @@ static int enter_callback(struct verifier_env *env, const struct vloop *lp)
 	f->regs[1] = lp->idx;
 	f->regs[2] = lp->ctx;
 	f->regs[BPF_REG_FP].type = VT_PTR_STACK;
+	sc_const(&f->regs[BPF_REG_FP].s, 0); /* no variable offset */
 	f->regs[BPF_REG_FP].frameno = (uint8_t)st.nframes;
 	st.frames[st.nframes++] = f;
 	st.rec = lp->rec; /* each round's runs start below the call: one iteration each */

@@ -171,6 +171,106 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 	return 0;
 }
 
+/* Variable offsets (`buf[i & 15]`): the access may touch any byte of [lo, hi), the
+ * fp-relative range of every offset the pointer may hold. The frame bounds hold for all of
+ * them; the bytes follow Linux's rule for unprivileged programs on reads (every byte
+ * initialised, no byte of a spilled pointer: E-UNINIT-STACK / E-POINTER-LEAK) and a looser
+ * one on writes (Linux refuses a write that may hit uninitialised bytes; here those bytes
+ * simply stay uninitialised, since the write may miss them). */
+static int stack_var_range(struct verifier_env *env, const struct vreg *base, int64_t o,
+			   unsigned size, int64_t *lo, int64_t *hi, size_t pc)
+{
+	int64_t lim = (int64_t)env->hook->stack_size;
+	if (base->s.smin < -OFF_LIMIT || base->s.smax > OFF_LIMIT)
+		return verr(env, NB_VERR_STACK_OOB, pc,
+			    "%u-byte stack access at a variable offset that is not bounded; mask "
+			    "or check the index against the array size first (e.g. i & 15, or "
+			    "if (i < N))",
+			    size);
+	*lo = o + base->s.smin;
+	*hi = o + base->s.smax + (int64_t)size;
+	if (*lo < -lim || *hi > 0)
+		return verr(env, NB_VERR_STACK_OOB, pc,
+			    "%u-byte stack access at a variable offset, fp%+lld..fp%+lld, leaves "
+			    "the stack frame [fp-%lld, fp); the index is not proven in range: "
+			    "mask or check it against the array size",
+			    size, (long long)*lo, (long long)(*hi - (int64_t)size), (long long)lim);
+	return 0;
+}
+
+static int stack_read_var(struct verifier_env *env, const struct vreg *base, int64_t o,
+			  unsigned size, bool sx, struct vreg *dst, size_t pc)
+{
+	struct vframe *f = env->cur.frames[base->frameno];
+	int64_t lo, hi;
+	int err = stack_var_range(env, base, o, size, &lo, &hi, pc);
+	if (err)
+		return err;
+	for (int64_t b = lo; b < hi; b++) {
+		unsigned slot, byte;
+		slot_of(b, &slot, &byte);
+		uint8_t t = slot < f->nslots ? f->slots[slot].type[byte] : SB_INVALID;
+		if (t == SB_INVALID)
+			return verr(env, NB_VERR_UNINIT_STACK, pc,
+				    "%u-byte read at a variable offset (fp%+lld..fp%+lld) may read "
+				    "byte fp%lld, which was never written; initialise the whole "
+				    "array before indexing it",
+				    size, (long long)lo, (long long)(hi - (int64_t)size),
+				    (long long)b);
+		if (t == SB_SPILL && f->slots[slot].spill.type != VT_SCALAR)
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "%u-byte read at a variable offset (fp%+lld..fp%+lld) may read "
+				    "part of the pointer spilled at fp%lld",
+				    size, (long long)lo, (long long)(hi - (int64_t)size),
+				    (long long)b);
+	}
+	struct vscalar s;
+	sc_unknown_sized(&s, size, sx);
+	vreg_set_scalar(dst, &s);
+	dst->taint = stack_taint(f, lo, (uint64_t)(hi - lo));
+	return 0;
+}
+
+static int stack_write_var(struct verifier_env *env, const struct vreg *base, int64_t o,
+			   unsigned size, const struct vreg *val, size_t pc)
+{
+	int64_t lo, hi;
+	int err = stack_var_range(env, base, o, size, &lo, &hi, pc);
+	if (err)
+		return err;
+	if (is_pointer(val))
+		return verr(env, NB_VERR_POINTER_LEAK, pc,
+			    "stores a pointer at a variable stack offset; spill pointers at "
+			    "constant, aligned 8-byte offsets");
+	unsigned slot, byte;
+	slot_of(lo, &slot, &byte);
+	struct vframe *f = vframe_reserve(&env->cur, base->frameno, slot);
+	if (!f)
+		return -ENOMEM;
+	for (int64_t b = lo; b < hi; b++) {
+		slot_of(b, &slot, &byte);
+		if (slot >= f->nslots)
+			continue; /* never written: stays uninitialised */
+		struct vslot *s = &f->slots[slot];
+		if (slot_spilled(s) && byte >= s->spill_at && byte < s->spill_at + s->spill_size) {
+			/* the spill may be overwritten: a scalar becomes unknown bytes, a
+			 * pointer unreadable bytes (it may be half overwritten) */
+			memset(s->type + s->spill_at,
+			       s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID, s->spill_size);
+			if (s->spill.type != VT_SCALAR) {
+				s->taint = 0;
+				s->taint_src = 0;
+			}
+			s->spill_at = s->spill_size = 0;
+			vreg_set_not_init(&s->spill);
+		}
+		/* a byte that was never written stays so: this write may miss it */
+		if (s->type[byte] != SB_INVALID && val->taint)
+			byte_taint(s, byte, val->taint);
+	}
+	return 0;
+}
+
 /* ---- context ---- */
 
 /* An access that is not inside one field. Reads are rejected (wider than the field).
@@ -376,7 +476,7 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 		 * cache line takes the kernel's split-lock trap (~1 ms per call on x86-64 hosts
 		 * with split-lock detection). Map values and stack slots are 8-byte aligned, so
 		 * the offset decides; a variable offset must have its low bits known zero. */
-		bool var_ok = base.type != VT_PTR_MAP_VALUE ||
+		bool var_ok = (base.type != VT_PTR_MAP_VALUE && base.type != VT_PTR_STACK) ||
 			      ((base.s.t.value | base.s.t.mask) & (size - 1)) == 0;
 		if ((o & (int64_t)(size - 1)) != 0 || !var_ok)
 			return verr(env, NB_VERR_MISALIGNED, pc,
@@ -406,9 +506,14 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 		if (!load && is_pointer(&val))
 			return verr(env, NB_VERR_POINTER_LEAK, pc, "stores a pointer into memory");
 		break;
-	case VT_PTR_STACK:
+	case VT_PTR_STACK: {
+		/* stack pointers carry a variable offset in base.s (ptr_add), usually 0 */
+		bool var = !sc_is_const(&base.s);
+		if (!var)
+			o += (int64_t)base.s.t.value;
 		if (load || atomic) {
-			err = stack_read(env, &base, o, size, sx, &loaded, pc);
+			err = var ? stack_read_var(env, &base, o, size, sx, &loaded, pc)
+				  : stack_read(env, &base, o, size, sx, &loaded, pc);
 			if (err)
 				return err;
 		}
@@ -434,9 +539,11 @@ int verifier_check_mem(struct verifier_env *env, const struct bpf_insn *insn)
 				if (insn->imm == BPF_CMPXCHG)
 					w.taint = vtaint_join(w.taint, vcur_reg(env, 0)->taint);
 			}
-			err = stack_write(env, &base, o, size, &w, pc);
+			err = var ? stack_write_var(env, &base, o, size, &w, pc)
+				  : stack_write(env, &base, o, size, &w, pc);
 		}
 		break;
+	}
 	case VT_PTR_MAP_VALUE:
 		err = map_access(env, &base, insn->off, size, !load, load || atomic, &val, pc);
 		if (vtaint_map_writable(env, &env->maps[base.map]))
@@ -478,7 +585,13 @@ int verifier_check_helper_mem(struct verifier_env *env, const struct vreg *r, ui
 	switch (r->type) {
 	case VT_PTR_STACK: {
 		struct vframe *f = env->cur.frames[r->frameno];
-		int64_t o = r->off, lim = (int64_t)env->hook->stack_size;
+		if (!sc_is_const(&r->s))
+			return verr(env, NB_VERR_HELPER_ARG, pc,
+				    "r%d: %s is a stack pointer with a variable offset; pass a "
+				    "constant offset into the stack (or index a map value)",
+				    argno, what);
+		int64_t o = (int64_t)r->off + (int64_t)r->s.t.value,
+			lim = (int64_t)env->hook->stack_size;
 		if (o < -lim || o + (int64_t)size > 0)
 			return verr(env, NB_VERR_HELPER_ARG, pc,
 				    "r%d: %s of %llu bytes at fp%lld does not fit in the stack frame",
@@ -534,7 +647,9 @@ uint32_t verifier_mem_taint(struct verifier_env *env, const struct vreg *r, uint
 {
 	switch (r->type) {
 	case VT_PTR_STACK:
-		return vtaint_join(r->taint, stack_taint(env->cur.frames[r->frameno], r->off, size));
+		return vtaint_join(r->taint, stack_taint(env->cur.frames[r->frameno],
+							 (int64_t)r->off + (int64_t)r->s.t.value,
+							 size));
 	case VT_PTR_MAP_VALUE:
 		if (vtaint_map_writable(env, &env->maps[r->map]))
 			return vtaint_new(env, VTK_MAP_VALUE, r->map);

@@ -180,8 +180,9 @@ static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bo
 	case VT_PTR_CTX:
 	case VT_PTR_MEM:
 		return o->off == n->off;
-	case VT_PTR_STACK:
-		return o->off == n->off && o->frameno == n->frameno;
+	case VT_PTR_STACK: /* and its variable offset (buf[i & 15]), usually 0 */
+		return o->off == n->off && o->frameno == n->frameno &&
+		       (exact ? sc_equal(&o->s, &n->s) : sc_in(&o->s, &n->s));
 	case VT_PTR_MAP_VALUE: /* the id says which pointers share an element */
 		return o->map == n->map && o->off == n->off &&
 		       (exact ? sc_equal(&o->s, &n->s) : sc_in(&o->s, &n->s)) &&
@@ -415,7 +416,7 @@ static uint64_t reg_hash(uint64_t h, const struct vreg *r)
 			   (uint64_t)(sc ? 0 : r->map) << 16 | (uint64_t)(uint32_t)(sc ? 0 : r->off) << 32);
 	h = mix(h, r->id != 0);
 	h = mix(h, r->taint != 0);
-	if (r->type == VT_SCALAR || r->type == VT_PTR_MAP_VALUE) {
+	if (r->type == VT_SCALAR || r->type == VT_PTR_MAP_VALUE || r->type == VT_PTR_STACK) {
 		const struct vscalar *v = &r->s;
 		h = mix(h, v->t.value);
 		h = mix(h, v->t.mask);

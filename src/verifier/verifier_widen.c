@@ -317,7 +317,9 @@ static bool same_ptr(const struct vreg *a, const struct vreg *b)
 	case VT_SCALAR:
 		return true;
 	case VT_PTR_MAP_VALUE:
-		return a->map == b->map && a->off == b->off && sc_equal(&a->s, &b->s);
+	case VT_PTR_STACK:
+		return a->map == b->map && a->off == b->off && a->frameno == b->frameno &&
+		       sc_equal(&a->s, &b->s);
 	default:
 		return a->map == b->map && a->off == b->off && a->frameno == b->frameno;
 	}

@@ -215,6 +215,65 @@ static void test_stack_idioms(void)
 	       ALU64_REG(BPF_ADD, 0, 1), LDX(BPF_DW, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT());
 }
 
+/* Issue 24 item 5b: buf[i & 15] on a 16-byte stack buffer. The masked index is 0..15, so
+ * the access stays inside the frame: accepted when every byte it may read is initialised;
+ * a write may hit any byte of its range, so a spilled pointer there becomes unreadable. */
+#define BUF16 ST(BPF_DW, 10, -16, 0), ST(BPF_DW, 10, -8, 0)
+#define IDX(mask) LDX(BPF_DW, 2, 1, 8), ALU64_IMM(BPF_AND, 2, mask), MOV64_REG(3, 10), \
+		  ALU64_IMM(BPF_ADD, 3, -16), ALU64_REG(BPF_ADD, 3, 2)
+static void test_stack_var_offset(void)
+{
+	/* read and write buf[i & 15] */
+	OK(BUF16, IDX(15), LDX(BPF_B, 0, 3, 0), EXIT());
+	OK(BUF16, IDX(15), ST(BPF_B, 3, 0, 7), LDX(BPF_DW, 0, 10, -16), EXIT());
+	OK(BUF16, IDX(15), STX(BPF_B, 3, 2, 0), LDX(BPF_B, 0, 10, -1), EXIT());
+	/* index scaled to u32 elements: (i & 3) << 2, 4-byte reads */
+	OK(BUF16, LDX(BPF_DW, 2, 1, 8), ALU64_IMM(BPF_AND, 2, 3), ALU64_IMM(BPF_LSH, 2, 2),
+	   MOV64_REG(3, 10), ALU64_REG(BPF_ADD, 3, 2), LDX(BPF_W, 0, 3, -16), EXIT());
+	/* i & 31 on 16 bytes reaches fp+15: outside the frame */
+	EXPECT(NB_VERR_STACK_OOB, 7, BUF16, IDX(31), LDX(BPF_B, 0, 3, 0), EXIT());
+	EXPECT(NB_VERR_STACK_OOB, 7, BUF16, IDX(31), ST(BPF_B, 3, 0, 1), MOV64_IMM(0, 0), EXIT());
+	/* 8-byte read at i & 15 may reach fp+7 */
+	EXPECT(NB_VERR_STACK_OOB, 7, BUF16, IDX(15), LDX(BPF_DW, 0, 3, 0), EXIT());
+	/* an unmasked index: not bounded */
+	EXPECT(NB_VERR_STACK_OOB, 5, BUF16, LDX(BPF_DW, 2, 1, 8), MOV64_REG(3, 10),
+	       ALU64_REG(BPF_ADD, 3, 2), LDX(BPF_B, 0, 3, -16), EXIT());
+	/* half of the buffer initialised: the read may hit the other half */
+	EXPECT(NB_VERR_UNINIT_STACK, 6, ST(BPF_DW, 10, -8, 0), IDX(15), LDX(BPF_B, 0, 3, 0), EXIT());
+	/* a write does not initialise what it may miss */
+	EXPECT(NB_VERR_UNINIT_STACK, 7, ST(BPF_DW, 10, -8, 0), IDX(7), ST(BPF_B, 3, 0, 1),
+	       LDX(BPF_B, 0, 10, -16), EXIT());
+	/* a read over a spilled pointer */
+	EXPECT(NB_VERR_POINTER_LEAK, 7, STX(BPF_DW, 10, 1, -16), ST(BPF_DW, 10, -8, 0), IDX(15),
+	       LDX(BPF_B, 0, 3, 0), EXIT());
+	/* a write over a spilled pointer makes it unreadable: it may be half overwritten */
+	EXPECT(NB_VERR_UNINIT_STACK, 8, STX(BPF_DW, 10, 1, -16), ST(BPF_DW, 10, -8, 0), IDX(15),
+	       ST(BPF_B, 3, 0, 0), LDX(BPF_DW, 4, 10, -16), LDX(BPF_DW, 0, 4, 8), EXIT());
+	/* ... while a write that cannot reach it keeps it */
+	OK(STX(BPF_DW, 10, 1, -16), ST(BPF_DW, 10, -8, 0), LDX(BPF_DW, 2, 1, 8),
+	   ALU64_IMM(BPF_AND, 2, 7), MOV64_REG(3, 10), ALU64_IMM(BPF_ADD, 3, -8),
+	   ALU64_REG(BPF_ADD, 3, 2), ST(BPF_B, 3, 0, 0), LDX(BPF_DW, 4, 10, -16),
+	   LDX(BPF_DW, 0, 4, 8), EXIT());
+	/* a spilled number in the range becomes an unknown number */
+	EXPECT(NB_VERR_MAP_VALUE_OOB, 17, ST(BPF_DW, 10, -16, 3), ST(BPF_DW, 10, -8, 0), IDX(15),
+	       ST(BPF_B, 3, 0, 0xff), LOOKUP_ARR, JMP_IMM(BPF_JEQ, 0, 0, 4), LDX(BPF_DW, 1, 10, -16),
+	       ALU64_REG(BPF_ADD, 0, 1), LDX(BPF_B, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT());
+	/* pointers are stored only at constant offsets */
+	EXPECT(NB_VERR_POINTER_LEAK, 7, BUF16, IDX(8), STX(BPF_DW, 3, 1, 0), MOV64_IMM(0, 0), EXIT());
+	/* nor passed to helpers with a variable offset */
+	EXPECT(NB_VERR_HELPER_ARG, 10, BUF16, IDX(0xc), MOV64_REG(2, 3), LD_MAP(1, M_ARR), CALL(1),
+	       MOV64_IMM(0, 0), EXIT());
+	/* atomics: naturally aligned offsets only */
+	EXPECT(NB_VERR_MISALIGNED, 8, BUF16, IDX(15), MOV64_IMM(1, 1),
+	       ATOMIC(BPF_DW, BPF_ADD, 3, 1, 0), MOV64_IMM(0, 0), EXIT());
+	OK(BUF16, IDX(8), MOV64_IMM(1, 1), ATOMIC(BPF_DW, BPF_ADD, 3, 1, 0), LDX(BPF_DW, 0, 10, -8),
+	   EXIT());
+	/* comparing two pointers into the frame narrows the variable offset */
+	OK(BUF16, LDX(BPF_DW, 2, 1, 8), ALU64_IMM(BPF_AND, 2, 0xff), MOV64_REG(3, 10),
+	   ALU64_IMM(BPF_ADD, 3, -16), ALU64_REG(BPF_ADD, 3, 2), JMP_REG(BPF_JGE, 3, 10, 2),
+	   LDX(BPF_B, 0, 3, 0), EXIT(), MOV64_IMM(0, 0), EXIT());
+}
+
 static void test_signed_divmod(void)
 {
 	/* idx = (s64)x s% 16 is in [-15, 15]; idx + 15 indexes 31 bytes... as u8 offsets */
@@ -371,6 +430,7 @@ int main(void)
 	test_map_flags();
 	test_atomic_alignment();
 	test_stack_idioms();
+	test_stack_var_offset();
 	test_signed_divmod();
 	TEST_DONE();
 }

@@ -233,8 +233,9 @@ static void test_map_stack(void)
 	EXPECT(NB_VERR_UNINIT_STACK, 1, ST(BPF_W, 10, -8, 0), LDX(BPF_DW, 0, 10, -8), EXIT());
 	EXPECT(NB_VERR_STACK_OOB, 0, ST(BPF_W, 10, 0, 0), MOV64_IMM(0, 0), EXIT());
 	EXPECT(NB_VERR_STACK_LIMIT, 0, ST(BPF_DW, 10, -520, 0), MOV64_IMM(0, 0), EXIT());
-	EXPECT(NB_VERR_STACK_OOB, 2, LDX(BPF_W, 2, 1, 24), MOV64_REG(3, 10), ALU64_REG(BPF_ADD, 3, 2),
-	       MOV64_IMM(0, 0), EXIT());
+	/* a variable offset into the stack is checked where it is used (issue 24 item 5b) */
+	EXPECT(NB_VERR_STACK_OOB, 3, LDX(BPF_W, 2, 1, 24), MOV64_REG(3, 10), ALU64_REG(BPF_ADD, 3, 2),
+	       LDX(BPF_B, 0, 3, 0), EXIT());
 	EXPECT(NB_VERR_POINTER_LEAK, 1, STX(BPF_DW, 10, 1, -8), LDX(BPF_W, 0, 10, -8), EXIT());
 	OK(STX(BPF_DW, 10, 1, -8), LDX(BPF_DW, 2, 10, -8), LDX(BPF_W, 0, 2, 24), EXIT());
 	EXPECT(NB_VERR_INVALID_MEM, 1, MOV64_IMM(2, 4096), LDX(BPF_W, 0, 2, 0), EXIT());

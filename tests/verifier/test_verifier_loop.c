@@ -1,7 +1,8 @@
 /* bpf_loop (helper 181) end to end: tests/progs/verifier_loop.bpf.o loads, verifies, and
  * every program gives the result computed here in the interpreter, the checked interpreter
  * and the JIT (differential). Also division by zero as the ISA defines it (x / 0 = 0,
- * x % 0 = x: tests/progs/verifier_div.bpf.o, accepted with a warning), the same in all three. The verifier's side (rejections) is in policies/unsafe/loop_*
+ * x % 0 = x: tests/progs/verifier_div.bpf.o, accepted with a warning), the same in all three.
+ * Variable-offset stack access (tests/progs/verifier_stack_index.bpf.o), the same way. The verifier's side (rejections) is in policies/unsafe/loop_*
  * (test_verifier_elf) and test_verifier_hardening.
  * Usage: test_verifier_loop BINARY_DIR */
 #include <errno.h>
@@ -50,6 +51,60 @@ static uint64_t run(const char *path, const char *name, enum ncclbpf_exec_mode m
 	}
 	ncclbpf_object_close(obj);
 	return r0;
+}
+
+/* Variable-offset stack access (tests/progs/verifier_stack_index.bpf.c): the results of
+ * the C source computed here, for inputs that reach every element. */
+static uint64_t stack_expect(const char *name, const struct ncclbpf_profiler_ctx *c)
+{
+	if (!strcmp(name, "stack_byte_table"))
+		return (uint8_t)(c->n_ranks + 3 * (c->n_bytes & 15));
+	if (!strcmp(name, "stack_histogram")) {
+		uint32_t hist[16] = { 0 };
+		uint64_t x = c->n_bytes, sum = 0;
+		for (int k = 0; k < 8; k++, x >>= 4)
+			hist[x & 15] += (uint32_t)k + 1;
+		for (int k = 0; k < 16; k++)
+			sum = sum * 3 + hist[k];
+		return sum & 0x7fffffff;
+	}
+	uint32_t i = c->size_bucket;
+	if (i >= 8)
+		return 0;
+	uint64_t v[8];
+	for (int k = 0; k < 8; k++)
+		v[k] = c->seq + (uint64_t)(k * k);
+	v[i] += 100;
+	return (v[i] + v[7 - i]) & 0xffff;
+}
+
+static void test_stack_index(const char *bin)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/tests/progs/verifier_stack_index.bpf.o", bin);
+	static const char *const names[] = { "stack_byte_table", "stack_histogram",
+					     "stack_checked_index" };
+	for (uint64_t in = 0; in < 20; in++) {
+		struct ncclbpf_profiler_ctx ctx;
+		memset(&ctx, 0, sizeof(ctx));
+		ctx.n_bytes = in * 0x9e3779b97f4a7c15ull + in;
+		ctx.n_ranks = (uint32_t)in * 7;
+		ctx.seq = in * 1000;
+		ctx.size_bucket = (uint32_t)in;
+		for (size_t p = 0; p < sizeof(names) / sizeof(names[0]); p++) {
+			uint64_t want = stack_expect(names[p], &ctx);
+			for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+				uint64_t r = run(path, names[p], modes[m], &ctx, sizeof(ctx));
+				test_checks++;
+				if (r != want) {
+					test_failures++;
+					fprintf(stderr, "%s (%s, input %llu): r0 = %llu, expected %llu\n",
+						names[p], mode_name[modes[m]], (unsigned long long)in,
+						(unsigned long long)r, (unsigned long long)want);
+				}
+			}
+		}
+	}
 }
 
 int main(int argc, char **argv)
@@ -127,6 +182,7 @@ int main(int argc, char **argv)
 		uint64_t r = run(path, "loop_tuner", modes[m], &t, sizeof(t));
 		CHECK(r == 0 && t.n_channels == 8);
 	}
+	test_stack_index(argv[1]);
 	snprintf(path, sizeof(path), "%s/tests/progs/verifier_div.bpf.o", argv[1]);
 	static const struct {
 		const char *name;

@@ -1,5 +1,5 @@
 /* Verifier soundness: random well-formed programs (context, stack and map-value loads and
- * stores at random offsets, variable offsets, branches, bounded and unbounded loops, NULL
+ * stores at random offsets, variable offsets (map values, and the stack: buf[i & m]), branches, bounded and unbounded loops, NULL
  * checks or their absence, spills, helper calls, divisions, global data). Every program the
  * verifier accepts is linked by hand (map pseudo LDDWs replaced by real addresses) and run
  * many times in the checked interpreter with random contexts and map contents, with one
@@ -148,6 +148,38 @@ static void gen_stack_store(void)
 		emit(ST(rsize(), 10, stack_off(), rimm()));
 }
 static void gen_stack_load(void) { emit(LDX(rn(2) ? BPF_DW : rsize(), val_reg(), 10, stack_off())); }
+/* buf[i & mask] (issue 24 item 5b): a stack pointer plus a masked (sometimes shifted,
+ * sometimes unmasked) number, then a load, store or atomic through it */
+static bool stack_var_emitted; /* this program has one (counted when accepted) */
+static void gen_stack_var(void)
+{
+	stack_var_emitted = true;
+	static const int32_t masks[] = { 1, 3, 7, 8, 15, 24, 31, 63, 0xff, -8 };
+	int idx = val_reg(), p = val_reg();
+	while (p == idx)
+		p = val_reg();
+	if (rn(3) == 0)
+		for (int s = 1 + (int)rn(4); s > 0; s--)
+			emit(ST(BPF_DW, 10, (int16_t)(-8 * (int)rn(9) - 8), rimm()));
+	if (rn(8))
+		emit(INSN((rn(4) ? BPF_ALU64 : BPF_ALU) | BPF_AND | BPF_K, idx, 0, 0,
+			  rn(10) ? masks[rn(sizeof(masks) / sizeof(masks[0]))] : rimm()));
+	if (rn(4) == 0)
+		emit(ALU64_IMM(BPF_LSH, idx, (int32_t)rn(4)));
+	emit(MOV64_REG(p, 10));
+	emit(ALU64_IMM(BPF_ADD, p, -8 * (1 + (int)rn(10)) + (rn(5) ? 0 : (int)rn(8))));
+	emit(ALU64_REG(rn(8) ? BPF_ADD : BPF_SUB, p, idx));
+	int16_t off = (int16_t)(rn(4) ? 0 : (int)rn(16) - 8);
+	switch (rn(5)) {
+	case 0: case 1: emit(LDX(rsize(), val_reg(), p, off)); break;
+	case 2: emit(STX(rsize(), p, rn(6) ? val_reg() : any_reg(), off)); break;
+	case 3: emit(ST(rsize(), p, off, rimm())); break;
+	default:
+		emit(INSN(BPF_STX | BPF_ATOMIC | (rn(2) ? BPF_DW : BPF_W), p, val_reg(), off,
+			  rn(2) ? BPF_ADD : (BPF_ADD | BPF_FETCH)));
+		break;
+	}
+}
 static void gen_alu(void)
 {
 	static const uint8_t ops[] = { BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV, BPF_OR, BPF_AND, BPF_LSH,
@@ -458,8 +490,9 @@ static void gen_callee(void)
 }
 static void gen_simple(void)
 {
-	switch (rn(10)) {
+	switch (rn(11)) {
 	case 0: case 1: gen_ctx_load(); break;
+	case 9: gen_stack_var(); break;
 	case 2: gen_ctx_store(); break;
 	case 3: gen_stack_store(); break;
 	case 4: gen_stack_load(); break;
@@ -474,6 +507,7 @@ static void generate(void)
 	n = 0;
 	ncalls = 0;
 	in_loop = false;
+	stack_var_emitted = false;
 	emit(MOV64_REG(6, 1));
 	for (int r = 0; r <= 9; r++)
 		if (r != 1 && r != 6 && rn(12))
@@ -754,6 +788,7 @@ int main(int argc, char **argv)
 	uint64_t accepted = 0, codes[NB_VERR_COUNT] = { 0 }, strict_rank_local = 0;
 	uint64_t accepted_loops = 0; /* accepted programs calling bpf_loop */
 	uint64_t widened = 0;        /* accepted programs with a loop verified by widening */
+	uint64_t stack_var = 0;      /* accepted programs with a variable-offset stack access */
 	uint64_t widened_only = 0;   /* of those, walking runs out of budget */
 	clock_t t0 = clock();
 	for (long i = 0; i < programs; i++) {
@@ -806,6 +841,8 @@ int main(int argc, char **argv)
 			accepted++;
 			if (vst.loops_widened)
 				widened++;
+			if (stack_var_emitted)
+				stack_var++;
 			for (size_t i = 0; i < p.insn_cnt; i++)
 				if (p.insns[i].code == (BPF_JMP | BPF_CALL) && p.insns[i].src_reg == 0 &&
 				    p.insns[i].imm == NB_HELPER_LOOP) {
@@ -828,6 +865,10 @@ int main(int argc, char **argv)
 	printf("loop widening: %llu accepted programs verified with a widened loop (%llu that "
 	       "walking rejects with E-BUDGET)\n",
 	       (unsigned long long)widened, (unsigned long long)widened_only);
+	printf("variable stack offsets: %llu accepted programs index the stack by a masked "
+	       "number (buf[i & m])\n", (unsigned long long)stack_var);
+	if (programs >= 1000)
+		CHECK(stack_var > 0); /* the generator must keep reaching them */
 	printf("cost bound: max %llu instructions executed in one run (largest bound %llu, "
 	       "tightest run %.2f of its bound, %llu runs calling bpf_loop); %llu runs over "
 	       "their program's max_insns\n",
