@@ -13,7 +13,11 @@
  * iteration (opts.no_widen: loop widening off, as before src/verifier/verifier_widen.c).
  *
  *   bench_verify_time [reps=21] [POLICY.bpf.o...]
+ *   bench_verify_time [reps] --corpus DIR   the loop corpus (issue 24): every program of
+ *     DIR/VARIANT/NAME.bpf.o (build/tests/verifier/loops: one variant per -mcpu and -O
+ *     level), one row each, then a summary per variant (accepted, within 1 ms)
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,8 @@ static int cmp_u64(const void *a, const void *b)
  * (opts.no_widen, what it did before loop widening); prints one table row. Returns the
  * verdict of the last run. */
 static int row(const char *what, const struct nb_program *p, const struct nb_map_def *m,
-	       size_t map_cnt, const struct nb_hook_desc *h, int reps, double budget_ms)
+	       size_t map_cnt, const struct nb_hook_desc *h, int reps, double budget_ms,
+	       double *median_ms)
 {
 	uint64_t *t = calloc((size_t)reps, sizeof(*t)), *tw = calloc((size_t)reps, sizeof(*tw));
 	struct nb_verifier_stats st = { 0 }, stw = { 0 };
@@ -70,7 +75,89 @@ static int row(const char *what, const struct nb_program *p, const struct nb_map
 	       med <= budget_ms ? "yes" : "NO", wv, wmed, med > 0 ? wmed / med : 0.0);
 	free(t);
 	free(tw);
+	if (median_ms)
+		*median_ms = med;
 	return rc;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+/* Sorted entries of dir whose names end in suffix ("" = subdirectories); returns count. */
+static int list_dir(const char *dir, const char *suffix, char names[][128], int max)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	if (!d)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < max) {
+		size_t l = strlen(e->d_name), sl = strlen(suffix);
+		if (e->d_name[0] == '.' || l >= 128 || l <= sl ||
+		    (sl && strcmp(e->d_name + l - sl, suffix)))
+			continue;
+		memcpy(names[n++], e->d_name, l + 1);
+	}
+	closedir(d);
+	qsort(names, (size_t)n, sizeof(names[0]), cmp_name);
+	return n;
+}
+
+/* Loop corpus mode: one row per program of every variant, then per variant how many are
+ * accepted and how many verify within 1 ms (median). Returns non-zero if nothing was read. */
+static int corpus(const char *dir, int reps)
+{
+	static char variants[32][128], objs[64][128];
+	int nv = list_dir(dir, "", variants, 32), total = 0;
+	if (nv <= 0) {
+		fprintf(stderr, "%s: no corpus variants (build the tests first)\n", dir);
+		return 1;
+	}
+	struct { int progs, accepted, fast, fast_accepted; double max_ms; } sum[32] = { { 0 } };
+	for (int v = 0; v < nv; v++) {
+		char vd[1024];
+		snprintf(vd, sizeof(vd), "%.800s/%.100s", dir, variants[v]);
+		int no = list_dir(vd, ".bpf.o", objs, 64);
+		for (int o = 0; o < no; o++) {
+			char path[2048], err[256];
+			snprintf(path, sizeof(path), "%.1000s/%.127s", vd, objs[o]);
+			struct nb_object *obj = NULL;
+			if (loader_open_file(path, &obj, err, sizeof(err))) {
+				fprintf(stderr, "%s: %s\n", path, err);
+				continue;
+			}
+			for (size_t i = 0; i < obj->prog_cnt; i++) {
+				const struct nb_hook_desc *h = hook_for_section(obj->progs[i].section);
+				if (!h)
+					continue;
+				char what[128];
+				snprintf(what, sizeof(what), "%.8s/%.12s: %.26s", variants[v],
+					 objs[o], obj->progs[i].name);
+				char *dot = strstr(what, ".bpf.o");
+				if (dot)
+					memmove(dot, dot + 6, strlen(dot + 6) + 1);
+				double med = 0;
+				int rc = row(what, &obj->progs[i], obj->maps, obj->map_cnt, h, reps, 1.0,
+					     &med);
+				sum[v].progs++;
+				sum[v].accepted += rc == 0;
+				sum[v].fast += med <= 1.0;
+				sum[v].fast_accepted += rc == 0 && med <= 1.0;
+				if (med > sum[v].max_ms)
+					sum[v].max_ms = med;
+				total++;
+			}
+			loader_close(obj);
+		}
+	}
+	printf("\n| variant | programs | accepted | verdict within 1 ms | accepted within 1 ms | "
+	       "slowest median ms |\n|---|---|---|---|---|---|\n");
+	for (int v = 0; v < nv; v++)
+		printf("| %s | %d | %d | %d | %d | %.3f |\n", variants[v], sum[v].progs,
+		       sum[v].accepted, sum[v].fast, sum[v].fast_accepted, sum[v].max_ms);
+	return total == 0;
 }
 
 static void counted_loop(int n, int reps)
@@ -82,7 +169,7 @@ static void counted_loop(int n, int reps)
 	struct nb_program p = { .name = "loop", .insns = prog, .insn_cnt = 7, .main_insn_cnt = 7 };
 	char what[64];
 	snprintf(what, sizeof(what), "counted loop, %d iterations", n);
-	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, n <= 1000 ? 1.0 : 1e9);
+	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, n <= 1000 ? 1.0 : 1e9, NULL);
 }
 
 static void lookup_loop(int n, int reps)
@@ -98,7 +185,7 @@ static void lookup_loop(int n, int reps)
 				.main_insn_cnt = cnt };
 	char what[64];
 	snprintf(what, sizeof(what), "u32 i in a stack slot + lookup, %d iter.", n);
-	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, n <= 1000 ? 1.0 : 1e9);
+	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, n <= 1000 ? 1.0 : 1e9, NULL);
 }
 
 /* the lookup loop as a bpf_loop callback: verified once, whatever n */
@@ -117,7 +204,7 @@ static void bpf_loop_lookup(int n, int reps)
 				.main_insn_cnt = cnt };
 	char what[64];
 	snprintf(what, sizeof(what), "bpf_loop + lookup in the callback, %d iter.", n);
-	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, 1.0);
+	row(what, &p, maps, 1, hook_desc(NB_HOOK_PROFILER), reps, 1.0, NULL);
 }
 
 static void budget_loop(int reps)
@@ -133,7 +220,7 @@ static void budget_loop(int reps)
 	struct nb_program p = { .name = "budget", .insns = prog, .insn_cnt = cnt,
 				.main_insn_cnt = cnt };
 	row("input-bounded loop (budget exhaustion)", &p, maps, 1, hook_desc(NB_HOOK_PROFILER),
-	    reps, 200.0);
+	    reps, 200.0, NULL);
 }
 
 int main(int argc, char **argv)
@@ -145,10 +232,13 @@ int main(int argc, char **argv)
 	}
 	if (reps < 1)
 		reps = 1;
+	bool corpus_mode = argc > first + 1 && !strcmp(argv[first], "--corpus");
 	printf("| program | insns | processed | widened/runs | verdict | max_insns | median ms | "
 	       "max ms | within budget | walking: verdict, processed | walking median ms | "
 	       "walking/widening |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	if (corpus_mode)
+		return corpus(argv[first + 1], reps);
 	for (int a = first; a < argc; a++) {
 		struct nb_object *obj = NULL;
 		char err[256];
@@ -164,7 +254,7 @@ int main(int argc, char **argv)
 			char what[96];
 			snprintf(what, sizeof(what), "%.40s: %.40s", base ? base + 1 : argv[a],
 				 obj->progs[i].name);
-			row(what, &obj->progs[i], obj->maps, obj->map_cnt, h, reps, 1.0);
+			row(what, &obj->progs[i], obj->maps, obj->map_cnt, h, reps, 1.0, NULL);
 		}
 		loader_close(obj);
 	}

@@ -186,7 +186,7 @@ int vcost_finish(struct verifier_env *env, struct vrecord *rec)
 			    smul(n, c->iter) < env->budget - env->stats.insns_processed) {
 				/* widening may overestimate (every iteration its longest path): walk
 				 * the loop instead, it counts each iteration's own path */
-				env->widen_attempt[rec->widen_own->head] = 2;
+				env->widen_attempt[rec->widen_own->head] = VWIDEN_NEVER;
 				env->undo = rec->widen_own;
 				return 1;
 			}

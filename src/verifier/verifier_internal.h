@@ -145,6 +145,9 @@ static inline bool slot_spilled(const struct vslot *s)
 struct vloop;
 struct vwiden;
 #define VWIDEN_DEPTH 4 /* nested widened loops on one path */
+/* widening attempts at a loop head, in order: a guessed bound for the counter, the guess
+ * plus one step (the counter is tested before its step), no guess, no widening */
+enum { VWIDEN_GUESS, VWIDEN_GUESS_STEP, VWIDEN_NO_GUESS, VWIDEN_NEVER };
 
 struct vframe {
 	struct vreg regs[BPF_NREGS];
@@ -262,7 +265,7 @@ struct verifier_env {
 	uint32_t pc;
 	bool failed;
 	/* loop widening (verifier_widen.c) */
-	uint8_t *widen_attempt;  /* per insn: 0 = widen with a guessed bound, 1 = without, 2 = never */
+	uint8_t *widen_attempt;  /* per insn: VWIDEN_GUESS.. VWIDEN_NEVER (verifier_widen.c) */
 	uint32_t *pred_start, *preds; /* predecessors (CSR), built on first widening */
 	uint8_t **body_of;       /* per loop head: its natural loop (arena), once computed */
 	uint8_t *widen_shape_miss; /* per loop head: visits whose state moved more than numbers */

@@ -195,23 +195,29 @@ static int compared_pos(const struct verifier_env *env, uint32_t head, uint32_t 
 	return (int)r;
 }
 
-/* For a candidate at pos stepping in dir from c: the bound the back-edge test keeps it in
- * (inclusive), or false. */
-static bool guess_bound(const struct verifier_env *env, uint32_t head, unsigned pos, int dir,
-			uint64_t c, uint64_t *bound)
+static uint8_t negate_jmp(uint8_t op)
 {
-	const struct vstate *st = &env->cur;
-	if (st->loop_head != head || st->loop_jump >= env->insn_cnt)
-		return false;
-	uint32_t j = st->loop_jump;
-	const struct bpf_insn *in = &env->insns[j];
-	uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
-	if ((cls != BPF_JMP && cls != BPF_JMP32) || BPF_SRC(in->code) != BPF_K || op == BPF_JA ||
-	    compared_pos(env, head, j) != (int)pos)
-		return false;
-	bool j32 = cls == BPF_JMP32;
-	uint64_t k = j32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm;
-	int64_t sk = j32 ? (int64_t)(int32_t)in->imm : (int64_t)in->imm;
+	switch (op) {
+	case BPF_JEQ: return BPF_JNE;
+	case BPF_JNE: return BPF_JEQ;
+	case BPF_JLT: return BPF_JGE;
+	case BPF_JGE: return BPF_JLT;
+	case BPF_JLE: return BPF_JGT;
+	case BPF_JGT: return BPF_JLE;
+	case BPF_JSLT: return BPF_JSGE;
+	case BPF_JSGE: return BPF_JSLT;
+	case BPF_JSLE: return BPF_JSGT;
+	case BPF_JSGT: return BPF_JSLE;
+	default: return 0; /* JSET: no bound */
+	}
+}
+
+/* The bound (inclusive) that "stay in the loop while x OP k" keeps a counter stepping in dir
+ * from c in, or false. */
+static bool stay_bound(uint8_t op, bool j32, int32_t imm, int dir, uint64_t c, uint64_t *bound)
+{
+	uint64_t k = j32 ? (uint32_t)imm : (uint64_t)(int64_t)imm;
+	int64_t sk = j32 ? (int64_t)imm : (int64_t)imm;
 	if (j32 && c > UINT32_MAX)
 		return false;
 	if (dir > 0) {
@@ -266,6 +272,41 @@ static bool guess_bound(const struct verifier_env *env, uint32_t head, unsigned 
 	if (j32 && *bound > UINT32_MAX)
 		return false;
 	return *bound <= c;
+}
+
+/* For a candidate at pos stepping in dir from c: the bound a test keeps it in (inclusive),
+ * or false. The back-edge jump's test when it compares the counter with a constant (taken:
+ * the loop goes on); otherwise a test in the body that leaves the loop on one edge, as in
+ * the rotated loops clang emits (`w6 += 1; if w6 == 1000 goto out` at the head). */
+static bool guess_bound(const struct verifier_env *env, uint32_t head, const uint8_t *body,
+			unsigned pos, int dir, uint64_t c, uint64_t *bound)
+{
+	const struct vstate *st = &env->cur;
+	if (st->loop_head == head && st->loop_jump < env->insn_cnt) {
+		uint32_t j = st->loop_jump;
+		const struct bpf_insn *in = &env->insns[j];
+		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+		if ((cls == BPF_JMP || cls == BPF_JMP32) && BPF_SRC(in->code) == BPF_K &&
+		    op != BPF_JA && compared_pos(env, head, j) == (int)pos &&
+		    stay_bound(op, cls == BPF_JMP32, in->imm, dir, c, bound))
+			return true;
+	}
+	for (uint32_t j = head; j < env->insn_cnt; j++) {
+		const struct bpf_insn *in = &env->insns[j];
+		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+		if (!body[j] || (cls != BPF_JMP && cls != BPF_JMP32) || BPF_SRC(in->code) != BPF_K ||
+		    op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || (env->insn_flags[j] & VF_LDDW2))
+			continue;
+		int64_t taken = (int64_t)j + in->off + 1, fall = (int64_t)j + 1;
+		bool tin = taken >= 0 && taken < (int64_t)env->insn_cnt && body[taken],
+		     fin = fall < (int64_t)env->insn_cnt && body[fall];
+		if (tin == fin || compared_pos(env, head, j) != (int)pos)
+			continue;
+		uint8_t stay = tin ? op : negate_jmp(op);
+		if (stay && stay_bound(stay, cls == BPF_JMP32, in->imm, dir, c, bound))
+			return true;
+	}
+	return false;
 }
 
 /* ---- the widened state ---- */
@@ -347,7 +388,7 @@ static bool same_shape(const struct vframe *c, const struct vframe *p, uint16_t 
 static int fail(struct verifier_env *env, struct vwiden *w, bool contain)
 {
 	uint8_t *a = &env->widen_attempt[w->head];
-	*a = contain && w->guessed && *a == 0 ? 1 : 2;
+	*a = contain && w->guessed && *a < VWIDEN_NO_GUESS ? *a + 1 : VWIDEN_NEVER;
 	verifier_widen_rollback(env, w);
 	return 2;
 }
@@ -438,7 +479,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	for (struct vwiden *w = env->cur.widen; w; w = w->parent, depth++)
 		if (w->head == pc)
 			return arrival(env, w);
-	if (env->widen_off || env->widen_attempt[pc] >= 2 || env->cur.nframes != 1 ||
+	if (env->widen_off || env->widen_attempt[pc] >= VWIDEN_NEVER || env->cur.nframes != 1 ||
 	    env->next_tag + VWIDEN_MAX_CAND > UINT16_MAX || env->widen_shape_miss[pc] > 8 ||
 	    env->inprogress[pc] < WIDEN_AFTER || depth >= VWIDEN_DEPTH)
 		return 0;
@@ -464,7 +505,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		return 0;
 	}
 	struct vwiden w0 = { .head = pc };
-	bool guess = env->widen_attempt[pc] == 0;
+	bool guess = env->widen_attempt[pc] < VWIDEN_NO_GUESS;
 	/* candidates first (their positions and ranges), then apply */
 	struct vscalar nv[VPOS_COUNT];
 	bool change[VPOS_COUNT] = { false };
@@ -492,7 +533,11 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 			unsigned j = w0.ncand++;
 			w0.cand[j].pos = (uint16_t)pos;
 			w0.cand[j].dir = (int8_t)dir;
-			if (guess && guess_bound(env, pc, pos, dir, cv, &b)) {
+			if (guess && guess_bound(env, pc, body, pos, dir, cv, &b)) {
+				uint64_t step = dir > 0 ? cv - pv : pv - cv;
+				if (env->widen_attempt[pc] == VWIDEN_GUESS_STEP)
+					b = dir > 0 ? (b + step < b ? UINT64_MAX : b + step)
+						    : (b < step ? 0 : b - step);
 				sc_unknown(&nv[pos]);
 				nv[pos].umin = dir > 0 ? cv : b;
 				nv[pos].umax = dir > 0 ? b : cv;

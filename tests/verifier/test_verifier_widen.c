@@ -99,6 +99,25 @@ static void test_accepted(void)
 		MOV64_REG(0, 7), EXIT());
 }
 
+/* Rotated loops as clang emits them (issue 24 item 1): the counter's bound is a test that
+ * leaves the loop, not the back-edge jump. clang -O2 -mcpu=v3 for
+ * `for (__u32 i = 0; i < N; i++) { v = lookup(&m, &i); if (v) *v += 1; }`: the step and an
+ * equality exit test at the head, two back-edges (NULL and not NULL). */
+static void test_rotated(void)
+{
+	WIDENED(300, ALU32_IMM(BPF_MOV, 6, 0), JA(2), /* 2 */ ALU32_IMM(BPF_ADD, 6, 1),
+		JMP32_IMM(BPF_JEQ, 6, 10000, 11), STX(BPF_W, 10, 6, -4), MOV64_REG(2, 10),
+		ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, M_ARR), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, -9),
+		LDX(BPF_DW, 1, 0, 0), ALU64_IMM(BPF_ADD, 1, 1), STX(BPF_DW, 0, 1, 0), JA(-13),
+		/* 15 */ MOV64_IMM(0, 0), EXIT());
+	/* an equality exit the counter can step over (by 3 to 10000) never ends: rejected */
+	REJECTED(1000000, NB_VERR_BUDGET, 10, ALU32_IMM(BPF_MOV, 6, 0), JA(2), /* 2 */
+		 ALU32_IMM(BPF_ADD, 6, 3), JMP32_IMM(BPF_JEQ, 6, 10000, 11), STX(BPF_W, 10, 6, -4),
+		 MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, M_ARR), CALL(1),
+		 JMP_IMM(BPF_JEQ, 0, 0, -9), LDX(BPF_DW, 1, 0, 0), ALU64_IMM(BPF_ADD, 1, 1),
+		 STX(BPF_DW, 0, 1, 0), JA(-13), /* 15 */ MOV64_IMM(0, 0), EXIT());
+}
+
 static void test_rejected(void)
 {
 	/* v[i] for i < 17: the last iteration reads past the 128-byte value */
@@ -170,5 +189,6 @@ int main(void)
 {
 	test_accepted();
 	test_rejected();
+	test_rotated();
 	TEST_DONE();
 }
