@@ -133,11 +133,9 @@ static int corpus(const char *dir, int reps)
 				if (!h)
 					continue;
 				char what[128];
-				snprintf(what, sizeof(what), "%.8s/%.12s: %.26s", variants[v],
+				snprintf(what, sizeof(what), "%.8s/%.*s: %.26s", variants[v],
+					 (int)(strlen(objs[o]) - 6 < 12 ? strlen(objs[o]) - 6 : 12),
 					 objs[o], obj->progs[i].name);
-				char *dot = strstr(what, ".bpf.o");
-				if (dot)
-					memmove(dot, dot + 6, strlen(dot + 6) + 1);
 				double med = 0;
 				int rc = row(what, &obj->progs[i], obj->maps, obj->map_cnt, h, reps, 1.0,
 					     &med);
