@@ -2,7 +2,7 @@
 # A newcomer's first hour, recorded: runs what README.md and docs/quickstart.md tell a new
 # user to run, in order, from the root of a fresh clone, and prints a Markdown transcript
 # (each command, its output, its exit status, how long it took), e.g. into
-# docs/newcomer-transcript.md (not recorded yet):
+# docs/newcomer-transcript.md (recorded at 0ecb651, 2026-11-29):
 #
 #   d=$(mktemp -d) && git clone REPO "$d" && cd "$d" && scripts/newcomer-transcript.sh > t.md
 #
