@@ -88,9 +88,10 @@ run() { # run after|before
 	if [ "$SCEN" = before ]; then
 		wait_until 60 grep -q "requested by another rank: not staged" "$DIR/err.3"
 		# X at the same step of W on every rank, ahead of the furthest one: the ranks (the
-		# children of the `timeout`s) are stopped while the step is chosen (each prints "step S" every 50 steps, so none is
-		# more than 49 past its last line) - an explicit synchronization: a slow script can
-		# no longer pick a step some rank has already passed ("nothing tested")
+		# children of the `timeout`s) are stopped while the step is chosen (each prints
+		# "step S" every 50 steps, so none is more than 49 past its last line) - an explicit
+		# synchronization: a slow script can no longer pick a step some rank has passed
+		# ("nothing tested"); a script killed meanwhile leaves them to timeout's SIGKILL
 		local at=0 s
 		for r in 0 1 2 3; do pkill -STOP -P "${pids[$r]}" 2>/dev/null; done
 		for r in 0 1 2 3; do
