@@ -90,5 +90,8 @@ void cli_json_finish(struct cli_json *j);
 /* Colour for stream f: it is a terminal, NO_COLOR is unset (or empty) and TERM is not
  * "dumb". */
 bool cli_use_color(FILE *f);
+/* The directory of the running executable (where build/ keeps libncclbpf.so and
+ * policies/), "." when /proc/self/exe cannot be read. */
+void cli_exe_dir(char *buf, size_t len);
 
 #endif

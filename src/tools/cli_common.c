@@ -241,3 +241,16 @@ bool cli_use_color(FILE *f)
 		return false;
 	return isatty(fileno(f));
 }
+
+void cli_exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0) {
+		snprintf(buf, len, ".");
+		return;
+	}
+	buf[n] = '\0';
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+}

@@ -344,19 +344,6 @@ static void run_one(const struct bench_cfg *cfg, const struct bench_policy *poli
 	}
 }
 
-static void exe_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	if (n <= 0) {
-		snprintf(buf, len, ".");
-		return;
-	}
-	buf[n] = '\0';
-	char *slash = strrchr(buf, '/');
-	if (slash)
-		*slash = '\0';
-}
-
 static void cpu_model(char *buf, size_t len)
 {
 	snprintf(buf, len, "unknown CPU");
@@ -417,7 +404,7 @@ static const char bench_help[] =
 static int cmd_bench(int argc, char **argv)
 {
 	char dir[1024], lib[1100], pdir[1100];
-	exe_dir(dir, sizeof(dir));
+	cli_exe_dir(dir, sizeof(dir));
 	snprintf(lib, sizeof(lib), "%s/libncclbpf.so", dir);
 	snprintf(pdir, sizeof(pdir), "%s/policies", dir);
 	struct bench_cfg cfg = { .lib = lib, .policy_dir = pdir, .calls = 1000000, .rounds = 5 };

@@ -182,19 +182,6 @@ static int precheck(const char *entry)
 	return 0;
 }
 
-static void exe_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	if (n <= 0) {
-		snprintf(buf, len, ".");
-		return;
-	}
-	buf[n] = '\0';
-	char *slash = strrchr(buf, '/');
-	if (slash)
-		*slash = '\0';
-}
-
 /* The reasons whose counters moved during one call, "; "-separated. */
 static void issue_delta(const uint64_t *before, const uint64_t *after, const char *const *names,
 			int n, char *out, size_t len)
@@ -355,7 +342,7 @@ static int cmd_run(int argc, char **argv)
 	struct run_opts o = {.release = 230, .ranks = 8, .nodes = 1, .topo = -1,
 			     .colls = 1u << NCCLBPF_COLL_ALLREDUCE};
 	char dir[1024], lib[1100];
-	exe_dir(dir, sizeof(dir));
+	cli_exe_dir(dir, sizeof(dir));
 	snprintf(lib, sizeof(lib), "%s/libncclbpf.so", dir);
 	o.lib = lib;
 	parse_bytes("1K-1G:4", &o);

@@ -187,19 +187,6 @@ NCCLBPF_CLI_COMMAND(help, .name = "help", .run = cmd_help, .synopsis = "[CMD | -
 
 /* ---- version ---- */
 
-static void exe_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	if (n <= 0) {
-		snprintf(buf, len, ".");
-		return;
-	}
-	buf[n] = '\0';
-	char *slash = strrchr(buf, '/');
-	if (slash)
-		*slash = '\0';
-}
-
 /* The plugin ABI versions a library actually exports (dlsym), so this never drifts from
  * the build: the symbol names NCCL looks up, per plugin type. */
 static const struct {
@@ -232,7 +219,7 @@ static int cmd_version(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s", lib);
 	} else {
 		char dir[1024];
-		exe_dir(dir, sizeof(dir));
+		cli_exe_dir(dir, sizeof(dir));
 		snprintf(path, sizeof(path), "%s/libncclbpf.so", dir);
 	}
 	void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
