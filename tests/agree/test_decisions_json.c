@@ -55,22 +55,10 @@ static struct jm *parse(void)
 	return v;
 }
 
-static const char *jstr(const struct jm *o, const char *k)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_STR ? v->str : NULL;
-}
-
 static bool jstr_is(const struct jm *o, const char *k, const char *want)
 {
-	const char *s = jstr(o, k);
+	const char *s = jm_str(o, k);
 	return s && !strcmp(s, want);
-}
-
-static double jnum(const struct jm *o, const char *k)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_NUM ? v->num : -1;
 }
 
 static int jbool(const struct jm *o, const char *k)
@@ -83,12 +71,6 @@ static bool jnull(const struct jm *o, const char *k)
 {
 	const struct jm *v = o ? jm_get(o, k) : NULL;
 	return v && v->type == JM_NULL;
-}
-
-static const struct jm *jidx(const struct jm *o, const char *k, size_t i)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_ARR && i < v->n ? v->items[i] : NULL;
 }
 
 #define D(comm, rank, seq, algo, ch)                                                          \
@@ -111,16 +93,16 @@ int main(void)
 	struct jm *j = parse();
 	CHECK(j != NULL);
 	CHECK(jstr_is(j, "schema", "ncclbpf.decisions/1"));
-	CHECK(jnum(j, "files") == 2 && jnum(j, "decisions") == 5 && jnum(j, "dropped") == 5);
-	CHECK(jnum(j, "lost") == 0 && jbool(j, "complete") == 0);
+	CHECK(jm_num(j, "files") == 2 && jm_num(j, "decisions") == 5 && jm_num(j, "dropped") == 5);
+	CHECK(jm_num(j, "lost") == 0 && jbool(j, "complete") == 0);
 	CHECK(jbool(j, "consistent") == 0 && jnull(j, "divergence"));
-	const struct jm *c0 = jidx(j, "communicators", 0);
-	CHECK(c0 && !jidx(j, "communicators", 1));
+	const struct jm *c0 = jm_elem(j, "communicators", 0);
+	CHECK(c0 && !jm_elem(j, "communicators", 1));
 	CHECK(jstr_is(c0, "comm", "0x1f"));
-	CHECK(jnum(c0, "ranks") == 2 && jnum(c0, "min_rank") == 0 && jnum(c0, "max_rank") == 1);
-	CHECK(jnum(c0, "collectives") == 3 && jnum(c0, "logged_by_all") == 2 &&
-	      jnum(c0, "logged_by_fewer") == 1);
-	CHECK(jnum(c0, "changed") == 3); /* seq 2: proto Simple is a change too */
+	CHECK(jm_num(c0, "ranks") == 2 && jm_num(c0, "min_rank") == 0 && jm_num(c0, "max_rank") == 1);
+	CHECK(jm_num(c0, "collectives") == 3 && jm_num(c0, "logged_by_all") == 2 &&
+	      jm_num(c0, "logged_by_fewer") == 1);
+	CHECK(jm_num(c0, "changed") == 3); /* seq 2: proto Simple is a change too */
 	CHECK(jbool(c0, "consistent") == 1);
 	jm_free(j);
 	/* -q does not silence the document */
@@ -142,7 +124,7 @@ int main(void)
 	CHECK(!strstr(out, "consistent"));
 	CHECK(run("./ncclbpf decisions --json %s", dir) == 4);
 	j = parse();
-	CHECK(jnum(j, "lost") == 7 && jnum(j, "dropped") == 0 && jbool(j, "complete") == 0 &&
+	CHECK(jm_num(j, "lost") == 7 && jm_num(j, "dropped") == 0 && jbool(j, "complete") == 0 &&
 	      jbool(j, "consistent") == 0);
 	jm_free(j);
 	/* complete: exit 0, consistent */
@@ -185,21 +167,21 @@ int main(void)
 	j = parse();
 	CHECK(j != NULL);
 	CHECK(jstr_is(j, "schema", "ncclbpf.decisions/1"));
-	CHECK(jnum(j, "files") == 4 && jnum(j, "decisions") == 9);
+	CHECK(jm_num(j, "files") == 4 && jm_num(j, "decisions") == 9);
 	CHECK(jbool(j, "consistent") == 0);
-	const struct jm *c1 = jidx(j, "communicators", 1);
-	CHECK(jbool(jidx(j, "communicators", 0), "consistent") == 1);
+	const struct jm *c1 = jm_elem(j, "communicators", 1);
+	CHECK(jbool(jm_elem(j, "communicators", 0), "consistent") == 1);
 	CHECK(jstr_is(c1, "comm", "0x2a") && jbool(c1, "consistent") == 0);
-	CHECK(jnum(c1, "collectives") == 2 && jnum(c1, "ranks") == 2);
+	CHECK(jm_num(c1, "collectives") == 2 && jm_num(c1, "ranks") == 2);
 	const struct jm *dv = j ? jm_get(j, "divergence") : NULL;
 	CHECK(dv && dv->type == JM_OBJ);
-	CHECK(jstr_is(dv, "comm", "0x2a") && jnum(dv, "seq") == 5);
-	const struct jm *r0 = jidx(dv, "decisions", 0), *r1 = jidx(dv, "decisions", 1);
-	CHECK(r0 && r1 && !jidx(dv, "decisions", 2));
-	CHECK(jnum(r0, "rank") == 0 && jnum(r0, "channels") == 2);
-	CHECK(jnum(r1, "rank") == 1 && jnum(r1, "channels") == 8);
-	CHECK(jstr(r1, "file") && strstr(jstr(r1, "file"), "decisions-d.jsonl"));
-	CHECK(jstr_is(r0, "coll", "AllReduce") && jnum(r0, "bytes") == 4096);
+	CHECK(jstr_is(dv, "comm", "0x2a") && jm_num(dv, "seq") == 5);
+	const struct jm *r0 = jm_elem(dv, "decisions", 0), *r1 = jm_elem(dv, "decisions", 1);
+	CHECK(r0 && r1 && !jm_elem(dv, "decisions", 2));
+	CHECK(jm_num(r0, "rank") == 0 && jm_num(r0, "channels") == 2);
+	CHECK(jm_num(r1, "rank") == 1 && jm_num(r1, "channels") == 8);
+	CHECK(jm_str(r1, "file") && strstr(jm_str(r1, "file"), "decisions-d.jsonl"));
+	CHECK(jstr_is(r0, "coll", "AllReduce") && jm_num(r0, "bytes") == 4096);
 	CHECK(jstr_is(r0, "algo", "Ring") && jstr_is(r0, "proto", "Simple"));
 	jm_free(j);
 	/* the text report names the same first divergence */
@@ -212,7 +194,7 @@ int main(void)
 	CHECK(run("./ncclbpf decisions --json %s", dir) == 3);
 	j = parse();
 	dv = j ? jm_get(j, "divergence") : NULL;
-	CHECK(jnull(jidx(dv, "decisions", 1), "algo"));
+	CHECK(jnull(jm_elem(dv, "decisions", 1), "algo"));
 	jm_free(j);
 
 	/* malformed: exit 1, nothing on stdout; usage: 2; empty log: a consistent document */

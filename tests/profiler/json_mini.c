@@ -263,6 +263,23 @@ const struct jm *jm_at(const struct jm *a, size_t i)
 	return a && a->type == JM_ARR && i < a->n ? a->items[i] : NULL;
 }
 
+const char *jm_str(const struct jm *o, const char *k)
+{
+	const struct jm *v = o ? jm_get(o, k) : NULL;
+	return v && v->type == JM_STR ? v->str : NULL;
+}
+
+double jm_num(const struct jm *o, const char *k)
+{
+	const struct jm *v = o ? jm_get(o, k) : NULL;
+	return v && v->type == JM_NUM ? v->num : -1;
+}
+
+const struct jm *jm_elem(const struct jm *o, const char *k, size_t i)
+{
+	return jm_at(o ? jm_get(o, k) : NULL, i);
+}
+
 const struct jm *jm_path(const struct jm *v, const char *path)
 {
 	char buf[256];

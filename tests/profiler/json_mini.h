@@ -24,6 +24,11 @@ void jm_free(struct jm *v);
 const struct jm *jm_get(const struct jm *obj, const char *key);
 const struct jm *jm_at(const struct jm *arr, size_t i);
 /* Path lookup "a.b.0.c" (numbers index arrays); NULL if any step is absent. */
+/* Member k of object o (o may be NULL): its string, NULL if absent or not a string; its
+ * number, -1 if absent or not a number; element i of its array, NULL if out of range. */
+const char *jm_str(const struct jm *o, const char *k);
+double jm_num(const struct jm *o, const char *k);
+const struct jm *jm_elem(const struct jm *o, const char *k, size_t i);
 const struct jm *jm_path(const struct jm *v, const char *path);
 
 #endif

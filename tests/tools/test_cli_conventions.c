@@ -52,24 +52,6 @@ static struct jm *parse_json(const char *text)
 	return v;
 }
 
-static const char *jstr(const struct jm *o, const char *k)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_STR ? v->str : NULL;
-}
-
-static double jnum(const struct jm *o, const char *k)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_NUM ? v->num : -1;
-}
-
-static const struct jm *jarr(const struct jm *o, const char *k, size_t i)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_ARR && i < v->n ? v->items[i] : NULL;
-}
-
 static bool jtype(const struct jm *o, const char *k, enum jm_type t)
 {
 	const struct jm *v = o ? jm_get(o, k) : NULL;
@@ -115,19 +97,19 @@ static void test_version(void)
 	CHECK(run("./ncclbpf version --json") == 0);
 	struct jm *j = parse_json(out);
 	CHECK(j != NULL);
-	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.version/1"));
-	CHECK(jstr(j, "version") && jstr(j, "commit") && jstr(j, "build_type"));
+	CHECK(jm_str(j, "schema") && !strcmp(jm_str(j, "schema"), "ncclbpf.version/1"));
+	CHECK(jm_str(j, "version") && jm_str(j, "commit") && jm_str(j, "build_type"));
 	CHECK(jtype(j, "jit", JM_BOOL));
-	CHECK(jstr(j, "library") != NULL);
+	CHECK(jm_str(j, "library") != NULL);
 	const struct jm *abi = j ? jm_get(j, "abi") : NULL;
 	CHECK(abi && abi->type == JM_OBJ);
 	/* the library exports tuner v3..v6 and profiler v1..v6 today; versions come from
 	 * dlsym, so check for the ones NCCL 2.27-2.30 bind */
 	bool v5 = false, p4 = false;
-	for (size_t i = 0; abi && jarr(abi, "tuner", i); i++)
-		v5 |= jarr(abi, "tuner", i)->num == 5;
-	for (size_t i = 0; abi && jarr(abi, "profiler", i); i++)
-		p4 |= jarr(abi, "profiler", i)->num == 4;
+	for (size_t i = 0; abi && jm_elem(abi, "tuner", i); i++)
+		v5 |= jm_elem(abi, "tuner", i)->num == 5;
+	for (size_t i = 0; abi && jm_elem(abi, "profiler", i); i++)
+		p4 |= jm_elem(abi, "profiler", i)->num == 4;
 	CHECK(v5 && p4);
 	CHECK(abi && jtype(abi, "net", JM_ARR) && jtype(abi, "env", JM_ARR));
 	jm_free(j);
@@ -287,44 +269,44 @@ static void test_verify(void)
 		  "policies/unsafe/null_spill.bpf.o nosuch.o tests/progs/cli_no_programs.bpf.o") == 1);
 	struct jm *j = parse_json(out);
 	CHECK(j != NULL);
-	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.verify/1"));
+	CHECK(jm_str(j, "schema") && !strcmp(jm_str(j, "schema"), "ncclbpf.verify/1"));
 	CHECK(jtype(j, "ok", JM_BOOL) && !jm_get(j, "ok")->b);
-	const struct jm *o0 = jarr(j, "objects", 0), *o1 = jarr(j, "objects", 1),
-			*o2 = jarr(j, "objects", 2), *o3 = jarr(j, "objects", 3);
-	CHECK(o0 && o1 && o2 && o3 && !jarr(j, "objects", 4));
-	const struct jm *p0 = jarr(o0, "programs", 0);
-	CHECK(jstr(o0, "file") && strstr(jstr(o0, "file"), "noop.bpf.o"));
+	const struct jm *o0 = jm_elem(j, "objects", 0), *o1 = jm_elem(j, "objects", 1),
+			*o2 = jm_elem(j, "objects", 2), *o3 = jm_elem(j, "objects", 3);
+	CHECK(o0 && o1 && o2 && o3 && !jm_elem(j, "objects", 4));
+	const struct jm *p0 = jm_elem(o0, "programs", 0);
+	CHECK(jm_str(o0, "file") && strstr(jm_str(o0, "file"), "noop.bpf.o"));
 	CHECK(jtype(o0, "error", JM_NULL));
-	CHECK(jstr(p0, "name") && !strcmp(jstr(p0, "name"), "noop"));
-	CHECK(jstr(p0, "verdict") && !strcmp(jstr(p0, "verdict"), "accepted"));
-	CHECK(jstr(p0, "hook") && !strcmp(jstr(p0, "hook"), "tuner"));
-	CHECK(jstr(p0, "section_hook") && !strcmp(jstr(p0, "section_hook"), "tuner"));
-	CHECK(jarr(p0, "diagnostics", 0) == NULL && jtype(p0, "diagnostics", JM_ARR));
+	CHECK(jm_str(p0, "name") && !strcmp(jm_str(p0, "name"), "noop"));
+	CHECK(jm_str(p0, "verdict") && !strcmp(jm_str(p0, "verdict"), "accepted"));
+	CHECK(jm_str(p0, "hook") && !strcmp(jm_str(p0, "hook"), "tuner"));
+	CHECK(jm_str(p0, "section_hook") && !strcmp(jm_str(p0, "section_hook"), "tuner"));
+	CHECK(jm_elem(p0, "diagnostics", 0) == NULL && jtype(p0, "diagnostics", JM_ARR));
 	const struct jm *st = p0 ? jm_get(p0, "stats") : NULL;
-	CHECK(st && st->type == JM_OBJ && jnum(st, "processed") > 0 && jnum(st, "insns") > 0 &&
-	      jnum(st, "time_ms") >= 0);
-	const struct jm *p1 = jarr(o1, "programs", 0);
-	CHECK(jstr(p1, "verdict") && !strcmp(jstr(p1, "verdict"), "rejected"));
-	const struct jm *d = jarr(p1, "diagnostics", 0);
+	CHECK(st && st->type == JM_OBJ && jm_num(st, "processed") > 0 && jm_num(st, "insns") > 0 &&
+	      jm_num(st, "time_ms") >= 0);
+	const struct jm *p1 = jm_elem(o1, "programs", 0);
+	CHECK(jm_str(p1, "verdict") && !strcmp(jm_str(p1, "verdict"), "rejected"));
+	const struct jm *d = jm_elem(p1, "diagnostics", 0);
 	CHECK(d != NULL);
-	CHECK(jstr(d, "file") && strstr(jstr(d, "file"), "null_spill.bpf.c"));
-	CHECK(jnum(d, "line") == 19);
+	CHECK(jm_str(d, "file") && strstr(jm_str(d, "file"), "null_spill.bpf.c"));
+	CHECK(jm_num(d, "line") == 19);
 	CHECK(jtype(d, "column", JM_NUM));
-	CHECK(jstr(d, "code") && !strcmp(jstr(d, "code"), "E-NULL-DEREF"));
-	CHECK(jnum(d, "insn") == 9);
-	CHECK(jstr(d, "instruction") && !strcmp(jstr(d, "instruction"), "r0 = *(u64 *)(r1 + 0)"));
-	CHECK(jstr(d, "message") && strstr(jstr(d, "message"), "may be NULL"));
-	CHECK(jstr(d, "severity") && !strcmp(jstr(d, "severity"), "error"));
-	CHECK(jstr(d, "source") && strstr(jstr(d, "source"), "r0 = *(u64 *)(r1 + 0);"));
-	CHECK(jstr(o2, "error") && strstr(jstr(o2, "error"), "No such file"));
+	CHECK(jm_str(d, "code") && !strcmp(jm_str(d, "code"), "E-NULL-DEREF"));
+	CHECK(jm_num(d, "insn") == 9);
+	CHECK(jm_str(d, "instruction") && !strcmp(jm_str(d, "instruction"), "r0 = *(u64 *)(r1 + 0)"));
+	CHECK(jm_str(d, "message") && strstr(jm_str(d, "message"), "may be NULL"));
+	CHECK(jm_str(d, "severity") && !strcmp(jm_str(d, "severity"), "error"));
+	CHECK(jm_str(d, "source") && strstr(jm_str(d, "source"), "r0 = *(u64 *)(r1 + 0);"));
+	CHECK(jm_str(o2, "error") && strstr(jm_str(o2, "error"), "No such file"));
 	CHECK(jtype(o2, "programs", JM_ARR));
-	CHECK(jstr(o3, "error") && strstr(jstr(o3, "error"), "no programs"));
+	CHECK(jm_str(o3, "error") && strstr(jm_str(o3, "error"), "no programs"));
 	jm_free(j);
 	run("./ncclbpf verify --json --type profiler policies/noop.bpf.o");
 	j = parse_json(out);
-	const struct jm *pn = jarr(jarr(j, "objects", 0), "programs", 0);
-	CHECK(jstr(pn, "note") && strstr(jstr(pn, "note"), "section 'tuner'"));
-	CHECK(jstr(pn, "hook") && !strcmp(jstr(pn, "hook"), "profiler"));
+	const struct jm *pn = jm_elem(jm_elem(j, "objects", 0), "programs", 0);
+	CHECK(jm_str(pn, "note") && strstr(jm_str(pn, "note"), "section 'tuner'"));
+	CHECK(jm_str(pn, "hook") && !strcmp(jm_str(pn, "hook"), "profiler"));
 	jm_free(j);
 	CHECK(run("./ncclbpf verify --json policies/noop.bpf.o") == 0);
 	j = parse_json(out);
@@ -336,19 +318,19 @@ static void test_info_and_kernel_objects(void)
 {
 	CHECK(run("./ncclbpf info --json tests/progs/runtime_maps.bpf.o") == 0);
 	struct jm *j = parse_json(out);
-	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.info/1"));
+	CHECK(jm_str(j, "schema") && !strcmp(jm_str(j, "schema"), "ncclbpf.info/1"));
 	CHECK(jtype(j, "btf", JM_BOOL) && jm_get(j, "btf")->b);
-	CHECK(jstr(j, "license") != NULL);
-	const struct jm *p = jarr(j, "programs", 0);
-	CHECK(jstr(p, "name") && !strcmp(jstr(p, "name"), "pick"));
-	CHECK(jstr(p, "hook") && !strcmp(jstr(p, "hook"), "tuner"));
-	CHECK(jnum(p, "insns") > 0 && jarr(p, "functions", 0));
-	const struct jm *m = jarr(j, "maps", 0);
-	CHECK(jstr(m, "name") && !strcmp(jstr(m, "name"), "calls"));
-	CHECK(jstr(m, "type") && !strcmp(jstr(m, "type"), "hash"));
-	CHECK(jnum(m, "type_id") == 1 && jnum(m, "key_size") == 8 && jnum(m, "max_entries") == 64);
+	CHECK(jm_str(j, "license") != NULL);
+	const struct jm *p = jm_elem(j, "programs", 0);
+	CHECK(jm_str(p, "name") && !strcmp(jm_str(p, "name"), "pick"));
+	CHECK(jm_str(p, "hook") && !strcmp(jm_str(p, "hook"), "tuner"));
+	CHECK(jm_num(p, "insns") > 0 && jm_elem(p, "functions", 0));
+	const struct jm *m = jm_elem(j, "maps", 0);
+	CHECK(jm_str(m, "name") && !strcmp(jm_str(m, "name"), "calls"));
+	CHECK(jm_str(m, "type") && !strcmp(jm_str(m, "type"), "hash"));
+	CHECK(jm_num(m, "type_id") == 1 && jm_num(m, "key_size") == 8 && jm_num(m, "max_entries") == 64);
 	CHECK(jtype(m, "supported", JM_BOOL) && jm_get(m, "supported")->b);
-	CHECK(jstr(m, "origin") && !strcmp(jstr(m, "origin"), "btf"));
+	CHECK(jm_str(m, "origin") && !strcmp(jm_str(m, "origin"), "btf"));
 	jm_free(j);
 
 	/* kernel-only map types, numa_node / map_extra, long names, LD_ABS/LD_IND:
@@ -360,15 +342,15 @@ static void test_info_and_kernel_objects(void)
 	CHECK(strstr(out, "map 'events': map 'events'") == NULL);
 	CHECK(run("./ncclbpf info --json tests/progs/cli_kernel_object.bpf.o") == 0);
 	j = parse_json(out);
-	const struct jm *ev = jarr(j, "maps", 0), *seen = jarr(j, "maps", 2),
-			*numa = jarr(j, "maps", 3);
-	CHECK(jstr(ev, "type") && !strcmp(jstr(ev, "type"), "perf_event_array"));
+	const struct jm *ev = jm_elem(j, "maps", 0), *seen = jm_elem(j, "maps", 2),
+			*numa = jm_elem(j, "maps", 3);
+	CHECK(jm_str(ev, "type") && !strcmp(jm_str(ev, "type"), "perf_event_array"));
 	CHECK(jtype(ev, "supported", JM_BOOL) && !jm_get(ev, "supported")->b);
-	CHECK(jnum(seen, "map_extra") == 3);
-	CHECK(jnum(numa, "numa_node") == 1);
-	CHECK(jstr(numa, "name") && strlen(jstr(numa, "name")) > 64);
-	p = jarr(j, "programs", 0);
-	CHECK(jstr(p, "name") && strlen(jstr(p, "name")) > 256);
+	CHECK(jm_num(seen, "map_extra") == 3);
+	CHECK(jm_num(numa, "numa_node") == 1);
+	CHECK(jm_str(numa, "name") && strlen(jm_str(numa, "name")) > 64);
+	p = jm_elem(j, "programs", 0);
+	CHECK(jm_str(p, "name") && strlen(jm_str(p, "name")) > 256);
 	CHECK(jtype(p, "hook", JM_NULL));
 	jm_free(j);
 	CHECK(run("./ncclbpf disasm tests/progs/cli_kernel_object.bpf.o") == 0);
@@ -382,10 +364,10 @@ static void test_info_and_kernel_objects(void)
 	CHECK_STR_CONTAINS(out, "LINUX_KERNEL_VERSION     variable");
 	CHECK(run("./ncclbpf info --json tests/progs/cli_kernel_object.bpf.o") == 0);
 	j = parse_json(out);
-	const struct jm *x0 = jarr(j, "externs", 0), *x1 = jarr(j, "externs", 1);
-	CHECK(jstr(x0, "name") && jstr(x1, "name") && jstr(x0, "kind") && jstr(x1, "kind"));
-	CHECK(x0 && x1 && !strcmp(jstr(x0, "kind"), "function") &&
-	      !strcmp(jstr(x1, "kind"), "variable"));
+	const struct jm *x0 = jm_elem(j, "externs", 0), *x1 = jm_elem(j, "externs", 1);
+	CHECK(jm_str(x0, "name") && jm_str(x1, "name") && jm_str(x0, "kind") && jm_str(x1, "kind"));
+	CHECK(x0 && x1 && !strcmp(jm_str(x0, "kind"), "function") &&
+	      !strcmp(jm_str(x1, "kind"), "variable"));
 	jm_free(j);
 	CHECK(run("./ncclbpf disasm tests/progs/cli_kernel_object.bpf.o") == 0);
 	CHECK_STR_CONTAINS(out, "call -1");
@@ -423,11 +405,11 @@ static void test_bench_json(void)
 	CHECK(run("NCCL_DEBUG=WARN ./ncclbpf bench --json --calls 1000 --rounds 1 --batch 8 "
 		  "--policies noop") == 0);
 	struct jm *j = parse_json(out);
-	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.bench/1"));
-	CHECK(jstr(j, "unit") && !strcmp(jstr(j, "unit"), "ns"));
-	CHECK(jnum(j, "calls") == 1000 && jnum(j, "rounds") == 1 && jnum(j, "batch") == 8);
-	const struct jm *r = jarr(j, "results", 0);
-	CHECK(jstr(r, "policy") && !strcmp(jstr(r, "policy"), "noop"));
+	CHECK(jm_str(j, "schema") && !strcmp(jm_str(j, "schema"), "ncclbpf.bench/1"));
+	CHECK(jm_str(j, "unit") && !strcmp(jm_str(j, "unit"), "ns"));
+	CHECK(jm_num(j, "calls") == 1000 && jm_num(j, "rounds") == 1 && jm_num(j, "batch") == 8);
+	const struct jm *r = jm_elem(j, "results", 0);
+	CHECK(jm_str(r, "policy") && !strcmp(jm_str(r, "policy"), "noop"));
 	const char *modes[] = { "native", "interpreter", "jit" };
 	for (int m = 0; m < 3; m++) {
 		const struct jm *x = r ? jm_get(r, modes[m]) : NULL;
@@ -490,12 +472,12 @@ static void test_tune_rules_config(void)
 	CHECK(run("./ncclbpf tune --json --min-samples=6 cli_tune.csv 2>/dev/null") == 0);
 	struct jm *j = parse_json(out);
 	CHECK(j != NULL);
-	CHECK(jstr(j, "schema") && !strcmp(jstr(j, "schema"), "ncclbpf.tune/1"));
-	const struct jm *r0 = jarr(j, "ranges", 0);
-	CHECK(r0 && !jarr(j, "ranges", 1));
-	CHECK(jstr(r0, "coll") && !strcmp(jstr(r0, "coll"), "AllReduce"));
-	CHECK(jnum(r0, "nranks") == 2 && jnum(r0, "min_bytes") == 4096);
-	CHECK(jstr(r0, "algo") && !strcmp(jstr(r0, "algo"), "Tree"));
+	CHECK(jm_str(j, "schema") && !strcmp(jm_str(j, "schema"), "ncclbpf.tune/1"));
+	const struct jm *r0 = jm_elem(j, "ranges", 0);
+	CHECK(r0 && !jm_elem(j, "ranges", 1));
+	CHECK(jm_str(r0, "coll") && !strcmp(jm_str(r0, "coll"), "AllReduce"));
+	CHECK(jm_num(r0, "nranks") == 2 && jm_num(r0, "min_bytes") == 4096);
+	CHECK(jm_str(r0, "algo") && !strcmp(jm_str(r0, "algo"), "Tree"));
 	const struct jm *g = r0 ? jm_get(r0, "gates") : NULL;
 	CHECK(g && g->type == JM_OBJ && jtype(g, "passed", JM_BOOL) && jm_get(g, "passed")->b);
 	jm_free(j);

@@ -38,28 +38,10 @@ static size_t count_substr(const char *s, const char *needle)
 	return n;
 }
 
-static const char *jstr(const struct jm *o, const char *k)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_STR ? v->str : NULL;
-}
-
 static bool jis(const struct jm *o, const char *k, const char *want)
 {
-	const char *v = jstr(o, k);
+	const char *v = jm_str(o, k);
 	return v && !strcmp(v, want);
-}
-
-static double jnum(const struct jm *o, const char *k)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_NUM ? v->num : -1;
-}
-
-static const struct jm *jat(const struct jm *o, const char *k, size_t i)
-{
-	const struct jm *v = o ? jm_get(o, k) : NULL;
-	return v && v->type == JM_ARR && i < v->n ? v->items[i] : NULL;
 }
 
 static void test_run(void)
@@ -90,17 +72,17 @@ static void test_run(void)
 	struct jm *j = jm_parse(out, err, sizeof(err));
 	CHECK(j != NULL);
 	CHECK(jis(j, "schema", "ncclbpf.run/1") && jis(j, "nccl", "2.29") && jis(j, "topo", "nvlink-node"));
-	CHECK(jnum(j, "tuner_abi") == 5 && jnum(j, "ranks") == 8 && jnum(j, "nodes") == 1);
-	CHECK(jat(j, "attached", 0) && jat(j, "objects", 0));
-	CHECK(jat(j, "results", 24) && !jat(j, "results", 25)); /* 5 collectives x 5 sizes */
-	const struct jm *r0 = jat(j, "results", 0), *r24 = jat(j, "results", 24);
-	CHECK(jis(r0, "coll", "AllReduce") && jnum(r0, "bytes") == 1024 && jis(r0, "algo", "NVLS") &&
-	      jis(r0, "source", "policy") && jnum(r0, "channels") == 4);
+	CHECK(jm_num(j, "tuner_abi") == 5 && jm_num(j, "ranks") == 8 && jm_num(j, "nodes") == 1);
+	CHECK(jm_elem(j, "attached", 0) && jm_elem(j, "objects", 0));
+	CHECK(jm_elem(j, "results", 24) && !jm_elem(j, "results", 25)); /* 5 collectives x 5 sizes */
+	const struct jm *r0 = jm_elem(j, "results", 0), *r24 = jm_elem(j, "results", 24);
+	CHECK(jis(r0, "coll", "AllReduce") && jm_num(r0, "bytes") == 1024 && jis(r0, "algo", "NVLS") &&
+	      jis(r0, "source", "policy") && jm_num(r0, "channels") == 4);
 	CHECK(r0 && jm_get(r0, "issue") && jm_get(r0, "issue")->type == JM_NULL);
 	const struct jm *d0 = r0 ? jm_get(r0, "default") : NULL;
-	CHECK(jis(d0, "algo", "Tree") && jnum(d0, "channels") == 32);
-	CHECK(jis(r24, "coll", "Broadcast") && jnum(r24, "bytes") == 16384 && jis(r24, "source", "nccl"));
-	CHECK(jstr(r24, "issue") && strstr(jstr(r24, "issue"), "unavailable"));
+	CHECK(jis(d0, "algo", "Tree") && jm_num(d0, "channels") == 32);
+	CHECK(jis(r24, "coll", "Broadcast") && jm_num(r24, "bytes") == 16384 && jis(r24, "source", "nccl"));
+	CHECK(jm_str(r24, "issue") && strstr(jm_str(r24, "issue"), "unavailable"));
 	jm_free(j);
 	/* sizes: a range doubles, :F multiplies */
 	CHECK(run("./ncclbpf run policies/noop.bpf.o --bytes 1K-1M:4 | grep -c 'NCCL  '") == 0);
@@ -173,12 +155,12 @@ static void test_rules(void)
 	char err[256] = "";
 	struct jm *j = jm_parse(out, err, sizeof(err));
 	CHECK(jis(j, "schema", "ncclbpf.rules/1"));
-	const struct jm *r0 = jat(j, "rules", 0), *r1 = jat(j, "rules", 1);
-	CHECK(r0 && r1 && !jat(j, "rules", 2));
-	CHECK(jis(r0, "coll", "AllReduce") && jnum(r0, "min_bytes") == 1048577 &&
-	      jis(r0, "algo", "Ring") && jis(r0, "proto", "LL128") && jnum(r0, "num_pipe_ops") == 4);
-	CHECK(jis(r1, "coll", "Broadcast") && jnum(r1, "channels") == 0 &&
-	      jm_get(r1, "max_bytes") && jnum(r1, "max_bytes") == 32768);
+	const struct jm *r0 = jm_elem(j, "rules", 0), *r1 = jm_elem(j, "rules", 1);
+	CHECK(r0 && r1 && !jm_elem(j, "rules", 2));
+	CHECK(jis(r0, "coll", "AllReduce") && jm_num(r0, "min_bytes") == 1048577 &&
+	      jis(r0, "algo", "Ring") && jis(r0, "proto", "LL128") && jm_num(r0, "num_pipe_ops") == 4);
+	CHECK(jis(r1, "coll", "Broadcast") && jm_num(r1, "channels") == 0 &&
+	      jm_get(r1, "max_bytes") && jm_num(r1, "max_bytes") == 32768);
 	jm_free(j);
 	CHECK(run("./ncclbpf rules show policies/noop.bpf.o") == 1);
 	CHECK_STR_CONTAINS(out, "noop.bpf.o: error: not a rule table");
@@ -260,7 +242,7 @@ static void test_bench_any_policy(void)
 		  "--policies noop,tests/progs/cli_run_nvls.bpf.o 2>/dev/null") == 0);
 	char err[256] = "";
 	struct jm *j = jm_parse(out, err, sizeof(err));
-	const struct jm *r0 = jat(j, "results", 0), *r1 = jat(j, "results", 1);
+	const struct jm *r0 = jm_elem(j, "results", 0), *r1 = jm_elem(j, "results", 1);
 	CHECK(jis(r0, "policy", "noop") && jis(r0, "baseline", "native"));
 	CHECK(jis(r1, "policy", "cli_run_nvls.bpf.o") && jis(r1, "baseline", "nccl"));
 	const struct jm *n1 = r1 ? jm_get(r1, "native") : NULL, *x1 = r1 ? jm_get(r1, "jit") : NULL;
