@@ -202,7 +202,7 @@ static int stack_read_var(struct verifier_env *env, const struct vreg *base, int
 			  unsigned size, bool sx, struct vreg *dst, size_t pc)
 {
 	struct vframe *f = env->cur.frames[base->frameno];
-	int64_t lo, hi;
+	int64_t lo = 0, hi = 0; /* set when stack_var_range returns 0; -O3 cannot see it */
 	int err = stack_var_range(env, base, o, size, &lo, &hi, pc);
 	if (err)
 		return err;
@@ -234,7 +234,7 @@ static int stack_read_var(struct verifier_env *env, const struct vreg *base, int
 static int stack_write_var(struct verifier_env *env, const struct vreg *base, int64_t o,
 			   unsigned size, const struct vreg *val, size_t pc)
 {
-	int64_t lo, hi;
+	int64_t lo = 0, hi = 0; /* set when stack_var_range returns 0; -O3 cannot see it */
 	int err = stack_var_range(env, base, o, size, &lo, &hi, pc);
 	if (err)
 		return err;

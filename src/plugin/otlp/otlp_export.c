@@ -468,7 +468,8 @@ static enum outcome post(int s, const char *body, size_t len, uint64_t *retry_af
 		note_state(s, true, "");
 		return SENT;
 	}
-	snprintf(err, sizeof(err), "HTTP %d from %s", r.status, c->endpoint);
+	if (snprintf(err, sizeof(err), "HTTP %d from %s", r.status, c->endpoint) >= (int)sizeof(err))
+		memcpy(err + sizeof(err) - 4, "...", 4); /* a long endpoint: the status comes first */
 	note_state(s, false, err);
 	if (r.status == 408 || r.status == 429 || r.status == 502 || r.status == 503 ||
 	    r.status == 504) {
