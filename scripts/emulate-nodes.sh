@@ -39,6 +39,9 @@
 #                        --policy-warmup-sync
 #   any config~a0        policy+prof without the agreement layer (NCCLBPF_AGREE=off: agreed
 #                        maps read zeros; measures what agreement costs)
+#   policy+prof:..~n     NCCLBPF_PROFILE_NULL=1: NCCL's events requested, our callbacks return
+#                        at once (what NCCL's instrumentation costs without ours)
+#   policy+prof:..~mHEX  NCCLBPF_PROFILE_MASK=HEX, e.g. ~m0x2: Coll events only
 # policy+prof configs get --policy-warmup untimed collectives per size, capped at
 # --policy-warmup-bytes / size but at least --policy-min-warmup (0 bytes: no cap), each waited for
 # (--warmup-sync: the policy learns from completed collectives, as in a training loop that
@@ -169,7 +172,7 @@ PLUGIN=$BUILD/libncclbpf.so
 # c_sync (K of ~sK, "" if none), c_wsync (K of ~wK, "" if none)
 split_config() {
   local base=${1%%~*} mods=${1#"${1%%~*}"} m
-  c_pair= c_pol= c_sync= c_wsync= c_noagree=
+  c_pair= c_pol= c_sync= c_wsync= c_noagree= c_pnull= c_pmask=
   case $base in
     *@policy:*|*@policy+prof:*) c_pair=${base%%@*}; c_pol=${base#*@} ;;
     policy:*|policy+prof:*) c_pol=$base ;;
@@ -183,11 +186,15 @@ split_config() {
       s[0-9]*) c_sync=${m#s} ;;
       w[0-9]*) c_wsync=${m#w} ;;
       a0) c_noagree=1 ;;
+      n) c_pnull=1 ;;
+      m0x[0-9a-fA-F]*) c_pmask=${m#m} ;;
       "") ;;
       *) return 1 ;;
     esac
   done
-  [[ -z $c_sync || $c_sync =~ ^[0-9]+$ ]] && [[ -z $c_wsync || $c_wsync =~ ^[0-9]+$ ]]
+  [[ -z $c_sync || $c_sync =~ ^[0-9]+$ ]] && [[ -z $c_wsync || $c_wsync =~ ^[0-9]+$ ]] &&
+    [[ -z $c_pmask || $c_pmask =~ ^0x[0-9a-fA-F]+$ ]] &&
+    { [[ -z $c_pnull$c_pmask ]] || [[ $c_pol == policy+prof:* ]]; }
 }
 policy_path() { # NAME or path -> object path
   case $1 in */*|*.o) echo "$1" ;; *) echo "$BUILD/policies/$1.bpf.o" ;; esac
@@ -270,6 +277,8 @@ run_one() {
       else
         envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
       fi
+      [ -n "$c_pnull" ] && envs+=(NCCLBPF_PROFILE_NULL=1)
+      [ -n "$c_pmask" ] && envs+=(NCCLBPF_PROFILE_MASK="$c_pmask")
       warm=$POLICY_WARMUP
     fi
   fi

@@ -38,7 +38,15 @@ grep -q -- '--sync-every 8 ' <<< "$c" && ! grep -q -- '--warmup-sync' <<< "$c" |
 d=$(grep -- '--label policy-prof-bandit-a0 ' <<< "$("$script" --dry-run --nodes 2 --reps 1 --build "$out/build" \
     --configs 'policy+prof:bandit~a0' --out "$out")")
 grep -q 'NCCLBPF_AGREE=off ' <<< "$d" || { echo "~a0 wrong: $d"; fail=1; }
-for bad in 'Tree/LL~x3' 'nonsense' 'default~s'; do
+# the profiler's own cost, split (GPU call g6): ~n null callbacks, ~mHEX an event mask
+e=$("$script" --dry-run --nodes 2 --reps 1 --build "$out/build" \
+    --configs 'policy+prof:bandit~a0~n,policy+prof:bandit~m0x2,policy:bandit' --out "$out")
+e1=$(grep -- '--label policy-prof-bandit-a0-n ' <<< "$e"); e2=$(grep -- '--label policy-prof-bandit-m0x2 ' <<< "$e")
+e3=$(grep -- '--label policy-bandit ' <<< "$e")
+grep -q 'NCCLBPF_AGREE=off NCCLBPF_PROFILE_NULL=1 ' <<< "$e1" && ! grep -q PROFILE_MASK <<< "$e1" &&
+  grep -q 'NCCLBPF_PROFILE_MASK=0x2 ' <<< "$e2" && ! grep -q PROFILE_NULL <<< "$e2" &&
+  ! grep -q 'NCCLBPF_PROFILE_' <<< "$e3" || { echo "~n/~m wrong: $e"; fail=1; }
+for bad in 'Tree/LL~x3' 'nonsense' 'default~s' 'default~n' 'policy:bandit~m0x2' 'policy+prof:bandit~m0xg' 'policy+prof:bandit~m2'; do
   "$script" --dry-run --nodes 2 --reps 1 --configs "$bad" --out "$out" >/dev/null 2>&1 &&
     { echo "config '$bad' accepted"; fail=1; }
 done
