@@ -42,6 +42,8 @@
 #   policy+prof:..~n     NCCLBPF_PROFILE_NULL=1: NCCL's events requested, our callbacks return
 #                        at once (what NCCL's instrumentation costs without ours)
 #   policy+prof:..~mHEX  NCCLBPF_PROFILE_MASK=HEX, e.g. ~m0x2: Coll events only
+#   any config~d0        no decision log or timeline for it, even with NCCLBPF_DECISION_LOG
+#                        or NCCLBPF_TRACE set (what logging costs)
 # policy+prof configs get --policy-warmup untimed collectives per size, capped at
 # --policy-warmup-bytes / size but at least --policy-min-warmup (0 bytes: no cap), each waited for
 # (--warmup-sync: the policy learns from completed collectives, as in a training loop that
@@ -172,7 +174,7 @@ PLUGIN=$BUILD/libncclbpf.so
 # c_sync (K of ~sK, "" if none), c_wsync (K of ~wK, "" if none)
 split_config() {
   local base=${1%%~*} mods=${1#"${1%%~*}"} m
-  c_pair= c_pol= c_sync= c_wsync= c_noagree= c_pnull= c_pmask=
+  c_pair= c_pol= c_sync= c_wsync= c_noagree= c_pnull= c_pmask= c_nolog=
   case $base in
     *@policy:*|*@policy+prof:*) c_pair=${base%%@*}; c_pol=${base#*@} ;;
     policy:*|policy+prof:*) c_pol=$base ;;
@@ -187,6 +189,7 @@ split_config() {
       w[0-9]*) c_wsync=${m#w} ;;
       a0) c_noagree=1 ;;
       n) c_pnull=1 ;;
+      d0) c_nolog=1 ;;
       m0x[0-9a-fA-F]*) c_pmask=${m#m} ;;
       "") ;;
       *) return 1 ;;
@@ -315,8 +318,8 @@ run_one() {
   [ -n "$STEP_SPEC" ] && sub=$WORKLOAD-$sub
   for var in NCCLBPF_DECISION_LOG NCCLBPF_TRACE; do
     dir=${!var:-}
-    if [ -n "$dir" ] && [ -n "$c_pol" ] && [ $DRY = 0 ]; then
-      mkdir -p "$dir/$sub"
+    if [ -n "$dir" ] && [ -n "$c_pol" ] && [ -z "$c_nolog" ]; then
+      [ $DRY = 1 ] || mkdir -p "$dir/$sub"
       envs+=("$var=$dir/$sub")
     fi
   done
