@@ -314,19 +314,22 @@ run_one() {
   local runlog=$OUTDIR/logs/n$nodes-$label-r$rep.log
   # decision logs and timelines (NCCLBPF_DECISION_LOG / NCCLBPF_TRACE = DIR set by the
   # caller): one subdirectory per run
-  local var dir sub=n$nodes-$label-r$rep
+  # (a run that gets no subdirectory must not inherit the caller's DIR either: env -u)
+  local var dir sub=n$nodes-$label-r$rep unsets=()
   [ -n "$STEP_SPEC" ] && sub=$WORKLOAD-$sub
   for var in NCCLBPF_DECISION_LOG NCCLBPF_TRACE; do
     dir=${!var:-}
     if [ -n "$dir" ] && [ -n "$c_pol" ] && [ -z "$c_nolog" ]; then
       [ $DRY = 1 ] || mkdir -p "$dir/$sub"
       envs+=("$var=$dir/$sub")
+    elif [ -n "$dir" ]; then
+      unsets+=(-u "$var")
     fi
   done
-  if [ $DRY = 1 ]; then echo "env ${envs[*]} $BENCH ${args[*]}"; return 0; fi
+  if [ $DRY = 1 ]; then echo "env ${unsets[*]} ${envs[*]} $BENCH ${args[*]}"; return 0; fi
   mkdir -p "$OUTDIR/logs"
   local t0; t0=$(date +%s%N)
-  env "${envs[@]}" "$BENCH" "${args[@]}" > "$runlog" 2>&1
+  env "${unsets[@]}" "${envs[@]}" "$BENCH" "${args[@]}" > "$runlog" 2>&1
   local rc=$?
   local ms=$((($(date +%s%N) - t0) / 1000000))
   echo "rep=$rep nodes=$nodes config=$cfg rc=$rc ms=$ms" >> "$OUTDIR/timing.txt"

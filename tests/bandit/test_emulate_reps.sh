@@ -46,11 +46,12 @@ e3=$(grep -- '--label policy-bandit ' <<< "$e")
 grep -q 'NCCLBPF_AGREE=off NCCLBPF_PROFILE_NULL=1 ' <<< "$e1" && ! grep -q PROFILE_MASK <<< "$e1" &&
   grep -q 'NCCLBPF_PROFILE_MASK=0x2 ' <<< "$e2" && ! grep -q PROFILE_NULL <<< "$e2" &&
   ! grep -q 'NCCLBPF_PROFILE_' <<< "$e3" || { echo "~n/~m wrong: $e"; fail=1; }
-# ~d0: this config without the decision log the others write
+# ~d0: this config without the decision log the others write, also not the caller's
+# directory itself (GPU call g7's first run: ~d0 runs logged there)
 f=$(NCCLBPF_DECISION_LOG=$out/dl "$script" --dry-run --nodes 2 --reps 1 --build "$out/build" \
     --configs 'policy+prof:bandit~d0,policy+prof:bandit' --out "$out")
 f1=$(grep -- '--label policy-prof-bandit-d0 ' <<< "$f"); f2=$(grep -- '--label policy-prof-bandit ' <<< "$f")
-! grep -q 'NCCLBPF_DECISION_LOG' <<< "$f1" && grep -q "NCCLBPF_DECISION_LOG=$out/dl/n2-policy-prof-bandit-r0 " <<< "$f2" &&
+grep -q '^env -u NCCLBPF_DECISION_LOG ' <<< "$f1" && ! grep -q 'NCCLBPF_DECISION_LOG=' <<< "$f1" && grep -q "NCCLBPF_DECISION_LOG=$out/dl/n2-policy-prof-bandit-r0 " <<< "$f2" &&
   [ ! -e "$out/dl" ] || { echo "~d0 wrong: $f"; fail=1; }
 for bad in 'Tree/LL~x3' 'nonsense' 'default~s' 'default~n' 'policy:bandit~m0x2' 'policy+prof:bandit~m0xg' 'policy+prof:bandit~m2'; do
   "$script" --dry-run --nodes 2 --reps 1 --configs "$bad" --out "$out" >/dev/null 2>&1 &&

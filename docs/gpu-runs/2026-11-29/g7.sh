@@ -4,7 +4,8 @@
 # and agreement layer within noise (oracle+prof / oracle 1.006x). g4 and g5 (logs on in
 # every policy config, off for the default): the bandit 1.072x and 1.085x the oracle.
 # Same step, 10 interleaved repetitions of 500 steps, NCCLBPF_DECISION_LOG set; ~d0 runs a
-# config without it.
+# config without it. (The first run of this script, before env -u in emulate-nodes.sh, let ~d0 runs inherit
+# NCCLBPF_DECISION_LOG itself: they logged too; not used.)
 # Outputs to $OUT: g7-report.md, g7-consistency.txt, g7-data.tgz.
 #   usage (device; S = g4-stage.sh's staging of a Release build of main):
 #     cd S && OUT=/some/dir bash docs/gpu-runs/2026-11-29/g7.sh
@@ -31,9 +32,9 @@ timeout 500 $E --out $W/st --nodes 2 --reps 10 --steps 500 --step $MIXED --workl
 echo "mixed rc=$? $(( $(date +%s) - t0 )) s"
 python3 $S/scripts/emulate_report.py --steps $W/st/steps.csv --bandit policy-prof-bandit-d0 \
   --oracle policy-oracle-d0 > $OUT/g7-report.md 2>&1
-for d in $W/declog/*; do echo "$(basename $d): $($B/ncclbpf decisions $d 2>&1 | tail -1)"; done > $OUT/g7-consistency.txt
+for d in $W/declog/*/; do d=${d%/}; echo "$(basename $d): $($B/ncclbpf decisions $d 2>&1 | tail -1)"; done > $OUT/g7-consistency.txt
 echo "consistent: $(grep -c 'consistent$' $OUT/g7-consistency.txt) of $(wc -l < $OUT/g7-consistency.txt)"
-du -sh $W/declog; ls $W/declog | head -2; ls -la $W/declog/$(ls $W/declog | head -1)
+du -sh $W/declog; echo "files outside a run's directory (must be 0): $(find $W/declog -maxdepth 1 -type f | wc -l)"
 grep -v '^Per repetition\|^Cost of learning\|^$' $OUT/g7-report.md
 grep -h 'FAILED' $W/*.txt | head
 tar czf $OUT/g7-data.tgz -C $W st/steps.csv oracle.json mixed.txt 2>/dev/null
