@@ -12,11 +12,12 @@
 #       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
 #       [--no-mps] [--dry-run]
 #       [--step COLL:BYTES,... [--steps 200] [--step-warmup 2] [--gap-us G] [--overlap-us C]
-#        [--overlap-blocks B] [--step-queued] [--workload NAME]]
+#        [--overlap-blocks B] [--step-queued | --step-ahead K] [--workload NAME]]
 #
 # Training-step workloads (--step, instead of the size sweep): every run times --steps steps
 # of the given collectives back to back (ar, ag, rs, bc; e.g. ar:16M,ar:4M,ag:1M,rs:1M), the
-# host waiting for each step unless --step-queued; --gap-us: GPU busy time before each
+# host waiting for each step unless --step-queued (never waits: as far ahead as CUDA's
+# launch queue allows) or --step-ahead K (waits for the step K back); --gap-us: GPU busy time before each
 # collective (mixed -> gap); --overlap-us: compute on another stream per step (overlap).
 # One row per step goes to OUT/steps.csv (workload,nnodes,nranks,config,policy,rep,step,
 # time_us), named --workload. Policies learn inside the timed steps (no policy warm-up): the
@@ -101,6 +102,7 @@ GAP_US=0
 OVERLAP_US=0
 OVERLAP_BLOCKS=16
 STEP_QUEUED=0
+STEP_AHEAD=0
 WORKLOAD=step
 usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
 while [ $# -gt 0 ]; do
@@ -134,18 +136,21 @@ while [ $# -gt 0 ]; do
     --overlap-us) OVERLAP_US=$2; shift 2 ;;
     --overlap-blocks) OVERLAP_BLOCKS=$2; shift 2 ;;
     --step-queued) STEP_QUEUED=1; shift ;;
+    --step-ahead) STEP_AHEAD=$2; shift 2 ;;
     --workload) WORKLOAD=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "emulate-nodes: unknown option '$1'" >&2; usage ;;
   esac
 done
 for v in "$REPS" "$ITERS" "$MIN_ITERS" "$WARMUP" "$POLICY_WARMUP" "$POLICY_MIN_WARMUP" "$STEP" "$DEVICE" \
-         "$STEPS" "$STEP_WARMUP" "$OVERLAP_BLOCKS"; do
+         "$STEPS" "$STEP_WARMUP" "$OVERLAP_BLOCKS" "$STEP_AHEAD"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "emulate-nodes: '$v' is not a number" >&2; exit 1; }
 done
 for v in "$GAP_US" "$OVERLAP_US"; do
   [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "emulate-nodes: '$v' is not a number of microseconds" >&2; exit 1; }
 done
+[ "$STEP_QUEUED" = 1 ] && [ "$STEP_AHEAD" != 0 ] &&
+  { echo "emulate-nodes: --step-queued and --step-ahead exclude each other" >&2; exit 1; }
 [[ -z $STEP_SPEC || $STEP_SPEC =~ ^[a-zA-Z]+:[0-9]+[KkMmGg]?(,[a-zA-Z]+:[0-9]+[KkMmGg]?)*$ ]] ||
   { echo "emulate-nodes: --step '$STEP_SPEC' is not COLL:BYTES,... (e.g. ar:16M,ag:4M)" >&2; exit 1; }
 [[ $WORKLOAD =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "emulate-nodes: --workload '$WORKLOAD': letters, digits, _ . - only" >&2; exit 1; }
@@ -310,6 +315,7 @@ run_one() {
           --overlap-blocks "$OVERLAP_BLOCKS" --workload "$WORKLOAD" --label "$label" --rep-base "$rep"
           --steps-out "$OUTDIR/steps.csv" --csv "$OUTDIR/summary.csv" --policy "$policy")
     [ "$STEP_QUEUED" = 1 ] && args+=(--step-queued)
+    [ "$STEP_AHEAD" != 0 ] && args+=(--step-ahead "$STEP_AHEAD")
   fi
   local runlog=$OUTDIR/logs/n$nodes-$label-r$rep.log
   # decision logs and timelines (NCCLBPF_DECISION_LOG / NCCLBPF_TRACE = DIR set by the

@@ -60,6 +60,7 @@ struct gb_options {
 	double overlap_us;       /* --overlap-us: compute per step on another stream */
 	int overlap_blocks;      /* --overlap-blocks: its thread blocks */
 	int step_queued;         /* --step-queued: no host wait after each step */
+	int step_ahead;          /* --step-ahead K: the host waits for step s-K after step s */
 	const char *steps_path;  /* --steps-out: one row per step */
 	const char *workload;    /* --workload: the name in that file */
 };

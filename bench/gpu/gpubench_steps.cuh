@@ -138,8 +138,13 @@ static void gb_measure_steps(struct gb_proc *p)
 				CUDA_CHECK(cudaStreamWaitEvent(u->stream, u->compute_done, 0));
 			if (s >= 0)
 				CUDA_CHECK(cudaEventRecord(ev[g][2 * s + 1], u->stream));
-			if (!o->step_queued || s < 0)
+			/* the host waits for this step, for the step K before it (--step-ahead K:
+			 * a training loop that runs ahead by K steps), or not at all (queued: as far
+			 * ahead as CUDA's launch queue lets it) */
+			if (s < 0 || (!o->step_queued && o->step_ahead <= 0))
 				CUDA_CHECK(cudaStreamSynchronize(u->stream));
+			else if (o->step_ahead > 0 && s >= o->step_ahead)
+				CUDA_CHECK(cudaEventSynchronize(ev[g][2 * (s - o->step_ahead) + 1]));
 		}
 	}
 	for (int s = 0; s < steps; s++) {

@@ -578,7 +578,8 @@ static void gb_usage(void)
 		"         [--graph] [--overlap [--overlap-n N]] [--csv FILE] [--json FILE] [--label L]\n"
 		"         [--samples FILE [--policy NAME]]\n"
 		"         [--step COLL:BYTES,... [--steps N] [--step-warmup N] [--gap-us G]\n"
-		"          [--overlap-us C [--overlap-blocks B]] [--step-queued] [--steps-out FILE]\n"
+		"          [--overlap-us C [--overlap-blocks B]] [--step-queued | --step-ahead K]\n"
+		"          [--steps-out FILE]\n"
 		"          [--workload NAME]]   (COLL: ar, ag, rs, bc)\n");
 	exit(1);
 }
@@ -659,6 +660,11 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else if (!strcmp(a, "--overlap-us")) { GB_NEED(); o->overlap_us = atof(v); }
 		else if (!strcmp(a, "--overlap-blocks")) { GB_NEED(); o->overlap_blocks = atoi(v); }
 		else if (!strcmp(a, "--step-queued")) o->step_queued = 1;
+		else if (!strcmp(a, "--step-ahead")) {
+			GB_NEED();
+			o->step_ahead = atoi(v);
+			if (o->step_ahead < 1) gb_usage();
+		}
 		else if (!strcmp(a, "--steps-out")) { GB_NEED(); o->steps_path = v; }
 		else if (!strcmp(a, "--workload")) { GB_NEED(); o->workload = v; }
 		else gb_usage();

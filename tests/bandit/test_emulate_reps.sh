@@ -66,6 +66,17 @@ s=$("$script" --dry-run --nodes 2 --reps 2 --build "$out/build" --configs defaul
   [ "$(grep -c -- '--gap-us 100 --overlap-us 300 .*--workload fsdp .*--steps-out ' <<< "$s")" -eq 4 ] &&
   [ "$(grep -c -- '--step-queued' <<< "$s")" -eq 4 ] && ! grep -q -- '--min-bytes' <<< "$s" ||
   { echo "step workload options wrong: $s"; fail=1; }
+# --step-ahead K: the host K steps ahead (GPU call g9); not with --step-queued
+s=$("$script" --dry-run --nodes 2 --reps 1 --build "$out/build" --configs default --step ar:4M \
+    --step-ahead 2 --out "$out") && grep -q -- '--step-ahead 2' <<< "$s" && ! grep -q -- '--step-queued' <<< "$s" ||
+  { echo "--step-ahead not passed on: $s"; fail=1; }
+for bad in '--step-ahead x' '--step-ahead 2 --step-queued'; do
+  # shellcheck disable=SC2086
+  "$script" --dry-run --nodes 2 --reps 1 --step ar:4M $bad --out "$out" >/dev/null 2>&1 &&
+    { echo "'$bad' accepted"; fail=1; }
+done
+grep -q '"--step-ahead"' "$src" && grep -q 'step_ahead' "$(dirname "$src")/gpubench_steps.cuh" ||
+  { echo "harness lacks --step-ahead"; fail=1; }
 for bad in 'ar:4x' 'xx' 'ar:4M,' 'ar'; do
   "$script" --dry-run --nodes 2 --reps 1 --step "$bad" --out "$out" >/dev/null 2>&1 &&
     { echo "step '$bad' accepted"; fail=1; }
