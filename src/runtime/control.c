@@ -51,6 +51,12 @@ static char sock_name[32];            /* <pid>.sock in the directory ctl_dfd */
 static int ctl_dfd = -1;
 static pid_t owner_pid;
 static bool disabled_logged;
+/* Test only (tests/control/run_reload_newcomm.sh, docs/control.md "Testing"):
+ * NCCLBPF_CONTROL_TEST_HOLD_ACTIVATION=FILE keeps this process from ending a reload
+ * activation (its local commit) until FILE exists, so that a test can create a
+ * communicator between the agreed switch and the commit however the threads are
+ * scheduled. Only the local end waits: staging and the switch are not held. */
+static const char *test_hold_activation;
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct runtime_comm_stats *comms;
@@ -283,7 +289,10 @@ static void *control_main(void *arg)
 		void (*tick)(void) = atomic_load(&control_tick);
 		if (tick)
 			tick(); /* e.g. a reload requested on another rank (tuner_reload.c) */
-		runtime_activation_poll(); /* a reload activating across ranks */
+		if (test_hold_activation && access(test_hold_activation, F_OK) == 0)
+			test_hold_activation = NULL;
+		if (!test_hold_activation)
+			runtime_activation_poll(); /* a reload activating across ranks */
 		runtime_reclaim();         /* cheap when nothing is retired */
 		if (watch.on)
 			watch_poll();
@@ -443,6 +452,9 @@ static int start_locked(void)
 		atomic_store(&kick_wr, kp[1]);
 	}
 	control_io_start();
+	test_hold_activation = getenv("NCCLBPF_CONTROL_TEST_HOLD_ACTIVATION");
+	if (test_hold_activation && !*test_hold_activation)
+		test_hold_activation = NULL;
 	runtime_status_provider("control", control_status);
 	sigset_t all, old;
 	sigfillset(&all);

@@ -54,11 +54,6 @@ static int reserve_fd = -1;
 static uint64_t listen_paused_until;
 static struct control_io_stats stats;
 static struct runtime_ratelimit refuse_limit;
-/* Test only (tests/control/run_reload_newcomm.sh, docs/control.md "Testing"):
- * NCCLBPF_CONTROL_TEST_STALL_MS=N makes the thread wait up to N ms for a new connection's
- * request, as a blocking server did for a stalled client: a way to make one process end a
- * reload activation late. */
-static unsigned long test_stall_ms;
 
 static uint64_t now_ns(void)
 {
@@ -75,8 +70,6 @@ static void take_reserve(void)
 
 void control_io_start(void)
 {
-	const char *t = getenv("NCCLBPF_CONTROL_TEST_STALL_MS");
-	test_stall_ms = t ? strtoul(t, NULL, 10) : 0;
 	take_reserve();
 	listen_paused_until = 0;
 }
@@ -351,10 +344,6 @@ void control_io_accept(int listen_fd)
 			close(fd);
 			take_reserve();
 			continue;
-		}
-		if (test_stall_ms) {
-			struct pollfd q = {fd, POLLIN, 0};
-			poll(&q, 1, test_stall_ms > 60000 ? 60000 : (int)test_stall_ms);
 		}
 		struct conn *c = free_slot();
 		c->st = CONN_READ;

@@ -17,12 +17,10 @@
  * (tests/control/run_reload_newcomm.sh).
  * --comm2-at FILE (with --comm2): instead, create it at the start of step N, N read from FILE
  * at every step once the file exists (the test writes it); prints "step S" every 50 steps.
- * --stall-control-ms L (with --comm2): when creating the second communicator, hold a
- * connection to this process's own control socket (NCCLBPF_CONTROL_DIR/<pid>.sock) open
- * without a request for L ms: with NCCLBPF_CONTROL_TEST_STALL_MS (docs/control.md
- * "Testing") the control thread waits for it, so this process ends a reload activation
- * later than the others.
- * --stall-control-until FILE: the same, held until FILE exists (at most 60 s).
+ * NEWCOMM_SWITCH_DELAY_MS=D (environment, test of the test): with --comm2, sleep D ms
+ * after the first Tree decision, before creating the second communicator - a main
+ * thread descheduled there on a loaded machine (run_reload_newcomm.sh's "after" must
+ * still test what it says).
  * --hold FILE: before finalizing, wait until FILE exists (at most 120 s): an explicit
  * synchronization point, so that a rank's exit never races what the test checks.
  * --comm2-step N (with --comm2): create the second communicator at the start of step N.
@@ -33,10 +31,6 @@
  * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,32 +59,6 @@ static uint64_t synth_latency(int rank, int ch, uint64_t step, uint64_t seed)
 	return base + 3000ull * (uint64_t)(d * d) + jitter;
 }
 
-static const char *stall_until;
-
-static void *stall_control(void *arg)
-{
-	unsigned long ms = (unsigned long)(uintptr_t)arg;
-	const char *dir = getenv("NCCLBPF_CONTROL_DIR");
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	if (!dir || fd < 0)
-		return NULL;
-	/* through the opened directory: any depth of the checkout fits sun_path */
-	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	snprintf(a.sun_path, sizeof(a.sun_path), "/proc/self/fd/%d/%d.sock", dfd, (int)getpid());
-	if (dfd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		if (stall_until)
-			for (int w = 0; w < 6000 && access(stall_until, F_OK) != 0; w++)
-				sleep_us(10000);
-		else
-			sleep_us(ms * 1000);
-	}
-	if (dfd >= 0)
-		close(dfd);
-	close(fd);
-	return NULL;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
@@ -101,12 +69,14 @@ int main(int argc, char **argv)
 	const char *lib = argv[1];
 	int rank = atoi(argv[2]), n_ranks = atoi(argv[3]);
 	long steps = atol(argv[4]);
-	unsigned long sleep = 0, late_ms = 0, stall_ms = 0;
+	unsigned long sleep = 0, late_ms = 0;
 	bool no_profiler = false;
 	uint64_t comm = 0xa9ee0001ull, bytes = 1 << 20, seed = 1, comm2 = 0;
 	const char *comm2_at = NULL, *hold = NULL, *until = NULL;
 	long until_at = -1;
 	long comm2_step = -1;
+	const char *sd = getenv("NEWCOMM_SWITCH_DELAY_MS");
+	unsigned long switch_delay_ms = sd ? strtoul(sd, NULL, 10) : 0;
 	for (int i = 5; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--sleep-us"))
 			sleep = strtoul(argv[i + 1], NULL, 10);
@@ -122,18 +92,12 @@ int main(int argc, char **argv)
 			comm2 = strtoull(argv[i + 1], NULL, 16);
 		else if (!strcmp(argv[i], "--comm2-at"))
 			comm2_at = argv[i + 1];
-		else if (!strcmp(argv[i], "--stall-control-ms"))
-			stall_ms = strtoul(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--no-profiler"))
 			no_profiler = atoi(argv[i + 1]) != 0;
 		else if (!strcmp(argv[i], "--hold"))
 			hold = argv[i + 1];
 		else if (!strcmp(argv[i], "--until"))
 			until = argv[i + 1];
-		else if (!strcmp(argv[i], "--stall-control-until")) {
-			stall_until = argv[i + 1];
-			stall_ms = 1;
-		}
 		else if (!strcmp(argv[i], "--comm2-step"))
 			comm2_step = atol(argv[i + 1]);
 	}
@@ -224,10 +188,8 @@ int main(int argc, char **argv)
 				ph_coll_run(c ? &pc2 : &pc, &k);
 			if (!c && !second && comm2 && !comm2_at && comm2_step < 0 && algo == 0 /* Tree */) {
 				/* the second communicator, created between two collectives */
-				pthread_t st;
-				if (stall_ms && pthread_create(&st, NULL, stall_control,
-							       (void *)(uintptr_t)stall_ms) == 0)
-					pthread_detach(st);
+				if (switch_delay_ms) /* this thread descheduled right here */
+					sleep_us(switch_delay_ms * 1000);
 				if (!no_profiler &&
 				    ph_comm_init(&h, &pc2, comm2, "agree2", n_nodes, n_ranks, rank) != 0)
 					return 1;
