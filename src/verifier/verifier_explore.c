@@ -109,6 +109,36 @@ static void lc_update(struct vreg *dst, const struct vscalar *before, const stru
 	dst->lc_off = 0;
 }
 
+/* `rD = rS; rD <<= 32; rD >>= 32` (the zero-extended copy of a 32-bit counter that
+ * clang emits at -mcpu=v1/v2) ending at pc: the source register, or -1. Only straight
+ * code: no jump or call lands on the shifts, so every path to pc ran the copy, and rS is
+ * unchanged since (only rD is written). */
+static int zext_copy_src(const struct verifier_env *env, size_t pc)
+{
+	if (pc < 2 || (env->insn_flags[pc] & (VF_PRUNE | VF_SUBPROG | VF_LDDW2)) ||
+	    (env->insn_flags[pc - 1] & (VF_PRUNE | VF_SUBPROG | VF_LDDW2)) ||
+	    (env->insn_flags[pc - 2] & VF_LDDW2))
+		return -1;
+	const struct bpf_insn *rsh = &env->insns[pc], *lsh = rsh - 1, *mov = rsh - 2;
+	unsigned d = rsh->dst_reg;
+	if (rsh->code != (BPF_ALU64 | BPF_RSH | BPF_K) || rsh->imm != 32 || rsh->off ||
+	    lsh->code != (BPF_ALU64 | BPF_LSH | BPF_K) || lsh->imm != 32 || lsh->off ||
+	    lsh->dst_reg != d || mov->code != (BPF_ALU64 | BPF_MOV | BPF_X) || mov->off ||
+	    mov->dst_reg != d || mov->src_reg == d || mov->src_reg == BPF_REG_FP)
+		return -1;
+	return mov->src_reg;
+}
+
+/* dst = src as the same number: copies share an id (a range check on one narrows both)
+ * and the loop counter tag. */
+static void copy_linked(struct verifier_env *env, struct vreg *dst, unsigned src_reg)
+{
+	struct vreg *s = vcur_reg(env, src_reg);
+	if (s->type == VT_SCALAR && !sc_is_const(&s->s) && s->id == 0)
+		s->id = ++env->next_id;
+	*dst = *s;
+}
+
 static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 {
 	size_t pc = env->pc;
@@ -127,12 +157,11 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 		vreg_set_const(&src, alu32 ? (uint64_t)(uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
 	}
 	if (op == BPF_MOV) {
-		if (x && !alu32 && in->off == 0) {
-			if (src.type == VT_SCALAR && !sc_is_const(&src.s) && src.id == 0) {
-				src.id = ++env->next_id; /* link copies: a range check on one narrows both */
-				vcur_reg(env, in->src_reg)->id = src.id;
-			}
-			*dst = src;
+		/* a 32-bit move of a number below 2^32 copies it unchanged (the v1/v2 loop
+		 * counter compared through `w1 = w6`): keep the link */
+		if (x && in->off == 0 &&
+		    (!alu32 || (src.type == VT_SCALAR && src.s.umax <= UINT32_MAX))) {
+			copy_linked(env, dst, in->src_reg);
 			return 0;
 		}
 		if (is_ptr(&src))
@@ -207,6 +236,14 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 				      (unsigned long long)(alu32 ? src.s.u32min : src.s.umin),
 				      (unsigned long long)(alu32 ? src.s.u32max : src.s.umax), what);
 			vreg_mark_precise(env, &src);
+		}
+	}
+	int zs;
+	if (op == BPF_RSH && !x && (zs = zext_copy_src(env, pc)) >= 0) {
+		const struct vreg *z = vcur_reg(env, (unsigned)zs);
+		if (z->type == VT_SCALAR && z->s.umax <= UINT32_MAX) {
+			copy_linked(env, dst, (unsigned)zs); /* the shifts gave back rS itself */
+			return 0;
 		}
 	}
 	struct vscalar r = dst->s, before = dst->s;

@@ -183,9 +183,22 @@ static int compared_pos(const struct verifier_env *env, uint32_t head, uint32_t 
 		if ((cls == BPF_ALU || cls == BPF_ALU64) && (op == BPF_ADD || op == BPF_SUB) &&
 		    BPF_SRC(in->code) == BPF_K)
 			continue;
-		if (cls == BPF_ALU64 && op == BPF_MOV && BPF_SRC(in->code) == BPF_X && in->off == 0) {
+		/* copies, also zero-extended ones (`w1 = w6`, or `r1 <<= 32; r1 >>= 32` after
+		 * `r1 = r6`: the v1/v2 loop counter), which the proof sees as the counter itself
+		 * while it is below 2^32 (verifier_explore.c) */
+		if ((cls == BPF_ALU64 || cls == BPF_ALU) && op == BPF_MOV &&
+		    BPF_SRC(in->code) == BPF_X && in->off == 0) {
 			r = in->src_reg;
 			continue;
+		}
+		if (cls == BPF_ALU64 && (op == BPF_RSH || op == BPF_LSH) &&
+		    BPF_SRC(in->code) == BPF_K && in->imm == 32 && pc > head) {
+			const struct bpf_insn *lsh = in - 1;
+			if (op == BPF_RSH && lsh->code == (BPF_ALU64 | BPF_LSH | BPF_K) &&
+			    lsh->imm == 32 && lsh->dst_reg == r) {
+				pc--; /* both shifts: the copy before them names the counter */
+				continue;
+			}
 		}
 		if (cls == BPF_LDX && BPF_MODE(in->code) == BPF_MEM && in->src_reg == BPF_REG_FP &&
 		    in->off < 0)

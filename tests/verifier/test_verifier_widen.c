@@ -118,6 +118,67 @@ static void test_rotated(void)
 		 STX(BPF_DW, 0, 1, 0), JA(-13), /* 15 */ MOV64_IMM(0, 0), EXIT());
 }
 
+/* -mcpu=v1/v2 (no 32-bit jumps): clang compares a zero-extended copy of the 32-bit counter,
+ * `r1 = r6; r1 <<= 32; r1 >>= 32` or `w1 = w6`. While r6 < 2^32 the copy is r6 itself, so
+ * the exit test bounds the counter (regression: the copy was a new number, the counter's
+ * guessed bound never held, and the loop was walked: E-BUDGET at 10,000 iterations). */
+static void test_zext_copy(void)
+{
+	/* clang -O2 -mcpu=v1 for `for (__u32 i = 0; i < N; i++) BUMP(i)`: 17 x N walked */
+	WIDENED(200, MOV64_IMM(6, 0), JA(5), /* 2 */ ALU64_IMM(BPF_ADD, 6, 1), MOV64_REG(1, 6),
+		ALU64_IMM(BPF_LSH, 1, 32), ALU64_IMM(BPF_RSH, 1, 32), JMP_IMM(BPF_JEQ, 1, 10000, 11),
+		/* 7 */ STX(BPF_W, 10, 6, -4), MOV64_REG(2, 10), ALU64_IMM(BPF_ADD, 2, -4),
+		LD_MAP(1, M_ARR), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, -12), LDX(BPF_DW, 1, 0, 0),
+		ALU64_IMM(BPF_ADD, 1, 1), STX(BPF_DW, 0, 1, 0), JA(-16), /* 18 */ MOV64_IMM(0, 0),
+		EXIT());
+	/* the same with `w1 = w6` */
+	WIDENED(200, MOV64_IMM(6, 0), JA(3), /* 2 */ ALU64_IMM(BPF_ADD, 6, 1), MOV32_REG(1, 6),
+		JMP_IMM(BPF_JEQ, 1, 10000, 11), /* 5 */ STX(BPF_W, 10, 6, -4), MOV64_REG(2, 10),
+		ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, M_ARR), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, -10),
+		LDX(BPF_DW, 1, 0, 0), ALU64_IMM(BPF_ADD, 1, 1), STX(BPF_DW, 0, 1, 0), JA(-14),
+		/* 16 */ MOV64_IMM(0, 0), EXIT());
+	/* a check on the copy bounds the source only when the source is below 2^32: v[r7]
+	 * with r7 a 4-byte load is in bounds, with an 8-byte load it is not (the copy's low
+	 * 32 bits are <= 15, r7 may be anything) */
+	for (int size = 0; size < 2; size++) {
+		const struct bpf_insn p_[] = {
+			LD_MAP_VALUE(6, M_ONE, 0), LDX(size ? BPF_DW : BPF_W, 7, 6, 0),
+			MOV64_REG(1, 7), ALU64_IMM(BPF_LSH, 1, 32), ALU64_IMM(BPF_RSH, 1, 32),
+			JMP_IMM(BPF_JGT, 1, 15, 3), MOV64_REG(2, 6), ALU64_REG(BPF_ADD, 2, 7),
+			LDX(BPF_DW, 0, 2, 0), MOV64_IMM(0, 0), EXIT()
+		};
+		struct result r_ = verify(p_, sizeof(p_) / sizeof(p_[0]), false, 100000);
+		CHECK(size ? r_.rc == -EACCES : r_.rc == 0);
+		if (size ? r_.rc != -EACCES : r_.rc != 0)
+			fprintf(stderr, "%s:%d: size %d: rc %d: %s\n", __FILE__, __LINE__, size, r_.rc,
+				r_.diag.msg);
+		/* the same with `w1 = w7` */
+		const struct bpf_insn q_[] = {
+			LD_MAP_VALUE(6, M_ONE, 0), LDX(size ? BPF_DW : BPF_W, 7, 6, 0),
+			MOV32_REG(1, 7), JMP_IMM(BPF_JGT, 1, 15, 3), MOV64_REG(2, 6),
+			ALU64_REG(BPF_ADD, 2, 7), LDX(BPF_DW, 0, 2, 0), MOV64_IMM(0, 0), EXIT()
+		};
+		r_ = verify(q_, sizeof(q_) / sizeof(q_[0]), false, 100000);
+		CHECK(size ? r_.rc == -EACCES : r_.rc == 0);
+		if (size ? r_.rc != -EACCES : r_.rc != 0)
+			fprintf(stderr, "%s:%d: size %d: rc %d: %s\n", __FILE__, __LINE__, size, r_.rc,
+				r_.diag.msg);
+	}
+	/* a jump onto the second shift (from insn 4, r1 = 0 and r7 > 100): r1 there is not
+	 * always the copy, so the check on it must not bound r7 (the fall-through path alone,
+	 * r7 <= 15 after the check, would be in bounds) */
+	{
+		const struct bpf_insn p_[] = {
+			LD_MAP_VALUE(6, M_ONE, 0), LDX(BPF_W, 7, 6, 0), MOV64_IMM(1, 0),
+			JMP_IMM(BPF_JGT, 7, 100, 2), MOV64_REG(1, 7), ALU64_IMM(BPF_LSH, 1, 32),
+			/* 7 */ ALU64_IMM(BPF_RSH, 1, 32), JMP_IMM(BPF_JGT, 1, 15, 3), MOV64_REG(2, 6),
+			ALU64_REG(BPF_ADD, 2, 7), LDX(BPF_DW, 0, 2, 0), MOV64_IMM(0, 0), EXIT()
+		};
+		struct result r_ = verify(p_, sizeof(p_) / sizeof(p_[0]), false, 100000);
+		CHECK(r_.rc == -EACCES && r_.diag.insn == 11);
+	}
+}
+
 static void test_rejected(void)
 {
 	/* v[i] for i < 17: the last iteration reads past the 128-byte value */
@@ -190,5 +251,6 @@ int main(void)
 	test_accepted();
 	test_rejected();
 	test_rotated();
+	test_zext_copy();
 	TEST_DONE();
 }
