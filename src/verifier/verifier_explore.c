@@ -723,6 +723,17 @@ static int step(struct verifier_env *env)
 	return do_cond_jmp(env, in);
 }
 
+/* The same bpf_loop callback run: the next round of a callback (verifier_loop.c) starts a
+ * new run, where an exact repeat of the previous run's state is the next iteration of
+ * bpf_loop (bounded by nr_loops), not a loop that never ends. */
+static bool same_callback_runs(const struct vstate *a, const struct vstate *b)
+{
+	for (uint32_t f = 0; f < a->nframes && f < b->nframes; f++)
+		if (a->frames[f]->loop != b->frames[f]->loop)
+			return false;
+	return true;
+}
+
 /* At a prune point: 1 = pruned, 0 = continue (state stored), <0 = error.
  * Fully explored states are candidates for pruning; states still being explored (the
  * current path's own loop iterations) are only checked for an exact repeat. Explored
@@ -757,7 +768,8 @@ static int prune_point(struct verifier_env *env)
 				*l = r->hnext;
 				continue;
 			}
-			if (r->pc == env->pc && r->hash == hash && vstate_equal(&r->st, &env->cur)) {
+			if (r->pc == env->pc && r->hash == hash && vstate_equal(&r->st, &env->cur) &&
+			    same_callback_runs(&r->st, &env->cur)) {
 				/* point at the loop's back-edge (the loop condition in C) */
 				size_t at = env->cur.loop_head == env->pc ? env->cur.loop_jump : env->pc;
 				return verr(env, NB_VERR_INFINITE_LOOP, at,

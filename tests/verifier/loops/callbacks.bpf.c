@@ -36,13 +36,36 @@ static int inner_16(__u32 i, void *data)
 	return 0;
 }
 
-/* KNOWN FALSE REJECTION (issue 24, left): a loop inside a bpf_loop callback is neither
- * widened nor walked right: its head repeats exactly across rounds of the callback. */
-/* EXPECT: E-INFINITE-LOOP */
+/* 100 runs of a 16-iteration loop (regression: E-INFINITE-LOOP - the next round of the
+ * callback reached the loop's head in exactly the state the previous round had there,
+ * which is bpf_loop's next iteration, not a loop that never ends). */
+/* EXPECT: accept 17600 40000 */
 SEC("profiler") int bpf_loop_inner_loop(struct ncclbpf_profiler_ctx *ctx)
 {
 	struct acc a = {};
 	bpf_loop(100, inner_16, &a, 0);
+	return a.hits;
+}
+
+static int spin(__u32 i, void *data)
+{
+	struct acc *a = data;
+	volatile __u32 step = 0;
+	for (__u32 j = 0; j < 16; j += step)
+		a->hits++;
+	return 0;
+}
+
+/* A loop in a callback stepping by 0: still found as an infinite loop (v1/v2 count
+ * a->hits in a 64-bit register: every iteration's state is new, walked until the budget
+ * runs out). */
+/* EXPECT(v1): E-BUDGET */
+/* EXPECT(v2): E-BUDGET */
+/* EXPECT: E-INFINITE-LOOP */
+SEC("profiler") int bpf_loop_never_ends(struct ncclbpf_profiler_ctx *ctx)
+{
+	struct acc a = {};
+	bpf_loop(100, spin, &a, 0);
 	return a.hits;
 }
 
