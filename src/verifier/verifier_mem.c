@@ -73,6 +73,59 @@ static int stack_bounds(struct verifier_env *env, const struct vreg *base, int64
 	return 0;
 }
 
+/* Bytes [lo, hi) of frame f may be read as a number: every byte initialised, none of a
+ * spilled pointer (var: the read is at a variable offset somewhere in that range). */
+static int stack_readable(struct verifier_env *env, const struct vframe *f, int64_t lo,
+			  int64_t hi, unsigned size, bool var, size_t pc)
+{
+	for (int64_t b = lo; b < hi; b++) {
+		unsigned slot, byte;
+		slot_of(b, &slot, &byte);
+		uint8_t t = slot < f->nslots ? f->slots[slot].type[byte] : SB_INVALID;
+		if (t == SB_INVALID && var)
+			return verr(env, NB_VERR_UNINIT_STACK, pc,
+				    "%u-byte read at a variable offset (fp%+lld..fp%+lld) may read "
+				    "byte fp%lld, which was never written; initialise the whole "
+				    "array before indexing it",
+				    size, (long long)lo, (long long)(hi - (int64_t)size),
+				    (long long)b);
+		if (t == SB_INVALID)
+			return verr(env, NB_VERR_UNINIT_STACK, pc,
+				    "reads %u bytes at fp%lld but byte fp%lld was never written; "
+				    "initialise the variable (or the whole struct, padding included) "
+				    "before reading it",
+				    size, (long long)lo, (long long)b);
+		if (t == SB_SPILL && f->slots[slot].spill.type != VT_SCALAR && var)
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "%u-byte read at a variable offset (fp%+lld..fp%+lld) may read "
+				    "part of the pointer spilled at fp%lld",
+				    size, (long long)lo, (long long)(hi - (int64_t)size),
+				    (long long)b);
+		if (t == SB_SPILL && f->slots[slot].spill.type != VT_SCALAR)
+			return verr(env, NB_VERR_POINTER_LEAK, pc,
+				    "%u-byte read at fp%lld reads part of a spilled pointer", size,
+				    (long long)lo);
+	}
+	return 0;
+}
+
+/* A store (that may) hit byte `byte` of slot s: a register spilled over it is gone. A
+ * scalar's other bytes stay readable as unknown bytes, a pointer's become unreadable (it
+ * may be half overwritten). */
+static void spill_clobber(struct vslot *s, unsigned byte)
+{
+	if (!slot_spilled(s) || byte < s->spill_at || byte >= s->spill_at + s->spill_size)
+		return;
+	memset(s->type + s->spill_at, s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID,
+	       s->spill_size);
+	if (s->spill.type != VT_SCALAR) { /* unreadable bytes */
+		s->taint = 0;
+		s->taint_src = 0;
+	}
+	s->spill_at = s->spill_size = 0;
+	vreg_set_not_init(&s->spill);
+}
+
 static int stack_read(struct verifier_env *env, const struct vreg *base, int64_t o,
 		      unsigned size, bool sx, struct vreg *dst, size_t pc)
 {
@@ -91,20 +144,9 @@ static int stack_read(struct verifier_env *env, const struct vreg *base, int64_t
 		*dst = *sp;
 		return 0;
 	}
-	for (unsigned i = 0; i < size; i++) {
-		slot_of(o + i, &slot, &byte);
-		uint8_t t = slot < f->nslots ? f->slots[slot].type[byte] : SB_INVALID;
-		if (t == SB_INVALID)
-			return verr(env, NB_VERR_UNINIT_STACK, pc,
-				    "reads %u bytes at fp%lld but byte fp%lld was never written; "
-				    "initialise the variable (or the whole struct, padding included) "
-				    "before reading it",
-				    size, (long long)o, (long long)(o + i));
-		if (t == SB_SPILL && f->slots[slot].spill.type != VT_SCALAR)
-			return verr(env, NB_VERR_POINTER_LEAK, pc,
-				    "%u-byte read at fp%lld reads part of a spilled pointer", size,
-				    (long long)o);
-	}
+	err = stack_readable(env, f, o, o + size, size, false, pc);
+	if (err)
+		return err;
 	struct vscalar s;
 	sc_unknown_sized(&s, size, sx);
 	vreg_set_scalar(dst, &s);
@@ -142,18 +184,7 @@ static int stack_write(struct verifier_env *env, const struct vreg *base, int64_
 	for (unsigned i = 0; i < size; i++) {
 		slot_of(o + i, &slot, &byte);
 		struct vslot *s = &f->slots[slot];
-		if (slot_spilled(s) && byte >= s->spill_at && byte < s->spill_at + s->spill_size) {
-			/* the spilled register is partly overwritten: a scalar's other bytes stay
-			 * readable as unknown bytes, a pointer's bytes become unreadable */
-			memset(s->type + s->spill_at,
-			       s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID, s->spill_size);
-			if (s->spill.type != VT_SCALAR) { /* unreadable bytes */
-				s->taint = 0;
-				s->taint_src = 0;
-			}
-			s->spill_at = s->spill_size = 0;
-			vreg_set_not_init(&s->spill);
-		}
+		spill_clobber(s, byte);
 		s->type[byte] = SB_MISC;
 		byte_taint(s, byte, val->taint);
 	}
@@ -206,24 +237,9 @@ static int stack_read_var(struct verifier_env *env, const struct vreg *base, int
 	int err = stack_var_range(env, base, o, size, &lo, &hi, pc);
 	if (err)
 		return err;
-	for (int64_t b = lo; b < hi; b++) {
-		unsigned slot, byte;
-		slot_of(b, &slot, &byte);
-		uint8_t t = slot < f->nslots ? f->slots[slot].type[byte] : SB_INVALID;
-		if (t == SB_INVALID)
-			return verr(env, NB_VERR_UNINIT_STACK, pc,
-				    "%u-byte read at a variable offset (fp%+lld..fp%+lld) may read "
-				    "byte fp%lld, which was never written; initialise the whole "
-				    "array before indexing it",
-				    size, (long long)lo, (long long)(hi - (int64_t)size),
-				    (long long)b);
-		if (t == SB_SPILL && f->slots[slot].spill.type != VT_SCALAR)
-			return verr(env, NB_VERR_POINTER_LEAK, pc,
-				    "%u-byte read at a variable offset (fp%+lld..fp%+lld) may read "
-				    "part of the pointer spilled at fp%lld",
-				    size, (long long)lo, (long long)(hi - (int64_t)size),
-				    (long long)b);
-	}
+	err = stack_readable(env, f, lo, hi, size, true, pc);
+	if (err)
+		return err;
 	struct vscalar s;
 	sc_unknown_sized(&s, size, sx);
 	vreg_set_scalar(dst, &s);
@@ -252,18 +268,7 @@ static int stack_write_var(struct verifier_env *env, const struct vreg *base, in
 		if (slot >= f->nslots)
 			continue; /* never written: stays uninitialised */
 		struct vslot *s = &f->slots[slot];
-		if (slot_spilled(s) && byte >= s->spill_at && byte < s->spill_at + s->spill_size) {
-			/* the spill may be overwritten: a scalar becomes unknown bytes, a
-			 * pointer unreadable bytes (it may be half overwritten) */
-			memset(s->type + s->spill_at,
-			       s->spill.type == VT_SCALAR ? SB_MISC : SB_INVALID, s->spill_size);
-			if (s->spill.type != VT_SCALAR) {
-				s->taint = 0;
-				s->taint_src = 0;
-			}
-			s->spill_at = s->spill_size = 0;
-			vreg_set_not_init(&s->spill);
-		}
+		spill_clobber(s, byte); /* the write may hit it */
 		/* a byte that was never written stays so: this write may miss it */
 		if (s->type[byte] != SB_INVALID && val->taint)
 			byte_taint(s, byte, val->taint);
