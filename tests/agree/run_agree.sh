@@ -523,7 +523,11 @@ wait_all
 check_decisions
 expect_same_fallback 0 1 2 3
 check_waits 0 1 2 3
-expect_warn 1 2 3 -- "a rank without ncclbpf's profiler plugin is a member \(the rendezvous hub says so\)"
+# Which message a rank gives depends on whether its lookup found rank 0's notice at the hub
+# before its join bound expired: under ASan at load 20 (two busy loops) rank 2 once gave up
+# on the leader first ("no leader (rank 0) registered"), falling back at collective 0 like
+# the others (checked above). Either names the cause.
+expect_warn 1 2 3 -- "a rank without ncclbpf's profiler plugin is a member \(the rendezvous hub says so\)|could not join within [0-9]+ ms: no leader \(rank 0\) registered at the rendezvous"
 fi
 
 # ---- 16b. the same below a relay (6 ranks, fan-out 3: rank 4 is a child of relay 3) -----
