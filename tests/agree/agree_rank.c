@@ -22,7 +22,8 @@
  * thread descheduled there on a loaded machine (run_reload_newcomm.sh's "after" must
  * still test what it says).
  * --hold FILE: before finalizing, wait until FILE exists (at most 120 s): an explicit
- * synchronization point, so that a rank's exit never races what the test checks.
+ * synchronization point, so that a rank's exit never races what the test checks. Prints
+ * "rank R holding" when it starts to wait.
  * --comm2-step N (with --comm2): create the second communicator at the start of step N.
  * --until FILE: STEPS is only a cap; once FILE exists (checked every 64 steps), stop - at
  * once when it is empty, else at the first multiple of 64 >= the number N it holds - so a
@@ -201,6 +202,10 @@ int main(int argc, char **argv)
 		}
 		if (sleep)
 			sleep_us(sleep);
+	}
+	if (hold) { /* the test may wait for every rank to get here (run_agree.sh held_all) */
+		printf("rank %d holding\n", rank);
+		fflush(stdout);
 	}
 	for (int waited = 0; hold && waited < 120000 && access(hold, F_OK) != 0; waited += 10)
 		sleep_us(10000);

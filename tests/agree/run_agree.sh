@@ -84,6 +84,23 @@ wait_all() {
 	KILLED=
 }
 
+# release_when_held NAME...: touch $DIR/release once every named rank (started with --hold)
+# waits there - an end barrier like NCCL's: no rank ends its job while another still runs
+# collectives. Without it a rank that decides nothing (no policy, no profiler) finished its
+# collectives at once and exited, and with it the rendezvous hub if its process hosted it:
+# a rank slower to look its leader up (ASan, two busy loops, ctest -j2) then never got an
+# answer and gave another reason for the same fallback (config_missing 2 of 3 runs).
+release_when_held() {
+	local end=$((SECONDS + 200)) n
+	while [ $SECONDS -lt $end ]; do
+		n=0
+		for r in "$@"; do grep -q '^rank .* holding' "$DIR/out.$r" 2>/dev/null && n=$((n + 1)); done
+		[ $n -eq $# ] && break
+		sleep 0.05
+	done
+	touch "$DIR/release"
+}
+
 # wait_listening: until the rendezvous hub listens (the ranks start it at their first
 # collective)
 wait_listening() { # bounded by the clock (120 s), not by a count of polls
@@ -516,9 +533,8 @@ if want no_profiler_leader; then
 begin no_profiler_leader
 export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o
 start_rank 0 0 600 --no-profiler 1 --hold "$DIR/release"
-for r in 1 2 3; do start_rank $r $r 600; done
-for r in 1 2 3; do wait "${PIDS[$r]}" || die "rank $r exited with $?"; unset "PIDS[$r]"; done
-touch "$DIR/release"
+for r in 1 2 3; do start_rank $r $r 600 --hold "$DIR/release"; done
+release_when_held 0 1 2 3
 wait_all
 check_decisions
 expect_same_fallback 0 1 2 3
@@ -568,9 +584,11 @@ config_scenario() { # NAME EXPECTED_WARN_OF_THE_OTHERS -- env for rank 2...
 	# the three that do join, so the WARN names the missing rank)
 	set_wait ${CONFIG_WAIT_MS:-30000}
 	export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o
-	for r in 0 1 3; do start_rank $r $r 800; done
-	timeout -s KILL 240 env "$@" "$RANKBIN" "$LIB" 2 4 800 --sleep-us 100 >"$DIR/out.2" 2>"$DIR/err.2" &
+	for r in 0 1 3; do start_rank $r $r 800 --hold "$DIR/release"; done
+	timeout -s KILL 240 env "$@" "$RANKBIN" "$LIB" 2 4 800 --sleep-us 100 --hold "$DIR/release" \
+		>"$DIR/out.2" 2>"$DIR/err.2" &
 	PIDS[2]=$!
+	release_when_held 0 1 2 3
 	wait_all
 	check_decisions
 	expect_same_fallback ${SAME:-0 1 2 3}
