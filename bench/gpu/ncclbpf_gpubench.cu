@@ -670,6 +670,11 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		else gb_usage();
 #undef GB_NEED
 	}
+	if (o->step_queued && o->step_ahead) {
+		fprintf(stderr, "gpubench: --step-queued (never wait) and --step-ahead K (wait for the "
+				"step K back) exclude each other\n");
+		exit(1);
+	}
 	if (!any)
 		o->colls[GB_ALLREDUCE] = 1;
 	if (o->nodes == 0)

@@ -75,7 +75,8 @@ for bad in '--step-ahead x' '--step-ahead 2 --step-queued'; do
   "$script" --dry-run --nodes 2 --reps 1 --step ar:4M $bad --out "$out" >/dev/null 2>&1 &&
     { echo "'$bad' accepted"; fail=1; }
 done
-grep -q '"--step-ahead"' "$src" && grep -q 'step_ahead' "$(dirname "$src")/gpubench_steps.cuh" ||
+grep -q '"--step-ahead"' "$src" && grep -q 'step_ahead' "$(dirname "$src")/gpubench_steps.cuh" &&
+  grep -q 'o->step_queued && o->step_ahead' "$src" ||
   { echo "harness lacks --step-ahead"; fail=1; }
 for bad in 'ar:4x' 'xx' 'ar:4M,' 'ar'; do
   "$script" --dry-run --nodes 2 --reps 1 --step "$bad" --out "$out" >/dev/null 2>&1 &&
