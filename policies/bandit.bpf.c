@@ -33,14 +33,16 @@
  *  2. screening: each candidate arm plays one block of cfg_screen + 1 collectives of the
  *     band (the first sample after a switch or of a new arm is dropped), in an order
  *     rotated per band so that neighbouring bands do not switch in lockstep; AUTO's block
- *     keeps NCCL's choice. Until the screening is published (at most cfg_screen_grace more
- *     of the band's collectives), NCCL's choice is kept;
+ *     keeps NCCL's choice. Until the screening is published (every arm has its samples,
+ *     or the band's published progress covers the screening: a lost sample does not stall
+ *     it), NCCL's choice is kept;
  *  3. elimination: an arm whose lower confidence bound (mean - z sd / sqrt(n), agreed
  *     statistics) lies above the best arm's upper bound is out; the survivors play blocks of
  *     cfg_block in a rotating round robin until each holds its budget of samples
- *     (cfg_budget_*; collectives already decided but not yet published are counted
- *     in, from the band progress the profilers publish), so exploration ends within a
- *     bounded number of the band's collectives;
+ *     (cfg_budget_*; the round robin's turns decided but not yet published are counted
+ *     in, from the band progress the profilers publish, and NCCL's choice is kept until
+ *     their samples are in), so exploration ends within a bounded number of the band's
+ *     collectives;
  *  4. exploitation: the survivor with the lowest mean; it replaces AUTO only when it is
  *     faster than AUTO's mean by more than the safety gate (cfg_gate_small_pct /
  *     cfg_gate_large_pct), and NCCL's choice stays while AUTO has no sample.
@@ -93,8 +95,6 @@ const volatile __u32 cfg_prune_log2 = 2;
 const volatile __u32 cfg_screen = 3;             /* valid samples per arm in the screening (the
 						  * robust mean of 3 survives one outlier) */
 const volatile __u32 cfg_block = 4;              /* collectives per turn after it */
-const volatile __u64 cfg_screen_grace = 16;      /* band collectives to wait for the screening's
-						  * samples to be published (> the agreement lag) */
 /* per-arm sample budget of the survivors: small collectives are cheap and noisy, large ones
  * costly and steadier */
 const volatile __u32 cfg_budget_small = 12;      /* below cfg_budget_small_below */
@@ -307,6 +307,8 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 
 	/* the band's clock since its exploration started (a restart moves the base ahead) */
 	__u64 base = st->base;
+	/* the band's progress in the published view: its collectives up to seen - 1 are in */
+	__u64 seen = cnt->seen & (BIG - 1);
 	if (ctx->band_seq < base)
 		return 0; /* a restart is being agreed: NCCL's choice until the new screening */
 	__u64 s = ctx->band_seq - base;
@@ -322,10 +324,12 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 			which = NCCLBPF_SEL(in & EQ(cum, j), a, which);
 			cum += in;
 		}
-	} else if ((minc >= (cfg_screen & 63)) | (1 - LT(s, k * l1 + cfg_screen_grace))) {
-		/* (a sample lost - a neighbour without KernelCh - must not stall the band: after
-		 * the grace, arms with fewer samples are judged with wider bounds, arms without
-		 * any are left out) */
+	} else if ((minc >= (cfg_screen & 63)) | (1 - LT(seen, base + k * l1))) {
+		/* (a sample lost - a neighbour without KernelCh - must not stall the band: once
+		 * the band's published progress covers the screening, arms with fewer samples are
+		 * judged with wider bounds, arms without any are left out. Not a count of the
+		 * band's collectives: a host far ahead of the GPU - a full launch queue, ~130
+		 * steps on the testbed - decides that many before the first sample is in) */
 		/* 3. elimination on the published statistics (every candidate screened) */
 		__u64 best = BIG, best_ub = BIG;
 #pragma clang loop unroll(disable)
@@ -337,10 +341,8 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 			best = NCCLBPF_SEL(better, mu, best);
 			best_ub = NCCLBPF_SEL(better, mu + h, best_ub);
 		}
-		/* survivors; collectives decided but not yet published (in flight) are shared
-		 * among them, so exploration stops when their samples will be in */
-		__u64 budget = budget_of(ctx->n_bytes), surv = 0, ns = 0, need = 0;
-		__u64 seen = cnt->seen & (BIG - 1);
+		/* survivors */
+		__u64 budget = budget_of(ctx->n_bytes), surv = 0, ns = 0, need = 0, need_pub = 0;
 		__u64 flight = NCCLBPF_SEL(LT(seen, ctx->band_seq), ctx->band_seq - seen, 0);
 		__u64 l2 = ncclbpf_opaque(cfg_block & 63);
 		if (l2 == 0)
@@ -358,16 +360,43 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		}
 		if (ns == 0 || ns > BANDIT_MAX_ARMS)
 			return 0;
-		/* in one-size runs the first collective of each turn gives no sample (ns and l2
-		 * are >= 1: the divisor is not zero) */
-		__u64 share = flight * (l2 - NCCLBPF_NZ(l2 - 1)) / ncclbpf_opaque(l2 * ns);
+		/* Turns decided but not yet published (in flight) count towards the budgets, so
+		 * exploration stops when their samples will be in - only the round robin's turns:
+		 * the collectives decided while the screening was in flight kept NCCL's choice
+		 * (g8b: a host ~130 steps ahead had those ~130 waits credited to the survivors and
+		 * exploited on three screening samples). Rank-invariant estimate from the current
+		 * lag F = band_seq - seen: the round robin began about F after the screening (when
+		 * its samples were published) and lasts about R, the survivors' missing samples
+		 * at l2 - 1 per turn of l2 (in one-size runs the first collective of a turn gives
+		 * no sample); in flight are the decisions after t - F (t: since the screening). */
+		__u64 spt = l2 - NCCLBPF_NZ(l2 - 1);
+		__u64 scr = NCCLBPF_SEL(LT(cfg_screen & 63, budget), cfg_screen & 63, budget);
+		__u64 spt_d = ncclbpf_opaque(spt);
+		if (spt_d == 0)
+			spt_d = 1;
+		__u64 rr_len = (ns * (budget - scr) + spt_d - 1) / spt_d * l2;
+		__u64 t = s - k * l1;
+		__u64 pub = t - NCCLBPF_SEL(LT(flight, t), flight, t); /* published since */
+		__u64 lo = NCCLBPF_SEL(LT(pub, flight), flight, pub);
+		__u64 hi = NCCLBPF_SEL(LT(t, flight + rr_len), t, flight + rr_len);
+		__u64 rr_flight = NCCLBPF_SEL(LT(lo, hi), hi - lo, 0);
+		/* (ns and l2 are >= 1: the divisor is not zero) */
+		__u64 share = rr_flight * spt / ncclbpf_opaque(l2 * ns);
 #pragma clang loop unroll(disable)
-		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++)
-			need |= ((surv >> a) & 1) & LT(COUNT(cnt->n[a]) + share, budget);
-		if (need & (1 - EQ(ns, 1))) {
+		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
+			__u64 in = (surv >> a) & 1, c = COUNT(cnt->n[a]);
+			need |= in & LT(c + share, budget);
+			need_pub |= in & LT(c, budget);
+		}
+		if (need_pub & (1 - need) & (1 - EQ(ns, 1))) {
+			/* the turns still needed are in flight: NCCL's choice until their samples
+			 * are published (exploiting on the screening's few samples would run a
+			 * wrong pick for as long as the lag) */
+			which = BANDIT_MAX_ARMS;
+		} else if (need & (1 - EQ(ns, 1))) {
 			/* survivors in turns of cfg_block, the order rotated every round */
-			__u64 t = (s - k * l1) / l2;
-			__u64 j = (t % ns + rotation(band, 1 + t / ns)) % ns;
+			__u64 turn = t / l2;
+			__u64 j = (turn % ns + rotation(band, 1 + turn / ns)) % ns;
 			__u64 cum = 0;
 #pragma clang loop unroll(disable)
 			for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
@@ -450,6 +479,9 @@ struct bandit_window {
 	__u64 last_arm_plus1; /* band record: the arm of the previous sample */
 	__u64 run;            /* band record: samples in a row of that arm */
 	__u64 restart;        /* band record: drift seen, restart at the next sample */
+	__u64 api_prev;       /* band record: the application's call of its last sample */
+	__u64 seq_prev;       /* band record: and its band_seq */
+	__u64 ivl;            /* band record: the band's call interval, a moving average */
 	/* band record, per arm: the statistic before the lateness correction (lat[]: 1 + the
 	 * moving average of the host lateness its samples excused) */
 	__u64 mean0[BANDIT_MAX_ARMS];
@@ -595,6 +627,7 @@ struct bandit_last {
 	__u64 n_bytes;
 	__u64 pband_plus1;    /* the band and arm of the collective before it */
 	__u64 parm;
+	__u64 api_ns;         /* the application's call of it (host clock) */
 };
 
 struct {
@@ -631,6 +664,9 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	lp->n_bytes = ctx->n_bytes;
 	lp->pband_plus1 = p.band_plus1;
 	lp->parm = p.arm;
+	/* the host's call of this one (the Coll start comes only after the launch) */
+	__u64 issued = NCCLBPF_SEL(NCCLBPF_NZ(ctx->api_ns), ctx->api_ns, ctx->start_ns);
+	lp->api_ns = issued;
 	__u32 csband = ctx->size_bucket < 65 ? ctx->size_bucket : 64;
 	if (cband < 0) {
 		/* not ours: GPU-time it rarely (it still gets timed next to a sample of ours) */
@@ -653,8 +689,6 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	__u64 pre_arm = NCCLBPF_SEL(hold, p.parm, p.arm);
 	/* hold: (end - kstart) of the previous + the GPU's wait after it, less host lateness */
 	__u64 gap = NCCLBPF_SEL(LT(p.end_ns, ctx->gpu_start_ns), ctx->gpu_start_ns - p.end_ns, 0);
-	/* the host's call of this one (the Coll start comes only after the launch) */
-	__u64 issued = NCCLBPF_SEL(NCCLBPF_NZ(ctx->api_ns), ctx->api_ns, ctx->start_ns);
 	__u64 late = NCCLBPF_SEL(LT(p.end_ns, issued), issued - p.end_ns, 0);
 	__u64 wait = NCCLBPF_SEL(LT(late, gap), gap - late, 0);
 	__u64 span = NCCLBPF_SEL(LT(p.kstart_ns, p.end_ns), p.end_ns - p.kstart_ns, 0);
@@ -691,12 +725,36 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	hb->n[0] = 1; /* the heartbeat: non-zero once published from any rank that measures */
 	__u64 m = budget_of(nbytes);
 
+	/* The host's lead over this rank's GPU in the band's collectives: the time from the
+	 * application's call of the sample's collective to now over the band's call interval.
+	 * A host that never waits - a full launch queue, ~130 steps on the testbed - decides
+	 * that many collectives before their samples come here: the tuner keeps NCCL's choice
+	 * that long while it waits for the samples of the screening and of the round robin. */
+	__u64 dseq = NCCLBPF_SEL(LT(bs->seq_prev, bseq), bseq - bs->seq_prev, 0);
+	__u64 dt = NCCLBPF_SEL(NCCLBPF_NZ(bs->api_prev) & LT(bs->api_prev, p.api_ns) & NCCLBPF_NZ(dseq),
+			       p.api_ns - bs->api_prev, 0);
+	__u64 dseq_d = ncclbpf_opaque(dseq);
+	if (dseq_d == 0)
+		dseq_d = 1;
+	dt = dt / dseq_d;
+	bs->ivl = NCCLBPF_SEL(NCCLBPF_NZ(dt), NCCLBPF_SEL(NCCLBPF_NZ(bs->ivl), (3 * bs->ivl + dt) / 4, dt),
+			      bs->ivl);
+	bs->api_prev = NCCLBPF_SEL(NCCLBPF_NZ(p.api_ns), p.api_ns, bs->api_prev);
+	bs->seq_prev = bseq;
+	__u64 lead = NCCLBPF_SEL(LT(p.api_ns, ctx->gpu_end_ns), ctx->gpu_end_ns - p.api_ns, 0);
+	__u64 ivl = ncclbpf_opaque(bs->ivl & ((1ull << 40) - 1)), lag = 0;
+	if (ivl != 0) /* (no interval yet: no lead) */
+		lag = lead / ivl;
+	lag = NCCLBPF_SEL(LT(lag, 4096), lag, 4096);
 	/* Runs of one arm, counting only samples taken after the arm reached its budget. The
 	 * decision is fixed between explorations, so another arm after a long such run means
 	 * the tuner started re-exploring (another rank saw drift): start afresh too, or this
-	 * rank's old statistics would dominate the MAX. */
-	if (NCCLBPF_NZ(bs->restart) | ((1 - EQ(bs->last_arm_plus1, arm + 1)) & (1 - LT(bs->run, BANDIT_RESTART_RUN)))) {
-		restart_band(ctx->comm_id, key, cnt, st, bseq);
+	 * rank's old statistics would dominate the MAX. Long: beyond twice the host's lead
+	 * (the tuner's waits for samples in flight are as long as the lead). */
+	__u64 long_run = BANDIT_RESTART_RUN + 2 * lag;
+	if (NCCLBPF_NZ(bs->restart) | ((1 - EQ(bs->last_arm_plus1, arm + 1)) & (1 - LT(bs->run, long_run)))) {
+		/* the new screening starts after the tuner, the lead ahead, sees the restart */
+		restart_band(ctx->comm_id, key, cnt, st, bseq + 2 * lag);
 		w->seen = 1; /* this sample opens the new exploration: a warm-up one */
 		bs->last_arm_plus1 = arm + 1;
 		__u32 *rc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
@@ -713,7 +771,7 @@ int bandit_observe(struct ncclbpf_profiler_ctx *ctx)
 	 * collective again as soon as a window looks slow */
 	__u32 *sc = bpf_map_lookup_elem(&ncclbpf_sample_ctl, &sband);
 	if (sc)
-		*sc = bs->run >= BANDIT_RESTART_RUN && !w->drift && cfg_sample_every > 1
+		*sc = bs->run >= long_run && !w->drift && cfg_sample_every > 1
 			      ? NCCLBPF_SAMPLE_BURST(cfg_sample_every, cfg_sample_burst)
 			      : NCCLBPF_SAMPLE_EVERY;
 

@@ -25,6 +25,12 @@ int bsim_open(struct bsim *s, const char *obj_path, const char *tuner_prog, cons
 	s->nr = nr;
 	s->m = m;
 	s->late_from_step = 1 << 30;
+	s->fifo = calloc((BSIM_MAX_LAG + 2) * SM_MAX_CALLS, sizeof(*s->fifo));
+	s->fifo_timed = calloc((BSIM_MAX_LAG + 2) * SM_MAX_CALLS, sizeof(*s->fifo_timed));
+	if (!s->fifo || !s->fifo_timed) {
+		snprintf(s->err, sizeof(s->err), "out of memory");
+		return -1;
+	}
 	for (int r = 0; r < nr; r++) {
 		struct bsim_rank *k = &s->r[r];
 		if (ncclbpf_object_open_file(obj_path, &k->obj, s->err, sizeof(s->err)) || !k->obj)
@@ -79,6 +85,11 @@ void bsim_close(struct bsim *s)
 	}
 	memset(s->r, 0, sizeof(s->r));
 	s->n_ag = 0;
+	free(s->fifo);
+	free(s->fifo_timed);
+	s->fifo = NULL;
+	s->fifo_timed = NULL;
+	s->fifo_n = 0;
 }
 
 /* Word-wise reduction over the ranks that contributed an entry (non-zero bytes). */
@@ -158,10 +169,12 @@ static int sample_at_call(struct bsim *s, int r, const struct sm_coll *c)
 	k->seen_band[b]++;
 	uint32_t b1 = ncclbpf_size_bucket(w->calls[(c->idx + 1) % w->n_calls].bytes);
 	uint32_t b2 = ncclbpf_size_bucket(w->calls[(c->idx + 2) % w->n_calls].bytes);
-	uint32_t v1 = ctl_value(k, b1), v2 = ctl_value(k, b2);
+	uint32_t v0 = ctl_value(k, b), v1 = ctl_value(k, b1), v2 = ctl_value(k, b2);
 	int due1 = v1 ? profiler_sample_steered_due(v1, k->seen_band[b1]) : 1;
 	int due2 = v2 && profiler_sample_steered_due(v2, k->seen_band[b2] + (b2 == b1));
-	k->timed_next = due1 || due2;
+	/* the collective after a steered sample (where its hold on the stream ends) */
+	int due0 = timed && v0 && profiler_sample_steered_due(v0, k->seen_band[b] - 1);
+	k->timed_next = due1 || due2 || due0;
 	return timed;
 }
 
@@ -177,6 +190,14 @@ static void complete(struct bsim *s, const struct sm_coll *c, const int *timed)
 		pc.n_bytes = c->bytes;
 		pc.start_ns = c->enq_ns[r];
 		pc.api_ns = s->no_api_events ? 0 : c->api_ns[r];
+		/* a host that far ahead called it that many steps earlier (the model's host is
+		 * one step ahead at most; the tuner's decisions and the timestamps the reward
+		 * uses are the model's) */
+		if (s->profiler_lag_steps > 0 && pc.api_ns) {
+			if (!s->api_shift_ns) /* constant: the host's lead does not jitter */
+				s->api_shift_ns = (uint64_t)(s->profiler_lag_steps * s->m->last_step_us * 1e3);
+			pc.api_ns -= s->api_shift_ns;
+		}
 		if (timed[r]) {
 			pc.host_ns = c->notice_ns[r] - c->enq_ns[r];
 			pc.gpu_ns = c->end_ns[r] - c->kstart_ns[r];
@@ -275,7 +296,9 @@ void bsim_run(struct bsim *s, int steps)
 			}
 		}
 		if (getenv("BSIM_TRACE_BAND") && c.band == atoi(getenv("BSIM_TRACE_BAND")) &&
-		    c.band_seq < 60 && s->n_ag >= 2) {
+		    c.band_seq >= (uint64_t)atoi(getenv("BSIM_TRACE_FROM") ? getenv("BSIM_TRACE_FROM") : "0") &&
+		    c.band_seq < 60 + (uint64_t)atoi(getenv("BSIM_TRACE_FROM") ? getenv("BSIM_TRACE_FROM") : "0") &&
+		    s->n_ag >= 2) {
 			uint32_t key = (uint32_t)(c.coll * 24 + ncclbpf_size_bucket(c.bytes) - 10);
 			int si = s->ag[0].stride > s->ag[1].stride ? 0 : 1;
 			const uint64_t *st = (const uint64_t *)(s->ag[si].pub + key * s->ag[si].stride);
@@ -321,8 +344,10 @@ void bsim_run(struct bsim *s, int steps)
 				s->step_us[step] = m->last_step_us;
 			s->steps = step + 1;
 			/* completions: this step's before the next is enqueued (sync), else the
-			 * previous step's (the host runs one step ahead) */
-			drain(s, m->w.queued ? step - 1 : step);
+			 * previous step's (the host runs one step ahead), profiler_lag_steps later */
+			int lag = s->profiler_lag_steps < 0 ? 0
+				  : s->profiler_lag_steps > BSIM_MAX_LAG ? BSIM_MAX_LAG : s->profiler_lag_steps;
+			drain(s, (m->w.queued ? step - 1 : step) - lag);
 		}
 	}
 	drain(s, 1 << 30);
@@ -341,7 +366,16 @@ void bsim_run(struct bsim *s, int steps)
 						(unsigned long long)cn[a] - 1, st[a] / 1e3, cn[8 + a] / 1e3,
 						st[8 + a] / 1e3);
 			fprintf(stderr, "\n");
-			if (atoi(getenv("BSIM_DEBUG")) > 1) {
+			if (atoi(getenv("BSIM_DEBUG")) > 2) {
+				/* the whole history, run-length: pair x count */
+				fprintf(stderr, "  runs:");
+				for (int q = 0, run = 1; q < HIST && q < (int)s->band[i].n; q++, run++)
+					if (q + 1 == (int)s->band[i].n || q + 1 == HIST || hist[i][q + 1] != hist[i][q]) {
+						fprintf(stderr, " %dx%d", hist[i][q], run);
+						run = 0;
+					}
+				fprintf(stderr, "\n");
+			} else if (atoi(getenv("BSIM_DEBUG")) > 1) {
 				fprintf(stderr, "  decisions:");
 				for (int q = 0; q < 80 && q < HIST; q++)
 					fprintf(stderr, " %d", hist[i][q]);

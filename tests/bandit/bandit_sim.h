@@ -25,6 +25,7 @@
 
 #define BSIM_MAX_STEPS 4000
 #define BSIM_MAX_AGREED 4
+#define BSIM_MAX_LAG 200 /* steps a profiler's completions may trail the host by */
 
 struct ncclbpf_object;
 struct ncclbpf_program;
@@ -65,6 +66,12 @@ struct bsim {
 	int no_profiler;          /* the profiler plugin is not loaded */
 	int untimed_every_other;  /* every other collective without KernelCh */
 	int no_api_events;        /* profiler v1-v4: api_ns 0 */
+	/* the profiler sees a step's completions this many steps later than the model's
+	 * `queued` host would (0..BSIM_MAX_LAG): a host that never waits is as far ahead as
+	 * CUDA's launch queue allows (~130 steps on the GPU testbed, `--step-queued`), so what
+	 * the tuner decided reaches the published statistics that much later */
+	int profiler_lag_steps;
+	uint64_t api_shift_ns;     /* what that lead is in time (set at the first completion) */
 	/* results */
 	double step_us[BSIM_MAX_STEPS];
 	int steps;
@@ -77,8 +84,8 @@ struct bsim {
 	struct bsim_band_stats band[SM_MAX_BANDS];
 	int decision_pair[BSIM_MAX_STEPS][SM_MAX_CALLS]; /* per step and call (first steps) */
 	/* pending completions */
-	struct sm_coll fifo[2 * SM_MAX_CALLS + 2];
-	int fifo_timed[2 * SM_MAX_CALLS + 2][SM_MAX_RANKS];
+	struct sm_coll *fifo;      /* (BSIM_MAX_LAG + 2) * SM_MAX_CALLS */
+	int (*fifo_timed)[SM_MAX_RANKS];
 	int fifo_n;
 	char err[512];
 };

@@ -142,8 +142,12 @@ static void timeline_fill(struct ncclbpf_profiler_ctx *pc, int r, int pair, doub
 	double start = clk[r];
 	clk[r] += period_us;
 	pc->start_ns = (uint64_t)(start * 1000) + 1000000000ull;
-	/* the host queued it well before (a training loop running ahead) */
-	pc->api_ns = pc->start_ns > 500000000ull ? pc->start_ns - 500000000ull : 1;
+	/* the host queued it before the previous one ended (a training loop running ahead, so
+	 * no host lateness is excused) - two collectives ahead, as the profiler here sees each
+	 * collective before the tuner decides the next but one: a host further ahead in time
+	 * than in collectives would tell the bandit its samples arrive later than they do */
+	uint64_t ahead = (uint64_t)(2 * period_us * 1000);
+	pc->api_ns = pc->start_ns > ahead ? pc->start_ns - ahead : 1;
 	if (timed) {
 		pc->host_ns = (uint64_t)((clk[r] - start) * 1000);
 		pc->gpu_ns = (uint64_t)(period_us * span_of(pair) * 1000);
