@@ -43,7 +43,7 @@ run() {
 	local pids=()
 	for r in $(seq 0 $((NRANKS - 1))); do
 		NCCLBPF_POLICY=$pol NCCLBPF_DECISION_LOG=$dir/log NCCLBPF_AGREE=127.0.0.1:$port \
-		NCCLBPF_AGREE_WAIT_MS=3000 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING \
+		NCCLBPF_AGREE_WAIT_MS=30000 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING \
 			timeout -s KILL 120 "$RANKBIN" "$LIB" "$r" "$NRANKS" "$STEPS" --nccl "$rel" \
 			--scenario "$scen" --out "$dir/ran.$r" "$@" >"$dir/out.$r" 2>"$dir/err.$r" &
 		pids[$r]=$!
