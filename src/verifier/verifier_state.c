@@ -467,8 +467,12 @@ void vstate_mark_precise(struct vrecord *rec, struct vorig org)
 		rec->precise[0] |= fresh.b[0];
 		rec->precise[1] |= fresh.b[1];
 		struct vorig up = { { 0, 0 } };
-		for (unsigned pos = 0; pos < rec->npos; pos++) {
-			if (bit(fresh.b, pos)) {
+		/* the set bits only: a loop over every position was 14 % of bandit_observe */
+		for (unsigned w = 0; w < 2; w++) {
+			for (uint64_t b = fresh.b[w]; b; b &= b - 1) {
+				unsigned pos = w * 64 + (unsigned)__builtin_ctzll(b);
+				if (pos >= rec->npos)
+					break;
 				up.b[0] |= rec->parent_org[pos].b[0];
 				up.b[1] |= rec->parent_org[pos].b[1];
 			}
@@ -495,13 +499,22 @@ static struct vorig pos_org(const struct vframe *f, unsigned pos)
 	return none;
 }
 
-/* Scalars of caller frames are always compared exactly: their origins become precise. */
+static void org_or(struct vorig *acc, struct vorig o)
+{
+	acc->b[0] |= o.b[0];
+	acc->b[1] |= o.b[1];
+}
+
+/* Scalars of caller frames are always compared exactly: their origins become precise.
+ * Origins are collected first and propagated once (marking is a closure: the union's is
+ * the union of each one's). */
 static void mark_caller_frames(struct verifier_env *env, bool clear)
 {
+	struct vorig acc = { { 0, 0 } };
 	for (uint32_t fi = 0; fi + 1 < env->cur.nframes; fi++) {
 		struct vframe *f = env->cur.frames[fi];
 		for (unsigned pos = 0; pos < (unsigned)BPF_NREGS + f->nslots; pos++) {
-			vstate_mark_precise(env->cur.rec, pos_org(f, pos));
+			org_or(&acc, pos_org(f, pos));
 			if (!clear)
 				continue;
 			if (pos < BPF_NREGS)
@@ -510,36 +523,48 @@ static void mark_caller_frames(struct verifier_env *env, bool clear)
 				memset(&f->slots[pos - BPF_NREGS].spill.org, 0, sizeof(struct vorig));
 		}
 	}
+	vstate_mark_precise(env->cur.rec, acc);
 }
 
 void vstate_mark_all_precise(struct verifier_env *env)
 {
+	struct vorig acc = { { 0, 0 } };
 	for (uint32_t fi = 0; fi < env->cur.nframes; fi++) {
 		struct vframe *f = env->cur.frames[fi];
 		for (unsigned pos = 0; pos < (unsigned)BPF_NREGS + f->nslots; pos++) {
-			vstate_mark_precise(env->cur.rec, pos_org(f, pos));
+			org_or(&acc, pos_org(f, pos));
 			if (pos < BPF_NREGS)
 				memset(&f->regs[pos].org, 0, sizeof(struct vorig));
 			else
 				memset(&f->slots[pos - BPF_NREGS].spill.org, 0, sizeof(struct vorig));
 		}
 	}
+	vstate_mark_precise(env->cur.rec, acc);
 }
 
 void vstate_mark_cur_precise(struct verifier_env *env)
 {
 	struct vframe *top = vcur_frame(env);
+	struct vorig acc = { { 0, 0 } };
 	for (unsigned pos = 0; pos < (unsigned)BPF_NREGS + top->nslots && pos < VPOS_COUNT; pos++)
-		vstate_mark_precise(env->cur.rec, pos_org(top, pos));
+		org_or(&acc, pos_org(top, pos));
+	vstate_mark_precise(env->cur.rec, acc);
 	mark_caller_frames(env, false);
 }
 
 void vstate_prune_precision(struct verifier_env *env, const struct vrecord *old)
 {
 	struct vframe *top = vcur_frame(env);
-	for (unsigned pos = 0; pos < VPOS_COUNT; pos++)
-		if (bit(old->precise, pos))
-			vstate_mark_precise(env->cur.rec, pos_org(top, pos));
+	struct vorig acc = { { 0, 0 } };
+	for (unsigned w = 0; w < 2; w++) {
+		for (uint64_t b = old->precise[w]; b; b &= b - 1) {
+			unsigned pos = w * 64 + (unsigned)__builtin_ctzll(b);
+			if (pos >= VPOS_COUNT)
+				break;
+			org_or(&acc, pos_org(top, pos));
+		}
+	}
+	vstate_mark_precise(env->cur.rec, acc);
 	mark_caller_frames(env, false);
 }
 
