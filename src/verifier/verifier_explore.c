@@ -973,9 +973,10 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	env->widen_attempt = calloc(n, 1);
 	env->body_of = calloc(n, sizeof(*env->body_of));
 	env->widen_shape_miss = calloc(n, 1);
+	env->walk_short = calloc(n, 1);
 	if (env->insn_flags && env->records && env->inprogress && env->live &&
 	    (env->taint_src || !env->taint_on) && env->widen_attempt && env->body_of &&
-	    env->widen_shape_miss) {
+	    env->widen_shape_miss && env->walk_short) {
 		err = verifier_check_structure(env);
 		if (opts && opts->no_widen)
 			env->widen_off = true;
@@ -1014,6 +1015,7 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	free(env->widen_attempt);
 	free(env->body_of);
 	free(env->widen_shape_miss);
+	free(env->walk_short);
 	free(env->pred_start);
 	free(env->preds);
 	free(env->pending);

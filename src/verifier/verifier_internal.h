@@ -269,6 +269,7 @@ struct verifier_env {
 	uint32_t *pred_start, *preds; /* predecessors (CSR), built on first widening */
 	uint8_t **body_of;       /* per loop head: its natural loop (arena), once computed */
 	uint8_t *widen_shape_miss; /* per loop head: visits whose state moved more than numbers */
+	uint8_t *walk_short; /* per loop head: visits walked because a bound was near (widen.c) */
 	uint32_t next_tag;
 	uint64_t max_insns;  /* cost limit per run (verifier_cost.c) */
 	uint64_t cost_root;  /* the bound, once the root state is fully explored */

@@ -41,6 +41,7 @@
 
 #define WIDEN_AFTER 2   /* earlier stored visits of the head on this path */
 #define PREV_SEARCH 256 /* stored states walked back to find the previous visit */
+#define WALK_SHORT 8    /* iterations left by a guessed bound that are walked, not widened */
 
 static struct vreg *pos_reg(struct vframe *f, unsigned pos)
 {
@@ -548,6 +549,17 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 			w0.cand[j].dir = (int8_t)dir;
 			if (guess && guess_bound(env, pc, body, pos, dir, cv, &b)) {
 				uint64_t step = dir > 0 ? cv - pv : pv - cv;
+				/* the counter reaches its exit test's bound within a few more
+				 * iterations: walking them is cheaper than widening (and exact;
+				 * bandit_observe's 8-iteration loops: 5,705 -> 4,264 processed).
+				 * At most WALK_SHORT such visits per head: a guess that never
+				 * comes true (another exit, a counter that wraps) still widens. */
+				bool near = step && (dir > 0 ? cv <= b && (b - cv) / step < WALK_SHORT
+							  : cv >= b && (cv - b) / step < WALK_SHORT);
+				if (near && env->walk_short[pc] < WALK_SHORT) {
+					env->walk_short[pc]++;
+					return 0;
+				}
 				if (env->widen_attempt[pc] == VWIDEN_GUESS_STEP)
 					b = dir > 0 ? (b + step < b ? UINT64_MAX : b + step)
 						    : (b < step ? 0 : b - step);
