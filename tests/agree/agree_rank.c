@@ -8,6 +8,7 @@
  *
  * usage: agree_rank LIB.so RANK NRANKS STEPS [--sleep-us U] [--late-ms L] [--comm HEX]
  *                   [--bytes B] [--seed X] [--no-profiler 1] [--comm2 HEX]
+ *                   [--comm2-at FILE] [--comm2-step N] [--hold FILE] [--until FILE] [--gate FILE]
  * --no-profiler 1: NCCL did not load ncclbpf's profiler plugin on this rank (tuner only,
  * so the plugin never learns the rank: docs/agreement.md "A rank without the profiler").
  * --comm2 HEX: a second communicator, created by every rank right after the first collective
@@ -25,6 +26,11 @@
  * synchronization point, so that a rank's exit never races what the test checks. Prints
  * "rank R holding" when it starts to wait.
  * --comm2-step N (with --comm2): create the second communicator at the start of step N.
+ * --gate FILE: the main thread runs step S only while S < the number in FILE (re-read when
+ *   it gets there, every ms; a missing file: wait). Prints "gate S" once when it starts to
+ *   wait at S. The test moves every rank to the same step and holds them there while it acts
+ *   (an explicit synchronization point: what it does then takes no collectives, however slow
+ *   the machine or the script); it writes a large number to let them run free.
  * --until FILE: STEPS is only a cap; once FILE exists (checked every 64 steps), stop - at
  * once when it is empty, else at the first multiple of 64 >= the number N it holds - so a
  * test ends the ranks after what it waits for happened, however slow the machine (never a
@@ -76,6 +82,8 @@ int main(int argc, char **argv)
 	const char *comm2_at = NULL, *hold = NULL, *until = NULL;
 	long until_at = -1;
 	long comm2_step = -1;
+	const char *gate = NULL;
+	long gate_at = 0; /* the last limit read from the gate file */
 	const char *sd = getenv("NEWCOMM_SWITCH_DELAY_MS");
 	unsigned long switch_delay_ms = sd ? strtoul(sd, NULL, 10) : 0;
 	for (int i = 5; i + 1 < argc; i += 2) {
@@ -101,6 +109,8 @@ int main(int argc, char **argv)
 			until = argv[i + 1];
 		else if (!strcmp(argv[i], "--comm2-step"))
 			comm2_step = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--gate"))
+			gate = argv[i + 1];
 	}
 	if (rank < 0 || rank >= n_ranks || steps <= 0)
 		return 2;
@@ -133,6 +143,22 @@ int main(int argc, char **argv)
 	bool second = false;
 	long create_at = -1;
 	for (long s = 0; s < steps; s++) {
+		for (bool said = false; gate && s >= gate_at;) {
+			FILE *f = fopen(gate, "r");
+			if (f) {
+				if (fscanf(f, "%ld", &gate_at) != 1)
+					gate_at = 0;
+				fclose(f);
+			}
+			if (s < gate_at)
+				break;
+			if (!said) {
+				printf("gate %ld\n", s);
+				fflush(stdout);
+				said = true;
+			}
+			sleep_us(1000);
+		}
 		if (until && s % 64 == 0) {
 			FILE *f = until_at < 0 ? fopen(until, "r") : NULL;
 			if (f) {

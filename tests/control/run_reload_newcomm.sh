@@ -20,10 +20,19 @@
 #      200 ms after the switch, fails that script every time). X must run the new
 #      policy from its first collective on every rank (failed before the fix: 32 32 32 1299).
 #   2. before: rank 3's file is missing when the reload is requested on rank 0, so ranks
-#      0-2 stage it and W waits; every rank creates X at the same step N of W (chosen by
-#      this script, written to a file); then rank 3 gets its file and is asked itself. X is
-#      a participant on ranks 0-2 (it joined the activation) and staged by the reload on
-#      rank 3: W and X each switch at one agreed collective.
+#      0-2 stage it and W waits for rank 3 (at most 2,048 collectives: then it abandons);
+#      every rank creates X at the same step of W, then rank 3 gets its file and is asked
+#      itself. X is a participant on ranks 0-2 (it joined the activation) and staged by the
+#      reload on rank 3: W and X each switch at one agreed collective. The ranks' main
+#      threads run only up to a step the script sets (agree_rank --gate): held at step 64
+#      while rank 0 is asked, moved 16 collectives (one epoch of the request map) at a time
+#      until ranks 1 and 2 staged the request and rank 3 refused it, then one more step, in
+#      which every rank creates X, and held there while rank 3 is asked. An explicit
+#      synchronization: what the script does costs W no collectives of its window, however
+#      slow the machine. Before, the ranks ran on while the script waited for the logs, a
+#      second CLI process started and rank 3 was asked ("nothing tested" or W abandoned
+#      under ASan at load 20; NEWCOMM_ASK_DELAY=3, a script 3 s slower before asking rank 3,
+#      fails that script every time).
 # Both: `ncclbpf decisions` must find every rank's log consistent on both communicators,
 # and the first collective of X decided by the new policy must be the same on every rank.
 # usage: run_reload_newcomm.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
@@ -42,6 +51,13 @@ wait_until() { local end=$((SECONDS + $1)); shift
 	while [ $SECONDS -lt $end ]; do "$@" && return 0; sleep 0.02; done; return 1; }
 socks_everywhere() { [ "$(ls "$DIR/ctl" 2>/dev/null | grep -c '\.sock$')" -ge 4 ]; }
 x_everywhere() { [ "$(grep -l "comm 0x$X nRanks" "$DIR"/err.* | wc -l)" -eq 4 ]; }
+# before: the ranks' gate (agree_rank --gate): every rank runs up to step N, then holds
+set_gate() { echo "$1" >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"; }
+at_gate() { [ "$(grep -lx "gate $1" "$DIR"/out.* 2>/dev/null | wc -l)" -eq 4 ]; }
+# before: ranks 1 and 2 staged rank 0's request, rank 3 refused it (its file is missing)
+adopted() { grep -q "requested by another rank: staged" "$DIR/err.1" &&
+	grep -q "requested by another rank: staged" "$DIR/err.2" &&
+	grep -q "requested by another rank: not staged" "$DIR/err.3"; }
 
 group_failed() { grep -q "WARN.*agreement impossible" "$DIR"/err.* 2>/dev/null; }
 
@@ -59,6 +75,7 @@ run() { # run after|before
 	export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING NCCLBPF_AGREE_WAIT_MS=30000
 	echo "== $SCEN"
 	local pids=() r
+	[ "$SCEN" = before ] && set_gate 64
 	for r in 0 1 2 3; do
 		mkdir -p "$DIR/node$r"
 		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node$r/new.bpf.o"
@@ -67,8 +84,7 @@ run() { # run after|before
 		# after every rank created X; held from the start: staging and the switch do not
 		# wait for it, so there is no moment at which the hold must begin
 		[ "$SCEN" = after ] && [ $r = 3 ] && hold=$DIR/release
-		# before: 2,048 collectives (the window in which rank 3 must stage) last 1 s+
-		[ "$SCEN" = before ] && extra="--comm2-at $DIR/create_at" us=500
+		[ "$SCEN" = before ] && extra="--comm2-at $DIR/create_at --gate $DIR/gate" us=500
 		(cd "$DIR/node$r" && NCCLBPF_CONTROL_TEST_HOLD_ACTIVATION=$hold exec timeout -s KILL 300 "$RANKBIN" "$LIB" $r 4 $steps --until "$DIR/stop" \
 			--sleep-us $us --comm $W --comm2 $X $extra >"$DIR/out.$r" 2>"$DIR/err.$r") &
 		pids[$r]=$!
@@ -80,7 +96,10 @@ run() { # run after|before
 		[ "$(readlink "/proc/$p/cwd")" = "$DIR/node$1" ] && { echo "$p"; return; }; done; }
 	local p0 p3; p0=$(pid_of 0) p3=$(pid_of 3)
 	[ -n "$p0" ] && [ -n "$p3" ] || die "cannot find the processes of ranks 0 and 3"
-	[ "$SCEN" = before ] && rm -f "$DIR/node3/new.bpf.o"
+	if [ "$SCEN" = before ]; then
+		wait_until 120 at_gate 64 || die "the ranks did not all reach step 64"
+		rm -f "$DIR/node3/new.bpf.o"
+	fi
 	# with `--all`, the requests of all 4 processes would mix in the agreed request map and
 	# kick every control thread at the epoch where W switches, hiding the race in case 1
 	"$CLI" ctl "$p0" --dir "$DIR/ctl" reload /proc/self/cwd/new.bpf.o --hook tuner \
@@ -88,28 +107,30 @@ run() { # run after|before
 	grep -q "staged (activating across ranks" "$DIR/reload.0" ||
 		die "not staged: $(cat "$DIR/reload.0")"
 	if [ "$SCEN" = before ]; then
-		wait_until 60 grep -q "requested by another rank: not staged" "$DIR/err.3"
-		# X at the same step of W on every rank, ahead of the furthest one: the ranks (the
-		# children of the `timeout`s) are stopped while the step is chosen (each prints
-		# "step S" every 50 steps, so none is more than 49 past its last line) - an explicit
-		# synchronization: a slow script can no longer pick a step some rank has passed
-		# ("nothing tested"); a script killed meanwhile leaves them to timeout's SIGKILL
-		local at=0 s
-		for r in 0 1 2 3; do pkill -STOP -P "${pids[$r]}" 2>/dev/null; done
-		for r in 0 1 2 3; do
-			s=$(grep '^step' "$DIR/out.$r" | tail -n 1 | cut -d' ' -f2)
-			[ "${s:-0}" -gt $at ] && at=$s
+		# the request travels through the agreed request map (read at epoch boundaries) and
+		# each control thread: one epoch more at a time, until ranks 1-3 handled it (each
+		# epoch gives the control threads a second, which costs W no collectives)
+		local g=64
+		until adopted || wait_until 1 adopted; do
+			[ $g -lt 1088 ] || { die "the request did not reach ranks 1-3 in 1,024 collectives"; break; }
+			g=$((g + 16))
+			set_gate $g
+			wait_until 120 at_gate $g || { die "the ranks did not all reach step $g"; break; }
 		done
-		# NEWCOMM_PICK_DELAY=S: a script S seconds slower here (checks this test itself:
-		# without the stop, a delay of 3 s fails it with "nothing tested")
-		sleep "${NEWCOMM_PICK_DELAY:-0}"
-		echo $((at + 150)) >"$DIR/create_at.tmp" && mv "$DIR/create_at.tmp" "$DIR/create_at"
-		for r in 0 1 2 3; do pkill -CONT -P "${pids[$r]}" 2>/dev/null; done
-		wait_until 60 x_everywhere
+		# X at step g on every rank (agree_rank reads create_at at each step until then),
+		# then every rank holds at g + 1 while rank 3 is asked
+		echo $g >"$DIR/create_at.tmp" && mv "$DIR/create_at.tmp" "$DIR/create_at"
+		set_gate $((g + 1))
+		wait_until 120 at_gate $((g + 1)) || die "the ranks did not all reach step $((g + 1))"
+		x_everywhere || die "X was not created on every rank at step $g"
+		# NEWCOMM_ASK_DELAY=S: a script S seconds slower here (checks this test itself: the
+		# gate must make it irrelevant)
+		sleep "${NEWCOMM_ASK_DELAY:-0}"
 		cp "$POLICIES/multinode_fix.bpf.o" "$DIR/node3/new.bpf.o"
 		"$CLI" ctl "$p3" --dir "$DIR/ctl" reload /proc/self/cwd/new.bpf.o --hook tuner \
 			>"$DIR/reload.3" 2>&1 || die "reload on rank 3: $(cat "$DIR/reload.3")"
-		echo "   X created at step $((at + 150)) of W; rank 3: $(head -1 "$DIR/reload.3")"
+		set_gate 1000000000000
+		echo "   X created at step $g of W (request handled by ranks 1-3 by then); rank 3: $(head -1 "$DIR/reload.3")"
 	fi
 	if [ "$SCEN" = after ]; then # release rank 3's control thread once X exists everywhere
 		wait_until 200 x_everywhere
@@ -154,6 +175,11 @@ check() { # check JOINED_RANKS: ranks whose X must have joined the activation (n
 		[ "${SWITCH_X[$i]}" = "${SWITCH_X[0]}" ] ||
 			die "X switched at different collectives on different ranks: ${SWITCH_X[*]}"
 	done
+	# W's ranks all staged within its window: the activation X joined was not abandoned (a
+	# later reload, e.g. rank 3's own request adopted by the others, would switch W and X
+	# consistently and hide that the scenario never happened)
+	local ab; ab=$(grep -l "reload version [0-9]* abandoned" "$DIR"/err.* | sed 's/.*err\.//' | tr '\n' ' ')
+	[ -z "$ab" ] || die "the reload was abandoned on ranks $ab(not staged everywhere within W's window): nothing tested"
 	"$CLI" decisions "$DIR/log" >"$DIR/decisions.txt" 2>&1 ||
 		die "decision logs disagree: $(grep -v 'all ranks agree' "$DIR/decisions.txt" | head -5)"
 }
