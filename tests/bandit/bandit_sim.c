@@ -12,6 +12,7 @@
 #include "maps/map_internal.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
+#include "sample_model.h"
 
 #define HIST 4096 /* decisions remembered per band (band_seq order) */
 static signed char hist[SM_MAX_BANDS][HIST];
@@ -169,12 +170,8 @@ static int sample_at_call(struct bsim *s, int r, const struct sm_coll *c)
 	k->seen_band[b]++;
 	uint32_t b1 = ncclbpf_size_bucket(w->calls[(c->idx + 1) % w->n_calls].bytes);
 	uint32_t b2 = ncclbpf_size_bucket(w->calls[(c->idx + 2) % w->n_calls].bytes);
-	uint32_t v0 = ctl_value(k, b), v1 = ctl_value(k, b1), v2 = ctl_value(k, b2);
-	int due1 = v1 ? profiler_sample_steered_due(v1, k->seen_band[b1]) : 1;
-	int due2 = v2 && profiler_sample_steered_due(v2, k->seen_band[b2] + (b2 == b1));
-	/* the collective after a steered sample (where its hold on the stream ends) */
-	int due0 = timed && v0 && profiler_sample_steered_due(v0, k->seen_band[b] - 1);
-	k->timed_next = due1 || due2 || due0;
+	k->timed_next = sample_model_next(ctl_value(k, b), k->seen_band[b], timed, b1, ctl_value(k, b1),
+					  k->seen_band[b1], b2, ctl_value(k, b2), k->seen_band[b2]);
 	return timed;
 }
 

@@ -36,6 +36,7 @@
 #include "maps/map_internal.h"
 #include "plugin/profiler/profiler.h"
 #include "runtime/runtime.h"
+#include "sample_model.h"
 #include "test_util.h"
 
 #define R 4               /* ranks */
@@ -129,10 +130,8 @@ static int timeline_step(uint64_t s, uint32_t b, uint32_t b1, uint32_t b2)
 	n_timed += timed;
 	n_untimed += !timed;
 	seen_band[b]++;
-	uint32_t v1 = ctl_value(b1), v2 = ctl_value(b2);
-	int due1 = v1 ? profiler_sample_steered_due(v1, seen_band[b1]) : 1;
-	int due2 = v2 && profiler_sample_steered_due(v2, seen_band[b2] + (b2 == b1));
-	timed_next = due1 || due2;
+	timed_next = sample_model_next(ctl_value(b), seen_band[b], timed, b1, ctl_value(b1),
+				       seen_band[b1], b2, ctl_value(b2), seen_band[b2]);
 	return timed;
 }
 
