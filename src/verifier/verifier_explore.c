@@ -341,6 +341,7 @@ int verifier_push_pending(struct verifier_env *env, uint32_t pc, struct vstate *
 		env->pending = n;
 		env->cap_pending = cap;
 	}
+	vstate_share_slots(st); /* waiting: its stack may be a stored state's */
 	env->pending[env->npending].st = *st;
 	env->pending[env->npending].pc = pc;
 	env->npending++;
@@ -628,7 +629,7 @@ static int do_exit(struct verifier_env *env)
 		return verifier_bpf_loop_exit(env);
 	struct vreg ret = *r0;
 	uint32_t callsite = f->callsite;
-	free(f);
+	vframe_free(f);
 	env->cur.nframes--;
 	struct vframe *caller = vcur_frame(env);
 	caller->regs[0] = ret;
@@ -874,6 +875,8 @@ static int explore(struct verifier_env *env)
 			struct vpending *p = &env->pending[--env->npending];
 			env->cur = p->st;
 			env->pc = p->pc;
+			if (vstate_own(&env->cur))
+				return -ENOMEM;
 		}
 	}
 	return err;

@@ -154,8 +154,15 @@ struct vframe {
 	const struct vloop *loop; /* bpf_loop callback frame: the loop being verified */
 	uint32_t callsite; /* insn of the call that created this frame (0 for the entry) */
 	uint16_t nslots;   /* slots [0, nslots) may be non-INVALID */
-	uint16_t cap;      /* slots allocated */
-	struct vslot slots[];
+	uint16_t cap;      /* slots allocated (own) */
+	/* own: slots is this frame's malloc'd array. Otherwise it is an array in the arena,
+	 * shared with stored states and never written: a stored state whose stack equals its
+	 * parent's, and a pending branch whose stack equals its path's last stored state,
+	 * point to that array instead of copying it (a state's stack is most of its size,
+	 * and first-touch memory most of a short verification's time). The current state
+	 * always owns its slots (vstate_own before it runs). */
+	bool own;
+	struct vslot *slots;
 };
 
 struct vrecord;
@@ -356,6 +363,11 @@ struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot
 int vstate_copy(struct vstate *dst, const struct vstate *src);
 /* a copy without spare slot capacity (pending branches: many wait, most are pruned) */
 int vstate_copy_compact(struct vstate *dst, const struct vstate *src);
+/* A pending branch: frames whose stack equals that of st->rec's state share its array. */
+void vstate_share_slots(struct vstate *st);
+/* Makes every frame own its slots (a state about to be the current one). */
+int vstate_own(struct vstate *st);
+void vframe_free(struct vframe *f);
 void vstate_free(struct vstate *st);
 void varena_free(struct varena *a);
 /* live: registers of the top frame that matter at old's pc (others are not compared) */

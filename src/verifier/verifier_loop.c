@@ -207,7 +207,7 @@ int verifier_bpf_loop_exit(struct verifier_env *env)
 		env->cur.path_taint = vtaint_join(env->cur.path_taint, r0->taint);
 	vstate_mark_all_precise(env);
 	vcost_exit(env); /* one callback run's instructions */
-	free(f);
+	vframe_free(f);
 	env->cur.nframes--;
 	if (vstate_covers(&lp->in, &env->cur))
 		return 1; /* nothing new: the continuation queued for lp->in covers it */

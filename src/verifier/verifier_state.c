@@ -15,15 +15,14 @@
 
 #include "verifier/verifier_internal.h"
 
-#define FRAME_HDR offsetof(struct vframe, slots)
-
 struct vframe *vframe_new(uint32_t callsite)
 {
-	struct vframe *f = malloc(FRAME_HDR);
+	struct vframe *f = malloc(sizeof(*f));
 	if (!f)
 		return NULL;
-	memset(f, 0, FRAME_HDR);
+	memset(f, 0, sizeof(*f));
 	f->callsite = callsite;
+	f->own = true;
 	for (int i = 0; i < BPF_NREGS; i++)
 		vreg_set_not_init(&f->regs[i]);
 	return f;
@@ -32,17 +31,25 @@ struct vframe *vframe_new(uint32_t callsite)
 struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot)
 {
 	struct vframe *f = st->frames[frameno];
-	if (slot >= f->cap) {
-		unsigned cap = f->cap ? f->cap : 4;
-		while (cap <= slot)
+	if (!f->own || slot >= f->cap) {
+		unsigned cap = f->own && f->cap ? f->cap : 4;
+		while (cap <= slot || cap < f->nslots)
 			cap *= 2;
 		if (cap > VSLOTS)
 			cap = VSLOTS;
-		struct vframe *n = realloc(f, FRAME_HDR + cap * sizeof(struct vslot));
+		struct vslot *n;
+		if (f->own) {
+			n = realloc(f->slots, cap * sizeof(struct vslot));
+		} else { /* never written in place: the array may be a stored state's */
+			n = malloc(cap * sizeof(struct vslot));
+			if (n && f->nslots)
+				memcpy(n, f->slots, f->nslots * sizeof(struct vslot));
+		}
 		if (!n)
 			return NULL;
-		n->cap = (uint16_t)cap;
-		st->frames[frameno] = f = n;
+		f->slots = n;
+		f->cap = (uint16_t)cap;
+		f->own = true;
 	}
 	while (f->nslots <= slot) {
 		memset(&f->slots[f->nslots], 0, sizeof(struct vslot));
@@ -51,14 +58,24 @@ struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot
 	return f;
 }
 
+/* a copy owning its slots; compact: no spare capacity */
 static struct vframe *frame_dup(const struct vframe *src, bool compact)
 {
-	size_t used = FRAME_HDR + (size_t)src->nslots * sizeof(struct vslot);
-	size_t cap = compact ? src->nslots : src->cap;
-	struct vframe *f = malloc(FRAME_HDR + cap * sizeof(struct vslot));
-	if (f) {
-		memcpy(f, src, used);
-		f->cap = (uint16_t)cap;
+	size_t cap = compact || !src->own || src->cap < src->nslots ? src->nslots : src->cap;
+	struct vframe *f = malloc(sizeof(*f));
+	if (!f)
+		return NULL;
+	*f = *src;
+	f->own = true;
+	f->cap = (uint16_t)cap;
+	f->slots = NULL;
+	if (cap) {
+		f->slots = malloc(cap * sizeof(struct vslot));
+		if (!f->slots) {
+			free(f);
+			return NULL;
+		}
+		memcpy(f->slots, src->slots, src->nslots * sizeof(struct vslot));
 	}
 	return f;
 }
@@ -87,10 +104,64 @@ int vstate_copy_compact(struct vstate *dst, const struct vstate *src)
 	return state_copy(dst, src, true);
 }
 
+/* The arena array of stored state rec's frame fi when it equals f's slots, else NULL. */
+static struct vslot *same_stored_slots(const struct vrecord *rec, unsigned fi,
+				       const struct vframe *f)
+{
+	if (!rec || fi >= rec->st.nframes || !f->nslots)
+		return NULL;
+	const struct vframe *p = rec->st.frames[fi];
+	if (p->nslots != f->nslots ||
+	    memcmp(p->slots, f->slots, f->nslots * sizeof(struct vslot)) != 0)
+		return NULL;
+	return p->slots;
+}
+
+void vstate_share_slots(struct vstate *st)
+{
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		struct vframe *f = st->frames[i];
+		struct vslot *same = f->own ? same_stored_slots(st->rec, i, f) : NULL;
+		if (same) {
+			free(f->slots);
+			f->slots = same;
+			f->own = false;
+			f->cap = 0;
+		}
+	}
+}
+
+int vstate_own(struct vstate *st)
+{
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		struct vframe *f = st->frames[i];
+		if (f->own)
+			continue;
+		struct vslot *n = NULL;
+		if (f->nslots) {
+			n = malloc(f->nslots * sizeof(struct vslot));
+			if (!n)
+				return -ENOMEM;
+			memcpy(n, f->slots, f->nslots * sizeof(struct vslot));
+		}
+		f->slots = n;
+		f->cap = f->nslots;
+		f->own = true;
+	}
+	return 0;
+}
+
+void vframe_free(struct vframe *f)
+{
+	if (f && f->own)
+		free(f->slots);
+	free(f);
+}
+
 void vstate_free(struct vstate *st)
 {
 	for (uint32_t i = 0; i < st->nframes; i++)
-		free(st->frames[i]);
+		vframe_free(st->frames[i]);
 	st->nframes = 0;
 }
 
@@ -383,11 +454,16 @@ int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstat
 	for (uint32_t fi = 0; fi < a->nframes; fi++) {
 		const struct vframe *fa = a->frames[fi], *fb = b->frames[fi];
 		unsigned ns = fa->nslots > fb->nslots ? fa->nslots : fb->nslots;
-		struct vframe *f = varena_alloc(env, FRAME_HDR + (size_t)ns * sizeof(struct vslot));
+		struct vframe *f = varena_alloc(env, sizeof(*f));
 		if (!f)
 			return -ENOMEM;
-		memcpy(f, fa, FRAME_HDR);
-		f->nslots = f->cap = (uint16_t)ns;
+		*f = *fa;
+		f->own = false;
+		f->cap = 0;
+		f->nslots = (uint16_t)ns;
+		f->slots = varena_alloc(env, (size_t)ns * sizeof(struct vslot));
+		if (!f->slots)
+			return -ENOMEM;
 		for (unsigned i = 0; i < ns; i++)
 			slot_join(&f->slots[i], i < fa->nslots ? &fa->slots[i] : &invalid_slot,
 				  i < fb->nslots ? &fb->slots[i] : &invalid_slot);
@@ -592,13 +668,23 @@ int vstate_snapshot(struct verifier_env *env, struct vstate *out, const struct v
 	*out = *st;
 	for (uint32_t i = 0; i < st->nframes; i++) {
 		const struct vframe *src = st->frames[i];
-		size_t used = offsetof(struct vframe, slots) + (size_t)src->nslots * sizeof(struct vslot);
-		struct vframe *f = varena_alloc(env, used);
+		struct vframe *f = varena_alloc(env, sizeof(*f));
 		if (!f)
 			return -ENOMEM;
-		memcpy(f, src, used);
-		f->cap = f->nslots;
+		*f = *src;
+		f->own = false;
+		f->cap = 0;
 		out->frames[i] = f;
+		if (!src->own || !src->nslots)
+			continue; /* already an arena array (or none) */
+		/* a stack unchanged since the path's last stored state: share its array */
+		f->slots = same_stored_slots(st->rec, i, src);
+		if (f->slots)
+			continue;
+		f->slots = varena_alloc(env, (size_t)src->nslots * sizeof(struct vslot));
+		if (!f->slots)
+			return -ENOMEM;
+		memcpy(f->slots, src->slots, (size_t)src->nslots * sizeof(struct vslot));
 	}
 	return 0;
 }
