@@ -200,7 +200,12 @@ struct vrecord {
 	uint64_t hash;          /* vstate_hash of st, for the infinite-loop check */
 	bool hashed;
 	uint64_t precise[2];    /* top-frame positions whose values mattered below */
-	struct vorig *parent_org; /* per top-frame position: its origins in the parent */
+	/* per top-frame position: its origins in the parent, compactly (most positions
+	 * either hold the parent's value of the same position or derive from nothing):
+	 * org_self = {pos}, org_other = other_org[number of org_other bits below pos],
+	 * neither = none */
+	uint64_t org_self[2], org_other[2];
+	struct vorig *other_org;
 	uint32_t npos;            /* positions stored (registers + used slots) */
 	struct vwiden *widen_own; /* this is the widened head state of that loop */
 	struct vloop *loop_own;   /* this is the state at that bpf_loop call */
