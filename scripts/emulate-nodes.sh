@@ -10,9 +10,17 @@
 #       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 240]
 #       [--policy-warmup-bytes 640M] [--policy-min-warmup 112] [--policy-warmup-sync 1]
 #       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
-#       [--no-mps] [--dry-run]
+#       [--no-mps] [--dry-run] [--gpus D [--gpus-per-node K] [--node-process]]
 #       [--step COLL:BYTES,... [--steps 200] [--step-warmup 2] [--gap-us G] [--overlap-us C]
 #        [--overlap-blocks B] [--step-queued | --step-ahead K] [--workload NAME]]
+#
+# --gpus D: the nodes use the host's D GPUs instead of one (multi-GPU kinds): node n has K
+# ranks (--gpus-per-node, default 1), one process per GPU as PyTorch runs them, its g-th on
+# device (n*K + g) mod D - NVLink inside a node, sockets between nodes. E.g. --nodes 2 --gpus
+# 2: 2 nodes x 1 GPU, each its own GPU; --nodes 2 --gpus 2 --gpus-per-node 2: 2 nodes x 2
+# GPUs, both nodes on the same two GPUs (MPS shares them). --node-process: one process per
+# node drives its K GPUs instead (nccl-tests' -g K; the agreement layer then falls back: it
+# needs one rank of a communicator per process, docs/agreement.md).
 #
 # Training-step workloads (--step, instead of the size sweep): every run times --steps steps
 # of the given collectives back to back (ar, ag, rs, bc; e.g. ar:16M,ar:4M,ag:1M,rs:1M), the
@@ -104,7 +112,10 @@ OVERLAP_BLOCKS=16
 STEP_QUEUED=0
 STEP_AHEAD=0
 WORKLOAD=step
-usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
+GPUS=0
+GPUS_PER_NODE=1
+NODE_PROCESS=0
+usage() { sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) NODES=$2; shift 2 ;;
@@ -138,12 +149,15 @@ while [ $# -gt 0 ]; do
     --step-queued) STEP_QUEUED=1; shift ;;
     --step-ahead) STEP_AHEAD=$2; shift 2 ;;
     --workload) WORKLOAD=$2; shift 2 ;;
+    --gpus) GPUS=$2; shift 2 ;;
+    --gpus-per-node) GPUS_PER_NODE=$2; shift 2 ;;
+    --node-process) NODE_PROCESS=1; shift ;;
     -h|--help) usage ;;
     *) echo "emulate-nodes: unknown option '$1'" >&2; usage ;;
   esac
 done
 for v in "$REPS" "$ITERS" "$MIN_ITERS" "$WARMUP" "$POLICY_WARMUP" "$POLICY_MIN_WARMUP" "$STEP" "$DEVICE" \
-         "$STEPS" "$STEP_WARMUP" "$OVERLAP_BLOCKS" "$STEP_AHEAD"; do
+         "$STEPS" "$STEP_WARMUP" "$OVERLAP_BLOCKS" "$STEP_AHEAD" "$GPUS" "$GPUS_PER_NODE"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "emulate-nodes: '$v' is not a number" >&2; exit 1; }
 done
 for v in "$GAP_US" "$OVERLAP_US"; do
@@ -154,6 +168,9 @@ done
 [[ -z $STEP_SPEC || $STEP_SPEC =~ ^[a-zA-Z]+:[0-9]+[KkMmGg]?(,[a-zA-Z]+:[0-9]+[KkMmGg]?)*$ ]] ||
   { echo "emulate-nodes: --step '$STEP_SPEC' is not COLL:BYTES,... (e.g. ar:16M,ag:4M)" >&2; exit 1; }
 [[ $WORKLOAD =~ ^[A-Za-z0-9_.-]+$ ]] || { echo "emulate-nodes: --workload '$WORKLOAD': letters, digits, _ . - only" >&2; exit 1; }
+{ [ "$GPUS_PER_NODE" -ge 1 ] && { [ "$GPUS" = 0 ] && [ "$GPUS_PER_NODE" = 1 ] || [ "$GPUS_PER_NODE" -le "$GPUS" ]; }; } ||
+  { echo "emulate-nodes: --gpus-per-node K needs --gpus D with 1 <= K <= D" >&2; exit 1; }
+[ "$NODE_PROCESS" = 0 ] || [ "$GPUS" -gt 0 ] || { echo "emulate-nodes: --node-process needs --gpus D" >&2; exit 1; }
 mkdir -p "$OUTDIR" || exit 1
 SAMPLES=${SAMPLES:-$OUTDIR/samples.csv}
 LOG=$OUTDIR/emulate-nodes.log
@@ -304,13 +321,20 @@ run_one() {
     [ "$POLICY_WARMUP_BYTES" = 0 ] || sync+=(--warmup-bytes "$POLICY_WARMUP_BYTES" --min-warmup "$POLICY_MIN_WARMUP")
   fi
   [ -n "$c_sync" ] && sync+=(--sync-every "$c_sync")
-  local args=("${sync[@]}" --same-gpu "$DEVICE" --procs "$nodes" --coll "$COLL" --min-bytes "$MIN_BYTES"
+  # where the ranks run: all on one GPU (every rank its own node), or the nodes on D GPUs
+  local place=(--same-gpu "$DEVICE" --procs "$nodes")
+  if [ "$GPUS" -gt 0 ] && [ "$NODE_PROCESS" = 1 ]; then
+    place=(--procs "$nodes" --nodes "$nodes" --gpus-per-proc "$GPUS_PER_NODE" --device-count "$GPUS")
+  elif [ "$GPUS" -gt 0 ]; then # one process per GPU: node n = processes n*K .. n*K+K-1
+    place=(--procs "$((nodes * GPUS_PER_NODE))" --nodes "$nodes" --gpus-per-proc 1 --device-count "$GPUS")
+  fi
+  local args=("${sync[@]}" "${place[@]}" --coll "$COLL" --min-bytes "$MIN_BYTES"
               --max-bytes "$MAX_BYTES" --step-factor "$STEP" --warmup "$warm" --iters "$ITERS"
               --min-iters "$MIN_ITERS" --iter-bytes "$ITER_BYTES" --label "$label" --rep-base "$rep"
               --samples "$SAMPLES" --csv "$OUTDIR/summary.csv" --policy "$policy")
   if [ -n "$STEP_SPEC" ]; then
     # a training step instead of the sweep; policies learn in the timed steps themselves
-    args=(--same-gpu "$DEVICE" --procs "$nodes" --step "$STEP_SPEC" --steps "$STEPS"
+    args=("${place[@]}" --step "$STEP_SPEC" --steps "$STEPS"
           --step-warmup "$STEP_WARMUP" --gap-us "$GAP_US" --overlap-us "$OVERLAP_US"
           --overlap-blocks "$OVERLAP_BLOCKS" --workload "$WORKLOAD" --label "$label" --rep-base "$rep"
           --steps-out "$OUTDIR/steps.csv" --csv "$OUTDIR/summary.csv" --policy "$policy")

@@ -33,6 +33,8 @@ struct gb_options {
 	int graph;          /* capture the timed iterations in a CUDA graph */
 	int same_gpu;       /* every rank on device same_gpu_dev (one emulated node per rank) */
 	int same_gpu_dev;
+	int device_count;   /* > 0: rank r of a process uses device (proc * gpus_per_proc + g) mod this
+	                       (nodes share the host's GPUs: e.g. 2 nodes x 2 GPUs on 2 GPUs, MPS) */
 	int reps;           /* repetitions of the whole size sweep inside the process */
 	int rep_base;       /* added to the rep column (a script's repetition index) */
 	int warmup_sync;    /* wait after every K-th warm-up collective (--warmup-sync: K = 1,

@@ -502,7 +502,9 @@ static void gb_rank_process(const struct gb_options *o, int proc, int id_read_fd
 	NCCL_CHECK(ncclGroupStart());
 	for (int g = 0; g < p.ngpus; g++) {
 		struct gb_gpu *u = &p.gpu[g];
-		u->dev = o->same_gpu ? o->same_gpu_dev : proc * o->gpus_per_proc + g;
+		u->dev = o->same_gpu ? o->same_gpu_dev
+			 : o->device_count ? (proc * o->gpus_per_proc + g) % o->device_count
+			 : proc * o->gpus_per_proc + g;
 		u->rank = proc * o->gpus_per_proc + g;
 		CUDA_CHECK(cudaSetDevice(u->dev));
 		CUDA_CHECK(cudaStreamCreateWithFlags(&u->stream, cudaStreamNonBlocking));
@@ -570,6 +572,7 @@ static void gb_usage(void)
 {
 	fprintf(stderr,
 		"usage: ncclbpf-gpubench [--procs P] [--gpus-per-proc G] [--nodes N] [--same-gpu [DEV]]\n"
+		"         [--device-count D]   (devices used round-robin: nodes share D GPUs)\n"
 		"         [--coll allreduce|allgather|reducescatter|broadcast|all[,..]]\n"
 		"         [--min-bytes S] [--max-bytes S] [--step-factor F]\n"
 		"         [--warmup W [--warmup-bytes B --min-warmup N]] [--iters I]\n"
@@ -612,6 +615,7 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 		if (!strcmp(a, "--procs")) { GB_NEED(); o->procs = atoi(v); }
 		else if (!strcmp(a, "--gpus-per-proc")) { GB_NEED(); o->gpus_per_proc = atoi(v); }
 		else if (!strcmp(a, "--nodes")) { GB_NEED(); o->nodes = atoi(v); }
+		else if (!strcmp(a, "--device-count")) { GB_NEED(); o->device_count = atoi(v); }
 		else if (!strcmp(a, "--same-gpu")) {
 			o->same_gpu = 1;
 			if (v && v[0] >= '0' && v[0] <= '9') { o->same_gpu_dev = atoi(v); i++; }
@@ -683,7 +687,8 @@ static void gb_parse(int argc, char **argv, struct gb_options *o)
 	    o->warmup < 0 || o->min_bytes < 1 || o->max_bytes < o->min_bytes || o->step_factor < 1 ||
 	    o->nodes < 1 || o->procs % o->nodes || o->overlap_n < 16 || o->reps < 1 || o->reps > 1000 || o->rep_base < 0 || o->rep_base > 1000000 || o->min_warmup < 0 ||
 	    o->warmup_sync < 0 || o->sync_every < 0 ||
-	    o->min_iters < 1) {
+	    o->min_iters < 1 || o->device_count < 0 ||
+	    (o->device_count && o->gpus_per_proc > o->device_count)) {
 		fprintf(stderr, "gpubench: inconsistent options (procs must be a multiple of nodes)\n");
 		exit(1);
 	}

@@ -87,5 +87,20 @@ done
 for o in '"--step"' '"--steps-out"' '"--gap-us"' '"--overlap-us"'; do
   grep -q "$o" "$src" || { echo "harness lacks $o"; fail=1; }
 done
+# --gpus D [--gpus-per-node K]: the nodes on the host's GPUs (multi-GPU kinds, issue 28)
+g=$("$script" --dry-run --nodes 2 --reps 1 --gpus 2 --gpus-per-node 2 --configs default --step ar:4M --out "$out")
+grep -q -- '--procs 4 --nodes 2 --gpus-per-proc 1 --device-count 2 --step ar:4M' <<< "$g" && ! grep -q -- '--same-gpu' <<< "$g" ||
+  { echo "--gpus placement wrong: $g"; fail=1; }
+g=$("$script" --dry-run --nodes 2 --reps 1 --gpus 2 --gpus-per-node 2 --node-process --configs default --step ar:4M --out "$out")
+grep -q -- '--procs 2 --nodes 2 --gpus-per-proc 2 --device-count 2 --step ar:4M' <<< "$g" ||
+  { echo "--node-process placement wrong: $g"; fail=1; }
+g=$("$script" --dry-run --nodes 2 --reps 1 --gpus 2 --configs default --out "$out")
+grep -q -- '--procs 2 --nodes 2 --gpus-per-proc 1 --device-count 2 --coll' <<< "$g" || { echo "--gpus sweep placement wrong: $g"; fail=1; }
+for bad in '--gpus-per-node 2' '--gpus 1 --gpus-per-node 2' '--gpus 2 --gpus-per-node 0' '--gpus x' '--node-process'; do
+  "$script" --dry-run --nodes 2 --reps 1 $bad --configs default --out "$out" >/dev/null 2>&1 &&
+    { echo "'$bad' accepted"; fail=1; }
+done
+grep -q '"--device-count"' "$src" && grep -q 'device_count ? (proc \* o->gpus_per_proc + g) % o->device_count' "$src" ||
+  { echo "harness lacks --device-count"; fail=1; }
 [ $fail -eq 0 ] && echo "emulate-nodes: every run tagged with its repetition; config grammar ok"
 exit $fail
