@@ -159,7 +159,8 @@ void agree_why_text(uint32_t why, uint32_t rank, uint32_t detail, char *buf, siz
 		break;
 	case AGREE_WHY_NORANK:
 		snprintf(buf, len, "a rank without ncclbpf's profiler plugin is a member: it has no "
-			 "rank and cannot join");
+			 "rank and cannot join (or a process that holds two ranks of the "
+			 "communicator)");
 		break;
 	case AGREE_WHY_MISSING:
 		snprintf(buf, len, "rank %u%s did not join within %llu ms (not started, no policy "

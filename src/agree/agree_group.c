@@ -426,7 +426,8 @@ void agree_group_on_norank(struct agree_comm *ac)
 	if (ac->role == AGREE_ROLE_FOLLOWER || ac->role == AGREE_ROLE_LEADER)
 		agree_end_group(ac, AGREE_WHY_NORANK, 0, 0, "a rank without ncclbpf's profiler "
 				"plugin is a member (the rendezvous hub says so): it has no rank and "
-				"cannot join");
+				"cannot join (or a process that holds two ranks of the "
+				"communicator)");
 }
 
 void agree_group_on_auth_failure(struct agree_comm *ac, const char *why)

@@ -35,6 +35,9 @@
  * once when it is empty, else at the first multiple of 64 >= the number N it holds - so a
  * test ends the ranks after what it waits for happened, however slow the machine (never a
  * rank that finished before a kill).
+ * --also-rank R2: this process also holds rank R2 of the communicator (a process driving
+ *   two GPUs, as ncclCommInitAll or nccl-tests -g 2 make one): a second tuner context and
+ *   profiler communicator with the same id, both ranks' collectives run at every step.
  * Exit 0 after finalizing; prints "rank R done: ... fallback=..." from the plugin's log. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -83,6 +86,7 @@ int main(int argc, char **argv)
 	long until_at = -1;
 	long comm2_step = -1;
 	const char *gate = NULL;
+	int also_rank = -1;
 	long gate_at = 0; /* the last limit read from the gate file */
 	const char *sd = getenv("NEWCOMM_SWITCH_DELAY_MS");
 	unsigned long switch_delay_ms = sd ? strtoul(sd, NULL, 10) : 0;
@@ -111,8 +115,11 @@ int main(int argc, char **argv)
 			comm2_step = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--gate"))
 			gate = argv[i + 1];
+		else if (!strcmp(argv[i], "--also-rank"))
+			also_rank = atoi(argv[i + 1]);
 	}
-	if (rank < 0 || rank >= n_ranks || steps <= 0)
+	if (rank < 0 || rank >= n_ranks || steps <= 0 || also_rank >= n_ranks || also_rank == rank ||
+	    (also_rank >= 0 && comm2))
 		return 2;
 	if (late_ms)
 		sleep_us(late_ms * 1000); /* a rank that joins late */
@@ -137,6 +144,15 @@ int main(int argc, char **argv)
 	struct mock_comm mc;
 	if (mock_comm_init(&m, &mc, comm, n_ranks, n_nodes) != 0)
 		return 1;
+	struct mock_comm mcb; /* --also-rank: the same communicator's other rank here */
+	struct ph_comm pcb;
+	if (also_rank >= 0) {
+		if (!no_profiler &&
+		    ph_comm_init(&h, &pcb, comm, "agree", n_nodes, n_ranks, also_rank) != 0)
+			return 1;
+		if (mock_comm_init(&m, &mcb, comm, n_ranks, n_nodes) != 0)
+			return 1;
+	}
 
 	struct mock_comm mc2;
 	struct ph_comm pc2;
@@ -199,8 +215,11 @@ int main(int argc, char **argv)
 				second = true;
 			}
 		}
-		for (int c = 0; c < 1 + second; c++) {
-			struct mock_comm *cm = c ? &mc2 : &mc;
+		for (int c = 0; c < 1 + second + (also_rank >= 0); c++) {
+			/* c = 1: the second communicator, or --also-rank's rank of the first */
+			bool other = c && also_rank >= 0;
+			struct mock_comm *cm = other ? &mcb : c ? &mc2 : &mc;
+			int r = other ? also_rank : rank;
 			float table[MOCK_NUM_ALGOS][MOCK_NUM_PROTOS];
 			mock_cost_table(table, MOCK_TOPO_MULTI_NODE, 4, bytes, n_ranks, n_nodes);
 			int n_ch = 0, algo = 1, proto = 2;
@@ -210,9 +229,9 @@ int main(int argc, char **argv)
 			int ch = n_ch > 0 && n_ch < cm->nccl_channels ? n_ch : cm->nccl_channels;
 			struct ph_coll k = {.coll_type = 4, .count = bytes / 4, .algo = algo,
 					    .proto = proto, .n_channels = ch,
-					    .gpu_ns = synth_latency(rank, ch, (uint64_t)s, seed)};
+					    .gpu_ns = synth_latency(r, ch, (uint64_t)s, seed)};
 			if (!no_profiler)
-				ph_coll_run(c ? &pc2 : &pc, &k);
+				ph_coll_run(other ? &pcb : c ? &pc2 : &pc, &k);
 			if (!c && !second && comm2 && !comm2_at && comm2_step < 0 && algo == 0 /* Tree */) {
 				/* the second communicator, created between two collectives */
 				if (switch_delay_ms) /* this thread descheduled right here */
@@ -239,6 +258,11 @@ int main(int argc, char **argv)
 		if (!no_profiler)
 			ph_comm_finalize(&pc2);
 		mock_comm_finalize(&mc2);
+	}
+	if (also_rank >= 0) {
+		if (!no_profiler)
+			ph_comm_finalize(&pcb);
+		mock_comm_finalize(&mcb);
 	}
 	if (!no_profiler)
 		ph_comm_finalize(&pc);

@@ -567,6 +567,29 @@ if ! grep -q "a rank without ncclbpf's profiler plugin" "$DIR/err.0"; then
 		die "the leader neither learned about the rank without the profiler nor gave up on its join"
 	echo "   (the leader's join bound expired before it heard of the rank without the profiler)"
 fi
+
+fi
+
+# ---- 16c. one process holds two ranks of the communicator (a process driving two GPUs:
+#          ncclCommInitAll, nccl-tests -g 2, single-process JAX). Members are processes with
+#          one rank each, so it cannot join: it falls back at collective 0 saying why, and
+#          tells the leader as a member without a rank does - every rank decides the same,
+#          nobody waits out the bound (GPU run g13: the two ranks shared one state, the
+#          group waited for ranks that never joined, and nothing said why) ---------------
+if want multi_rank_process; then
+begin multi_rank_process
+export NCCLBPF_POLICY=$PROGS/agree_prior.bpf.o
+for r in 0 3; do start_rank $r $r 600; done
+start_rank 1 1 600 --also-rank 2 --hold "$DIR/release"
+for r in 0 3; do wait "${PIDS[$r]}" || die "rank $r exited with $?"; unset "PIDS[$r]"; done
+touch "$DIR/release"
+wait_all
+check_decisions
+expect_same_fallback 0 1 3
+[ "$F" = 0 ] || die "fell back at $F, not at the join barrier (0)"
+check_waits 0 1 3
+expect_warn 1 -- "another rank of this communicator is in this process"
+expect_warn 0 3 -- "a rank without ncclbpf's profiler plugin is a member.*two ranks of the communicator"
 fi
 
 # ---- 17. ranks configured differently: the configuration is part of joining. Each time
