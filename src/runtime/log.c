@@ -1,5 +1,6 @@
 /* Logging: every line goes through the logger NCCL handed to a plugin init (so
- * NCCL_DEBUG=INFO shows it), prefixed "ncclbpf: ". Without a logger, only WARN lines are
+ * NCCL_DEBUG=INFO shows it; a WARN also under INIT, so NCCL_DEBUG=WARN shows every WARN
+ * with NCCL's default NCCL_DEBUG_SUBSYS), prefixed "ncclbpf: ". Without a logger, only WARN lines are
  * printed, to stderr. A WARN about configuration (INIT subsystem: a policy skipped, a bad
  * setting) must be impossible to miss, so when NCCL would hide it (NCCL_DEBUG unset or
  * VERSION) it also goes to stderr: exactly one visible line either way.
@@ -43,8 +44,12 @@ void runtime_log(int level, unsigned long flags, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	/* NCCL drops a message whose subsystem is outside NCCL_DEBUG_SUBSYS (default INIT,
+	 * BOOTSTRAP,ENV) even at WARN: a WARN also carries INIT, or NCCL_DEBUG=WARN hides e.g.
+	 * the agreement's TUNING WARN that says why every rank fell back (GPU run g16) */
 	if (fn)
-		fn(level, flags, __FILE__, __LINE__, "%s", line);
+		fn(level, level == NB_LOG_WARN ? flags | NB_LOG_INIT : flags, __FILE__, __LINE__,
+		   "%s", line);
 	if (!fn || (level == NB_LOG_WARN && (flags & NB_LOG_INIT) && !nccl_shows_warnings()))
 		fprintf(stderr, "%s\n", line);
 }
