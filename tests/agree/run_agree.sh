@@ -17,12 +17,35 @@
 # The waits' bound is NCCLBPF_AGREE_WAIT_MS plus SLACK_MS of scheduling slack; a hang is
 # caught by the 240 s kill timer.
 #
-# usage: run_agree.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR [SCENARIO...]
+# usage: run_agree.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR
+#                     [--group GROUP] [SCENARIO...]
+# --group: only the scenarios of one group of GROUP_OF below (CTest runs each group as its
+# own test, test_agree_group_GROUP, so that they run side by side: most of a scenario's
+# time is waiting for its ranks, kills and bounds, not CPU). Without it: every scenario.
 # AGREE_LONG=1: the steady scenario for >= 1000 epochs, and three more scenarios.
 set -u
 RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5
 shift 5
+GROUP=
+if [ "${1:-}" = --group ]; then GROUP=${2:?run_agree.sh: --group needs a name}; shift 2; fi
 ONLY=" $* "
+# Every scenario belongs to exactly one group; a scenario missing here fails the run (it
+# would otherwise be skipped by every group). Groups of about equal length.
+declare -A GROUP_OF=(
+	[checker]=flat [steady]=flat [slow_leader]=flat [no_commit]=flat [connection_drop]=flat
+	[leader_killed]=flat [leader_killed_before_join]=flat [late_join]=flat
+	[comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat
+	[tree_steady]=tree [tree_relay_killed]=tree [tree_child_drop]=tree [tree_leader_killed]=tree
+	[second_job]=members [second_job_secret]=members [no_profiler]=members
+	[no_profiler_leader]=members [no_profiler_tree]=members
+	[config_tuner]=config [config_maps]=config [config_missing]=config [config_agree_off]=config
+	[config_wait]=config [wrong_secret]=config [orderly_end]=config
+	[late_join_beyond_bound]=config [stalled_leader]=config [far_behind]=config
+)
+if [ -n "$GROUP" ] && [[ " ${GROUP_OF[*]} " != *" $GROUP "* ]]; then
+	echo "run_agree.sh: no group '$GROUP' (groups: $(printf '%s\n' "${GROUP_OF[@]}" | sort -u | tr '\n' ' '))" >&2
+	exit 2
+fi
 PROGS=$(cd "$(dirname "$RANKBIN")" && pwd)/progs # tests/agree/progs, built beside agree_rank
 LONG=${AGREE_LONG:-0}
 STEPS=6600          # >= 100 epochs of K = 64 (adaptive_channels)
@@ -48,8 +71,15 @@ start_rank() {
 	NAMES[$rank]=$name
 }
 
-# want SCENARIO: run it (all by default, or those named on the command line)
-want() { [ "$ONLY" = "  " ] || [[ "$ONLY" == *" $1 "* ]]; }
+# want SCENARIO: run it (all by default, or those of --group / named on the command line)
+ran=0
+want() {
+	local g=${GROUP_OF[$1]:-}
+	[ -n "$g" ] || { echo "FAIL [$1]: the scenario is in no group (run_agree.sh's GROUP_OF)"; fail=1; return 1; }
+	[ -z "$GROUP" ] || [ "$g" = "$GROUP" ] || return 1
+	[ "$ONLY" = "  " ] || [[ "$ONLY" == *" $1 "* ]] || return 1
+	ran=$((ran + 1))
+}
 
 begin() {
 	SCEN=$1
@@ -678,6 +708,7 @@ fi
 
 if [ "$LONG" = 1 ]; then
 	# ---- long: a rank that joins after the bound: every rank falls back, it too ----
+	if want late_join_beyond_bound; then
 	begin late_join_beyond_bound
 	set_wait 1000
 	for r in 0 1 2; do start_rank $r $r 2000; done
@@ -685,8 +716,10 @@ if [ "$LONG" = 1 ]; then
 	wait_all
 	check_decisions
 	expect_same_fallback 0 1 2 3
+	fi
 	# ---- long: the leader's service thread stalls beyond the bound (1.5 s a pass): the
 	#      members ask, get no answer, fall back; the leader falls back where they did ----
+	if want stalled_leader; then
 	begin stalled_leader
 	set_wait 400
 	NCCLBPF_AGREE_TEST_FAULT=stall_service_ms=1500 start_rank 0 0 1000
@@ -694,14 +727,18 @@ if [ "$LONG" = 1 ]; then
 	wait_all
 	check_decisions
 	expect_same_fallback 0 1 2 3
+	fi
 	# ---- long: ranks far apart in speed (one 10x slower) ----
+	if want far_behind; then
 	begin far_behind
 	for r in 0 1 2; do SLEEP_US=50 start_rank $r $r 20000; done
 	SLEEP_US=500 start_rank 3 3 20000
 	wait_all
 	check_decisions
 	expect_no_fallback 0 1 2 3
+	fi
 fi
 
+[ $ran -gt 0 ] || { echo "FAIL: no scenario selected (group '${GROUP}', names:$ONLY)"; fail=1; }
 [ $fail -eq 0 ] && echo "all agreement scenarios passed" || echo "SOME SCENARIOS FAILED"
 exit $fail
