@@ -30,9 +30,11 @@ static uint8_t picked[COMMS][CALLS]; /* 'A', 'B', or '?' per collective seq */
 static atomic_long progress[COMMS];
 static _Atomic uint64_t act_seq[COMMS];
 static _Atomic uint64_t begun_version;
-/* workers wait at seq 6000 until the layer has named the switch points (8000 and later):
- * the real layer picks points far enough ahead; this makes "ahead" deterministic */
-static atomic_bool seqs_named;
+/* workers wait at seq 6000 until the main thread opens the gate: in round 1 once the layer
+ * has named the switch points (8000 and later; the real layer picks points far enough
+ * ahead, this makes "ahead" deterministic), in round 2 once the activation is abandoned
+ * (so that every communicator makes calls after it, whenever the main thread runs) */
+static atomic_bool gate_open;
 
 static _Atomic uint64_t begun_content;
 
@@ -93,7 +95,7 @@ static void *worker(void *arg)
 		atomic_store(&progress[c], s + 1);
 		if (s % 64 == 0)
 			usleep(50); /* leave the main thread room on a 2-core machine */
-		while (s == 6000 && !atomic_load(&seqs_named))
+		while (s == 6000 && !atomic_load(&gate_open))
 			usleep(100);
 	}
 	return NULL;
@@ -151,7 +153,7 @@ int main(int argc, char **argv)
 		switch_at[c] = 8000 + 700 * (uint64_t)c; /* different per communicator */
 		atomic_store_explicit(&act_seq[c], switch_at[c], memory_order_release);
 	}
-	atomic_store(&seqs_named, true);
+	atomic_store(&gate_open, true);
 	for (int c = 0; c < COMMS; c++)
 		pthread_join(th[c], NULL);
 	/* gated to the end: every decision took the general path, which records the version
@@ -176,6 +178,7 @@ int main(int argc, char **argv)
 	 * communicator keeps B, and the staged chain is freed */
 	for (int c = 0; c < COMMS; c++)
 		atomic_store(&act_seq[c], UINT64_MAX); /* the layer has not decided yet */
+	atomic_store(&gate_open, false);
 	run_round(th);
 	wait_progress(1000);
 	CHECK(runtime_reload(spec_a, NB_HOOK_TUNER, 0, msg, sizeof(msg)) == n_progs);
@@ -187,6 +190,7 @@ int main(int argc, char **argv)
 	check_direct(__LINE__, true);
 	CHECK_EQ_U64(runtime_activation_done(v2, false), 0);
 	check_direct(__LINE__, false); /* abandoned: B again, directly */
+	atomic_store(&gate_open, true);
 	for (int c = 0; c < COMMS; c++)
 		pthread_join(th[c], NULL);
 	for (int c = 0; c < COMMS; c++) {
