@@ -37,7 +37,7 @@ declare -A GROUP_OF=(
 	[comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat
 	[tree_steady]=tree [tree_relay_killed]=tree [tree_child_drop]=tree [tree_leader_killed]=tree
 	[second_job]=members [second_job_secret]=members [no_profiler]=members
-	[no_profiler_leader]=members [no_profiler_tree]=members
+	[no_profiler_leader]=members [no_profiler_tree]=members [multi_rank_process]=members
 	[config_tuner]=config [config_maps]=config [config_missing]=config [config_agree_off]=config
 	[config_wait]=config [wrong_secret]=config [orderly_end]=config
 	[late_join_beyond_bound]=config [stalled_leader]=config [far_behind]=config
