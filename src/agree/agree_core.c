@@ -149,12 +149,12 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 		 * one rank each: neither rank can join. The first state tells the others (as a
 		 * member without a rank), this one gets its own, unshared state: both fall back at
 		 * collective 0, where every other rank does */
-		ac->multi_rank = true;
+		atomic_store(&ac->multi_rank, true);
 		pthread_mutex_unlock(&registry_lock);
 		free(ring);
 		struct agree_comm *own = unlisted_comm(comm_id, n_ranks);
 		if (own)
-			own->multi_rank = true;
+			atomic_store(&own->multi_rank, true);
 		return own;
 	}
 	if (ac) {
@@ -195,7 +195,7 @@ void agree_comm_profiler_open(uint64_t comm_id, int rank, int n_ranks)
 	pthread_mutex_lock(&registry_lock);
 	struct agree_comm *ac = get_or_create_locked(comm_id, (uint32_t)n_ranks);
 	if (ac && ac->profiler_open && atomic_load(&ac->rank) != rank)
-		ac->multi_rank = true; /* another rank of it in this process (tuner_open) */
+		atomic_store(&ac->multi_rank, true); /* another rank of it here (tuner_open) */
 	if (ac && !ac->profiler_open) {
 		ac->profiler_open = true;
 		atomic_fetch_add(&ac->refs, 1);
@@ -334,7 +334,7 @@ static const char *cannot_join(struct agree_comm *ac)
 		       "and MASTER_PORT) but the policy reads agreed maps";
 	if (cfg->refused[0])
 		return cfg->refused;
-	if (ac->multi_rank) {
+	if (atomic_load(&ac->multi_rank)) {
 		ac->rankless = !ac->unlisted; /* the shared state tells the others (rankless_step) */
 		return "another rank of this communicator is in this process (one process driving "
 		       "several GPUs: ncclCommInitAll, nccl-tests -g, single-process JAX); agreement "

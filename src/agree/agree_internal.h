@@ -111,8 +111,8 @@ struct agree_comm {
 	bool grouped;                          /* agreement runs (set before streams_ready) */
 	bool rankless;                         /* a member without a rank (set with grouped) */
 	bool unlisted;                         /* the registry was full: tuner-only state */
-	bool multi_rank;                       /* two ranks of it in this process (under the
-	                                          registry lock; read at the first collective) */
+	_Atomic bool multi_rank;               /* two ranks of it in this process (set under the
+	                                          registry lock, read at the first collective) */
 	_Atomic uint64_t fallback_seq;         /* AGREE_NO_FALLBACK or F */
 	_Atomic int ready;                     /* enum agree_ready: the join barrier */
 	/* the tuner waits without a verdict (agree_core.c wait_for): at want_seq, phase 1 =

@@ -1,7 +1,7 @@
 /* Logging: every line goes through the logger NCCL handed to a plugin init (so
  * NCCL_DEBUG=INFO shows it; a WARN also under INIT, so NCCL_DEBUG=WARN shows every WARN
- * with NCCL's default NCCL_DEBUG_SUBSYS), prefixed "ncclbpf: ". Without a logger, only WARN lines are
- * printed, to stderr. A WARN about configuration (INIT subsystem: a policy skipped, a bad
+ * with NCCL's default NCCL_DEBUG_SUBSYS), prefixed "ncclbpf: ". Without a logger, only
+ * WARN lines are printed, to stderr. A WARN about configuration (INIT subsystem: a policy skipped, a bad
  * setting) must be impossible to miss, so when NCCL would hide it (NCCL_DEBUG unset or
  * VERSION) it also goes to stderr: exactly one visible line either way.
  * Also the rate limiter used for per-call messages (faults, printk). */
