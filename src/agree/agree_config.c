@@ -63,6 +63,8 @@ static void parse_faults(const char *s)
 			config.fault_block_ns = v * 1000000ull;
 		else if (sscanf(s, "no_commit_after=%llu", &v) == 1)
 			config.fault_no_commit_after = v;
+		else if (sscanf(s, "kill_after_commit=%llu", &v) == 1)
+			config.fault_kill_after_commit = v;
 		s = strchr(s, ',');
 		if (s)
 			s++;

@@ -193,6 +193,7 @@ struct agree_config {
 	uint64_t fault_stall_service_ns;
 	uint64_t fault_block_after_ns, fault_block_ns; /* the network blocked for a while */
 	uint64_t fault_no_commit_after;                /* the leader commits no version > N */
+	uint64_t fault_kill_after_commit;              /* the leader dies once COMMIT N is sent */
 	uint64_t start_ns;
 };
 const struct agree_config *agree_config(void);
@@ -253,6 +254,7 @@ void agree_group_detach(struct agree_comm *ac); /* comm leaving: BYE / close, fr
 int agree_conn_send(int fd, const struct agree_buf *b); /* queue bytes on a connection */
 size_t agree_conn_queued(int fd);   /* bytes queued, not yet handed to the kernel */
 void agree_conn_push(int fd);       /* send what is queued now, not at the end of the pass */
+size_t agree_conn_unsent(int fd);   /* bytes queued on fd not written yet */
 bool agree_conn_ready(int fd);      /* authenticated */
 int agree_conn_connect(uint32_t addr, uint16_t port);   /* non-blocking connect */
 /* Polls a connecting follower link; false (fd closed) when the table is full. */

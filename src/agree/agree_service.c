@@ -305,6 +305,12 @@ void agree_conn_push(int fd)
 		conn_flush(c);
 }
 
+size_t agree_conn_unsent(int fd)
+{
+	struct conn *c = conn_of(fd);
+	return c ? (c->hs.len - c->hs_off) + (c->out.len - c->out_off) : 0;
+}
+
 int agree_conn_connect(uint32_t addr, uint16_t port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
