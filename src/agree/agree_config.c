@@ -65,6 +65,8 @@ static void parse_faults(const char *s)
 			config.fault_no_commit_after = v;
 		else if (sscanf(s, "kill_after_commit=%llu", &v) == 1)
 			config.fault_kill_after_commit = v;
+		else if (sscanf(s, "retry_ms=%llu", &v) == 1)
+			config.retry_ns = v * 1000000ull;
 		s = strchr(s, ',');
 		if (s)
 			s++;
@@ -106,6 +108,7 @@ static void config_init(void)
 	config.enabled = true;
 	config.wait_ns = env_u64("NCCLBPF_AGREE_WAIT_MS", AGREE_DEFAULT_WAIT_MS) * 1000000ull;
 	config.collect_ns = config.wait_ns / 4;
+	config.retry_ns = 20000000ull;
 	int b = runtime_env_parse_bool(a);
 	if (b == 0) { /* off, 0, no, false */
 		config.enabled = false;

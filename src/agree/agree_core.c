@@ -129,6 +129,19 @@ static struct agree_comm *unlisted_comm(uint64_t comm_id, uint32_t n_ranks)
 	return ac;
 }
 
+/* Agreement is configured here and the loaded policy reads agreed maps. */
+static bool may_group(void)
+{
+	const struct agree_config *cfg = agree_config();
+	if (!cfg->enabled || !cfg->have_addr || cfg->refused[0])
+		return false;
+	struct nb_map_agreed_desc d;
+	for (uint32_t slot = 0; slot < NB_MAP_AGREED_SLOTS; slot++)
+		if (map_agreed_desc(slot, &d))
+			return true;
+	return false;
+}
+
 struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 {
 	if (comm_id == 0)
@@ -182,8 +195,12 @@ struct agree_comm *agree_comm_tuner_open(uint64_t comm_id, uint32_t n_ranks)
 		runtime_log(NB_LOG_WARN, NB_LOG_TUNING,
 			    "agree: no state for comm 0x%" PRIx64 " (out of memory or %d "
 			    "communicators): its agreed maps read as zeros", comm_id, AGREE_MAX_COMMS);
-	if (ac && ac->log_ring)
-		agree_service_start(); /* the writer; agreement starts it at the first collective */
+	/* The service thread starts now when this communicator may form a group: it binds the
+	 * rendezvous or connects and authenticates to the hub while NCCL finishes its init,
+	 * so the join at collective 0 costs a lookup and a HELLO, not also the connections
+	 * (docs/agreement.md "Joining"). The decision log's writer needs it too. */
+	if (ac && (ac->log_ring || (n_ranks > 1 && may_group())))
+		agree_service_start();
 	return ac;
 }
 

@@ -117,7 +117,7 @@ static void follower_connect(struct agree_comm *ac, uint64_t now)
 				    "the bound");
 		return;
 	}
-	ac->next_try_ns = now + 20000000ull;
+	ac->next_try_ns = now + agree_config()->retry_ns;
 	int rc = ac->leader_port ? 0 : agree_hub_lookup(ac);
 	if (rc == -ENXIO)
 		agree_group_on_norank(ac);
@@ -364,7 +364,7 @@ void agree_rankless_step(struct agree_comm *ac, uint64_t now)
 		ac->group_dead = true;
 		return;
 	}
-	ac->next_try_ns = now + 20000000ull;
+	ac->next_try_ns = now + agree_config()->retry_ns;
 	if (!ac->leader_port && agree_hub_lookup(ac) != 0)
 		return;
 	if (!ac->leader_port)

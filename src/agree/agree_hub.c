@@ -27,6 +27,18 @@ struct hub_entry {
 static struct hub_entry hub_dir[HUB_DIR_MAX];
 static size_t hub_dir_cnt;
 
+/* LOOKUPs of a listener not registered yet, answered when it registers (the asker would
+ * otherwise ask again on its retry timer: 20 ms of join per round). Bounded like the
+ * directory; a lookup that does not fit is answered "not yet" as before. */
+struct hub_parked {
+	uint64_t comm_id;
+	uint32_t rank;
+	int fd; /* the asking connection */
+};
+
+static struct hub_parked hub_park[HUB_DIR_MAX];
+static size_t hub_park_cnt;
+
 static struct hub_entry *find(uint64_t comm_id, uint32_t rank)
 {
 	for (size_t i = 0; i < hub_dir_cnt; i++)
@@ -64,6 +76,39 @@ void agree_hub_drop_conn(int fd)
 	for (size_t i = 0; i < hub_dir_cnt; i++)
 		if (hub_dir[i].fd == fd)
 			hub_dir[i--] = hub_dir[--hub_dir_cnt];
+	for (size_t i = 0; i < hub_park_cnt; i++)
+		if (hub_park[i].fd == fd)
+			hub_park[i--] = hub_park[--hub_park_cnt];
+}
+
+int agree_hub_park(uint64_t comm_id, uint32_t rank, int fd)
+{
+	size_t mine = 0;
+	for (size_t i = 0; i < hub_park_cnt; i++) {
+		if (hub_park[i].fd != fd)
+			continue;
+		if (hub_park[i].comm_id == comm_id && hub_park[i].rank == rank)
+			return 0; /* asked again (its retry timer): parked already */
+		mine++;
+	}
+	if (hub_park_cnt == HUB_DIR_MAX || mine >= HUB_PER_CONN)
+		return -ENOSPC;
+	hub_park[hub_park_cnt++] = (struct hub_parked){comm_id, rank, fd};
+	return 0;
+}
+
+size_t agree_hub_unpark(uint64_t comm_id, uint32_t rank, int *fds, uint32_t *ranks, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < hub_park_cnt && n < max; i++) {
+		struct hub_parked *p = &hub_park[i];
+		if (p->comm_id != comm_id || (rank != AGREE_RANK_NONE && p->rank != rank))
+			continue;
+		fds[n] = p->fd;
+		ranks[n++] = p->rank;
+		hub_park[i--] = hub_park[--hub_park_cnt];
+	}
+	return n;
 }
 
 void agree_hub_unregister_local(uint64_t comm_id)
@@ -106,9 +151,12 @@ int agree_hub_register(struct agree_comm *ac)
 {
 	uint32_t rank = ac->role == AGREE_ROLE_RANKLESS ? AGREE_RANK_NONE
 							 : (uint32_t)atomic_load(&ac->rank);
-	if (agree_is_hub())
-		return agree_hub_add(ac->comm_id, rank, 0, agree_listen_port(), -1) == -EEXIST
-			       ? -EEXIST : 0;
+	if (agree_is_hub()) {
+		int rc = agree_hub_add(ac->comm_id, rank, 0, agree_listen_port(), -1);
+		if (rc == 0)
+			agree_hub_registered(ac->comm_id, rank);
+		return rc == -EEXIST ? -EEXIST : 0;
+	}
 	int hub_fd = agree_hub_link();
 	if (hub_fd < 0)
 		return -EAGAIN;

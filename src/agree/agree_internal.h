@@ -187,6 +187,9 @@ struct agree_config {
 	char refused[512];
 	uint64_t wait_ns;           /* NCCLBPF_AGREE_WAIT_MS */
 	uint64_t collect_ns;        /* leader: wait for stragglers' contributions */
+	/* a follower's lookup/connect retry period (fault retry_ms: the join must not need it
+	 * when the hub and the parent answer) */
+	uint64_t retry_ns;
 	/* test-only fault injection (NCCLBPF_AGREE_TEST_FAULT, docs/agreement.md) */
 	uint64_t fault_leader_delay_ns;
 	uint64_t fault_drop_after_epochs;
@@ -274,6 +277,14 @@ void agree_hub_unregister_local(uint64_t comm_id);
 /* The directory (agree_hub.c): entries of authenticated members only. */
 int agree_hub_add(uint64_t comm_id, uint32_t rank, uint32_t addr, uint32_t port, int fd);
 void agree_hub_drop_conn(int fd);
+/* A LOOKUP of a listener not registered yet, kept until it registers (-ENOSPC: full). */
+int agree_hub_park(uint64_t comm_id, uint32_t rank, int fd);
+/* Takes the parked LOOKUPs of (comm, rank) - of every rank of comm with AGREE_RANK_NONE:
+ * a notice answers them all - into fds/ranks; returns how many. */
+size_t agree_hub_unpark(uint64_t comm_id, uint32_t rank, int *fds, uint32_t *ranks, size_t max);
+/* The service, after a registration in the directory: answers the LOOKUPs parked for it
+ * and moves this process's members that wait for it. */
+void agree_hub_registered(uint64_t comm_id, uint32_t rank);
 bool agree_hub_has_notice(uint64_t comm_id);
 bool agree_hub_get(uint64_t comm_id, uint32_t rank, uint32_t *addr, uint32_t *port);
 bool agree_hub_local_lookup(uint64_t comm_id, uint32_t rank, uint32_t *addr, uint32_t *port);

@@ -380,6 +380,12 @@ static void authenticated(struct conn *c)
 	c->state = CS_READY;
 	preauth_live--;
 	conn_flush(c);
+	if (c->kind == CONN_HUB) /* members waiting for the hub link ask now */
+		for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
+			struct agree_comm *ac = agree_registry_at(i);
+			if (ac)
+				ac->next_try_ns = 0;
+		}
 }
 
 /* Without a secret the key is public: the peer must be a process of this user on this
@@ -505,24 +511,19 @@ static bool handshake(struct conn *c, const struct agree_msg *m)
 
 /* ---- the hub's side of REGISTER / LOOKUP (authenticated members only) ---- */
 
-static void hub_on_msg(struct conn *c, const struct agree_msg *m)
+/* The answer to a LOOKUP of (comm, rank): LEADER with the listener (port 0: not registered),
+ * after a REFUSE(NORANK) when a member announced it will never join. */
+static void hub_answer_lookup(struct conn *c, uint64_t comm_id, uint32_t rank)
 {
-	if (m->h.type == AGREE_MSG_REGISTER) {
-		int rc = agree_hub_add(m->h.comm_id, m->h.rank, c->peer_addr, m->port, c->fd);
-		if (rc != 0) {
-			AGREE_STAT(msgs_refused, 1);
-			send_refuse(c, &m->h, rc == -EEXIST ? AGREE_REFUSE_DUPLICATE : AGREE_REFUSE_BUSY);
-		}
-		return;
-	}
-	/* LOOKUP. A member will never join: the asker ends agreement (agree_group_on_norank;
-	 * the member without a rank ignores it and uses the answer below to tell the leader) */
-	if (agree_hub_has_notice(m->h.comm_id))
-		send_refuse(c, &m->h, AGREE_REFUSE_NORANK);
+	struct agree_hdr h = {.rank = rank, .comm_id = comm_id};
+	/* A member will never join: the asker ends agreement (agree_group_on_norank; the
+	 * member without a rank ignores it and uses the answer below to tell the leader) */
+	if (agree_hub_has_notice(comm_id))
+		send_refuse(c, &h, AGREE_REFUSE_NORANK);
 	struct agree_buf b = {0};
-	size_t f = agree_wire_begin(&b, AGREE_MSG_LEADER, m->h.rank, m->h.comm_id);
+	size_t f = agree_wire_begin(&b, AGREE_MSG_LEADER, rank, comm_id);
 	uint32_t addr = 0, port = 0;
-	if (agree_hub_get(m->h.comm_id, m->h.rank, &addr, &port) && !addr) {
+	if (agree_hub_get(comm_id, rank, &addr, &port) && !addr) {
 		/* this process leads: the address the asker reached us on */
 		struct sockaddr_in sa;
 		socklen_t sl = sizeof(sa);
@@ -534,6 +535,47 @@ static void hub_on_msg(struct conn *c, const struct agree_msg *m)
 	agree_wire_end(&b, f);
 	agree_conn_send(c->fd, &b);
 	agree_buf_free(&b);
+}
+
+static struct agree_comm *comm_by_id(uint64_t comm_id);
+
+void agree_hub_registered(uint64_t comm_id, uint32_t rank)
+{
+	int fds[64];
+	uint32_t ranks[64];
+	size_t n;
+	while ((n = agree_hub_unpark(comm_id, rank, fds, ranks, 64)) > 0)
+		for (size_t i = 0; i < n; i++) {
+			struct conn *c = conn_of(fds[i]);
+			if (c && c->state == CS_READY)
+				hub_answer_lookup(c, comm_id, ranks[i]);
+		}
+	/* this process's own member of it looks it up locally: on its next pass, not its
+	 * retry timer */
+	struct agree_comm *ac = comm_by_id(comm_id);
+	if (ac)
+		ac->next_try_ns = 0;
+}
+
+static void hub_on_msg(struct conn *c, const struct agree_msg *m)
+{
+	if (m->h.type == AGREE_MSG_REGISTER) {
+		int rc = agree_hub_add(m->h.comm_id, m->h.rank, c->peer_addr, m->port, c->fd);
+		if (rc != 0) {
+			AGREE_STAT(msgs_refused, 1);
+			send_refuse(c, &m->h, rc == -EEXIST ? AGREE_REFUSE_DUPLICATE : AGREE_REFUSE_BUSY);
+		} else {
+			agree_hub_registered(m->h.comm_id, m->h.rank);
+		}
+		return;
+	}
+	/* LOOKUP: answered now when registered (or a notice says never); otherwise when the
+	 * listener registers (parked), or "not yet" when the parking is full */
+	uint32_t a, p;
+	if (!agree_hub_has_notice(m->h.comm_id) && !agree_hub_get(m->h.comm_id, m->h.rank, &a, &p) &&
+	    agree_hub_park(m->h.comm_id, m->h.rank, c->fd) == 0)
+		return;
+	hub_answer_lookup(c, m->h.comm_id, m->h.rank);
 }
 
 /* ---- message dispatch (authenticated connections) ---- */
@@ -570,6 +612,7 @@ static bool dispatch(struct conn *c, const struct agree_msg *m)
 		if (ac && m->port && m->h.rank == ac->parent) {
 			ac->leader_addr = m->addr;
 			ac->leader_port = m->port;
+			ac->next_try_ns = 0; /* connect on this pass, not on the retry timer */
 		}
 		return true;
 	}

@@ -34,8 +34,9 @@ ONLY=" $* "
 declare -A GROUP_OF=(
 	[checker]=flat [steady]=flat [slow_leader]=flat [no_commit]=flat [connection_drop]=flat
 	[leader_killed]=flat [leader_killed_before_join]=flat [late_join]=flat
-	[comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat
+	[comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat [join_by_events]=flat
 	[tree_steady]=tree [tree_relay_killed]=tree [tree_child_drop]=tree [tree_leader_killed]=tree
+	[tree_join_by_events]=tree
 	[second_job]=members [second_job_secret]=members [no_profiler]=members
 	[no_profiler_leader]=members [no_profiler_tree]=members [multi_rank_process]=members
 	[config_tuner]=config [config_maps]=config [config_missing]=config [config_agree_off]=config
@@ -131,8 +132,8 @@ release_when_held() {
 	touch "$DIR/release"
 }
 
-# wait_listening: until the rendezvous hub listens (the ranks start it at their first
-# collective)
+# wait_listening: until the rendezvous hub listens (the ranks start it when their tuner
+# opens the communicator)
 wait_listening() { # bounded by the clock (120 s), not by a count of polls
 	local end=$((SECONDS + 120))
 	while [ $SECONDS -lt $end ]; do
@@ -478,6 +479,21 @@ MIN_VERSIONS=20 expect_no_fallback 0 1 2 3
 check_waits 0 1 2 3
 fi
 
+# ---- 10b. the join is driven by answers, not by timers: with the members' lookup/connect
+#          retry period at 10 minutes (fault retry_ms), every rank still joins at once -
+#          the hub's answer to a LOOKUP (at once, or when the parent registers) and the hub
+#          link's authentication move a member on. Before, a member waited for its 20 ms
+#          retry timer after each answer: a 10-50 ms join at collective 0 (docs/results.md
+#          14.14's start cost); here it would wait out the bound and fall back.
+if want join_by_events; then
+begin join_by_events
+for r in 0 1 2 3; do NCCLBPF_AGREE_TEST_FAULT=retry_ms=600000 start_rank $r $r 1200; done
+wait_all
+check_decisions
+MIN_VERSIONS=15 expect_no_fallback 0 1 2 3
+check_waits 0 1 2 3
+fi
+
 # ---- 11. fan-in tree (docs/agreement.md "Scale"): 6 ranks, fan-out 3 -> rank 3 relays
 #          for 4 and 5; the leader's direct children are 1, 2 and 3 -------------------------
 if want tree_steady; then
@@ -490,6 +506,19 @@ MIN_VERSIONS=45 expect_no_fallback 0 1 2 3 4 5
 check_waits 0 1 2 3 4 5
 grep -q "fan-out 3, 2 direct children (relay)" "$DIR/err.3" || die "rank 3 did not relay"
 grep -q "fan-out 3, 3 direct children (leader)" "$DIR/err.0" || die "the leader is not a tree root"
+fi
+
+# ---- 11b. the same in a tree: children look their relay up (parked at the hub until the
+#           relay registers), the relay its leader
+if want tree_join_by_events; then
+begin tree_join_by_events
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+for r in 0 1 2 3 4 5; do NCCLBPF_AGREE_TEST_FAULT=retry_ms=600000 start_rank $r $r 1200; done
+wait_all
+check_decisions
+MIN_VERSIONS=15 expect_no_fallback 0 1 2 3 4 5
+check_waits 0 1 2 3 4 5
+grep -q "fan-out 3, 2 direct children (relay)" "$DIR/err.3" || die "rank 3 did not relay"
 fi
 
 # ---- 12. a relay killed mid-run: its children ask the leader, every surviving rank falls

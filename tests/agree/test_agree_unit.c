@@ -491,6 +491,50 @@ static void test_wire_tree_messages(void)
 	agree_buf_free(&b);
 }
 
+/* The hub's parked LOOKUPs (a listener not registered yet): kept once per asker, bounded per
+ * connection and in all, taken by the registration of that rank (or by a notice: every rank
+ * of the communicator), dropped with the asking connection. An authenticated member cannot
+ * grow them without bound by asking again and again. */
+static void test_hub_parked_lookups(void)
+{
+	int fds[64];
+	uint32_t ranks[64];
+	CHECK(agree_hub_park(0xc0, 0, 7) == 0);
+	CHECK(agree_hub_park(0xc0, 0, 7) == 0); /* asked again: still one */
+	CHECK(agree_hub_park(0xc0, 3, 8) == 0);
+	CHECK(agree_hub_park(0xc1, 0, 8) == 0);
+	CHECK(agree_hub_unpark(0xc0, 5, fds, ranks, 64) == 0); /* nobody waits for rank 5 */
+	size_t n = agree_hub_unpark(0xc0, 0, fds, ranks, 64);
+	CHECK(n == 1 && fds[0] == 7 && ranks[0] == 0);
+	CHECK(agree_hub_unpark(0xc0, 0, fds, ranks, 64) == 0); /* answered once */
+	/* a notice (rank NONE) answers every rank of its communicator, no other */
+	CHECK(agree_hub_park(0xc0, 1, 9) == 0);
+	n = agree_hub_unpark(0xc0, AGREE_RANK_NONE, fds, ranks, 64);
+	CHECK(n == 2);
+	CHECK(agree_hub_unpark(0xc1, 0, fds, ranks, 1) == 1 && fds[0] == 8);
+	/* per connection: at most 2 x AGREE_MAX_COMMS; the others ask on their timer */
+	int full = 0;
+	for (uint32_t i = 0; i < 4 * AGREE_MAX_COMMS; i++)
+		full += agree_hub_park(0xd000 + i, 0, 11) == -ENOSPC;
+	CHECK(full == 2 * AGREE_MAX_COMMS);
+	CHECK(agree_hub_park(0xe000, 0, 12) == 0); /* another connection still may */
+	/* a closed connection's lookups go with it */
+	agree_hub_drop_conn(11);
+	CHECK(agree_hub_unpark(0xd000, 0, fds, ranks, 64) == 0);
+	CHECK(agree_hub_park(0xd000, 0, 11) == 0);
+	agree_hub_drop_conn(11);
+	agree_hub_drop_conn(12);
+	/* in all: at most the directory's size, however many connections ask */
+	full = 0;
+	for (uint32_t i = 0; i < 10000; i++)
+		full += agree_hub_park(0xf0000 + i, 0, 100 + (int)(i / 400)) == -ENOSPC;
+	CHECK(full == 10000 - 8192);
+	for (int fd = 100; fd < 126; fd++)
+		agree_hub_drop_conn(fd);
+	CHECK(agree_hub_park(0x1, 0, 5) == 0);
+	agree_hub_drop_conn(5);
+}
+
 int main(void)
 {
 	test_wire_roundtrip();
@@ -501,5 +545,6 @@ int main(void)
 	test_wire_tree_messages();
 	test_map_binding();
 	test_tuner_without_group();
+	test_hub_parked_lookups();
 	TEST_DONE();
 }
