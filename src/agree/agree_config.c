@@ -67,6 +67,10 @@ static void parse_faults(const char *s)
 			config.fault_kill_after_commit = v;
 		else if (sscanf(s, "retry_ms=%llu", &v) == 1)
 			config.retry_ns = v * 1000000ull;
+		else if (sscanf(s, "kill_mid_commit_last=%llu", &v) == 1)
+			config.fault_kill_mid_commit_last = v;
+		else if (sscanf(s, "kill_mid_commit=%llu", &v) == 1)
+			config.fault_kill_mid_commit = v;
 		s = strchr(s, ',');
 		if (s)
 			s++;

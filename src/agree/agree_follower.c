@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agree/agree_group.h"
+#include "agree/agree_recover.h"
 #include "runtime/runtime.h"
 
 void agree_relay_commit_down(struct agree_comm *ac, uint32_t idx, uint64_t v)
@@ -25,6 +26,7 @@ void agree_relay_commit_down(struct agree_comm *ac, uint32_t idx, uint64_t v)
 	agree_buf_u32(&b, idx);
 	agree_buf_u64(&b, v);
 	agree_wire_end(&b, f);
+	agree_fault_mid_commit(ac, v, &b);
 	agree_relay_forward(ac, &b);
 	agree_buf_free(&b);
 }
@@ -51,13 +53,22 @@ static void commit_held(struct agree_comm *ac, struct agree_stream *s, uint32_t 
 /* The group ends without the leader's word: after the last version this rank saw
  * committed (0: the join barrier, if it did not see READY). Every survivor saw the same
  * COMMITs unless the leader died while sending one (docs/agreement.md). */
-static void fall_without_leader(struct agree_comm *ac, const char *why)
+void agree_follower_lost_leader(struct agree_comm *ac, const char *why)
 {
 	ac->orphan_since_ns = 0;
 	/* after this rank's own destroy, or its parent's, it is the job ending: INFO */
 	bool orderly = ac->parent_bye || atomic_load(&ac->closing);
 	agree_end_group(ac, orderly ? AGREE_WHY_DESTROYED : AGREE_WHY_LOST, 0, 0, orderly ?
 			"the communicator was destroyed on its parent, and the leader is gone" : why);
+}
+
+/* The leader's process is gone (nothing listens at its address, or it closed on this
+ * orphan): the survivors' recovery round when this rank takes part (agree_recover.c), else
+ * the fallback after the last version this rank saw committed. */
+static void leader_gone(struct agree_comm *ac, const char *why, uint64_t now)
+{
+	if (!agree_recover_start(ac, now))
+		agree_follower_lost_leader(ac, why);
 }
 
 /* A member that lost its parent (the leader, its relay, or the link to either) cannot
@@ -73,8 +84,10 @@ static void lost_parent(struct agree_comm *ac, const char *why, uint64_t now)
 	runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: comm 0x%llx rank %u: %s; asking the "
 		    "leader for the group's fallback point", (unsigned long long)ac->comm_id,
 		    agree_my_rank(ac), why);
-	if (ac->parent != 0)
-		ac->leader_port = 0; /* the leader's listener: from the hub */
+	if (ac->parent != 0) { /* the leader's listener: kept at join, else from the hub */
+		ac->leader_addr = ac->lead_addr;
+		ac->leader_port = ac->lead_port;
+	}
 	ac->parent = 0;
 	ac->orphan = true;
 	ac->joined = false;
@@ -110,10 +123,10 @@ static void follower_ship(struct agree_comm *ac, struct agree_stream *s, uint32_
 /* Looks the parent up, connects, HELLOs (as an orphan: asks for F). */
 static void follower_connect(struct agree_comm *ac, uint64_t now)
 {
-	if (ac->group_dead || now < ac->next_try_ns)
+	if (ac->group_dead || now < ac->next_try_ns || agree_recover_waiting(ac))
 		return;
 	if (ac->orphan && now - ac->orphan_since_ns > agree_config()->wait_ns) {
-		fall_without_leader(ac, "lost its parent, and the leader did not answer within "
+		agree_follower_lost_leader(ac, "lost its parent, and the leader did not answer within "
 				    "the bound");
 		return;
 	}
@@ -126,7 +139,7 @@ static void follower_connect(struct agree_comm *ac, uint64_t now)
 	int fd = agree_conn_connect(ac->leader_addr, (uint16_t)ac->leader_port);
 	if (fd < 0) {
 		if (ac->orphan && fd == -ECONNREFUSED) {
-			fall_without_leader(ac, "lost the leader (nothing listens at its address)");
+			leader_gone(ac, "lost the leader (nothing listens at its address)", now);
 			return;
 		}
 		ac->leader_port = 0; /* ask the hub again */
@@ -149,8 +162,12 @@ void agree_follower_step(struct agree_comm *ac, uint64_t now)
 			agree_group_on_hub_refusal(ac, rc == -EEXIST ? AGREE_REFUSE_DUPLICATE
 								     : AGREE_REFUSE_BUSY);
 	}
+	if (!ac->relay && !ac->registered && agree_recover_registers(ac) &&
+	    agree_hub_register(ac) != -EAGAIN)
+		ac->registered = true; /* the successor: the participants look it up */
 	if (ac->relay)
 		agree_relay_step(ac, now);
+	agree_recover_step(ac, now);
 	if (ac->fd < 0) {
 		follower_connect(ac, now);
 		return;
@@ -178,35 +195,43 @@ void agree_follower_step(struct agree_comm *ac, uint64_t now)
 	}
 }
 
-static bool on_welcome(struct agree_comm *ac, const struct agree_msg *m)
+/* Adopts the group's F (a living leader's WELCOME, or the survivors' decision): commits
+ * the versions activating before F - this rank holds them (it acked them: nobody commits
+ * without it) - and ends the group at F. */
+void agree_follower_adopt(struct agree_comm *ac, uint64_t f, bool ready, uint32_t why,
+			  uint32_t why_rank, uint32_t why_detail, const char *text)
 {
-	ac->joined = true;
-	if (m->seq == AGREE_NO_FALLBACK)
-		return true;
-	/* the group's F: every version before F is committed at the leader, and this rank
-	 * holds it (it acked it: the leader commits nothing without it) */
-	if (m->flags & AGREE_WELCOME_READY) {
+	if (ready) {
 		int r = AGREE_READY_PENDING;
 		atomic_compare_exchange_strong(&ac->ready, &r, AGREE_READY_YES);
 		if (ac->relay)
 			agree_relay_ready_down(ac);
 	}
-	for (uint32_t i = 0; i < ac->n_streams && m->seq; i++) {
+	for (uint32_t i = 0; i < ac->n_streams && f; i++) {
 		struct agree_stream *s = &ac->streams[i];
 		/* the last v with S_v = (v + 1) K < F */
-		uint64_t upto = (m->seq - 1) / s->k >= 1 ? (m->seq - 1) / s->k - 1 : 0;
+		uint64_t upto = (f - 1) / s->k >= 1 ? (f - 1) / s->k - 1 : 0;
 		commit_held(ac, s, i, upto < s->latest_number ? upto : s->latest_number);
 	}
 	uint64_t u = agree_first_uncommitted_seq(ac);
 	ac->orphan_since_ns = 0;
-	if (!ac->orphan) { /* joined after the group fell back: the leader's reason */
-		agree_end_group_at(ac, u < m->seq ? u : m->seq, m->why, m->why_rank, m->why_detail,
-				   m->why ? NULL : "joined after the group fell back");
+	agree_end_group_at(ac, u < f ? u : f, why, why_rank, why_detail, text);
+}
+
+static bool on_welcome(struct agree_comm *ac, const struct agree_msg *m)
+{
+	ac->joined = true;
+	if (m->seq == AGREE_NO_FALLBACK)
 		return true;
-	}
-	agree_end_group_at(ac, u < m->seq ? u : m->seq, AGREE_WHY_LOST, 0, 0, ac->parent_bye ? "its parent's communicator was destroyed (the "
-			   "leader's fallback point)" : "it lost its parent (the leader's fallback "
-			   "point)");
+	bool ready = (m->flags & AGREE_WELCOME_READY) != 0;
+	if (!ac->orphan) /* joined after the group fell back: the leader's reason */
+		agree_follower_adopt(ac, m->seq, ready, m->why, m->why_rank, m->why_detail,
+				     m->why ? NULL : "joined after the group fell back");
+	else
+		agree_follower_adopt(ac, m->seq, ready, AGREE_WHY_LOST, 0, 0, ac->parent_bye ?
+				     "its parent's communicator was destroyed (the leader's "
+				     "fallback point)" : "it lost its parent (the leader's fallback "
+				     "point)");
 	return true;
 }
 
@@ -215,7 +240,7 @@ static void on_refuse(struct agree_comm *ac, const struct agree_msg *m)
 	char why[320];
 	if (ac->orphan && m->reason == AGREE_REFUSE_NOT_LEADER) {
 		/* the leader destroyed the communicator meanwhile (the job's end) */
-		fall_without_leader(ac, "the leader no longer has the communicator");
+		agree_follower_lost_leader(ac, "the leader no longer has the communicator");
 		return;
 	}
 	if (m->reason == AGREE_REFUSE_CONFIG)
@@ -238,6 +263,11 @@ static void on_refuse(struct agree_comm *ac, const struct agree_msg *m)
 
 bool agree_follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 {
+	if (ac->recov == AGREE_RECOV_REPORTING) { /* the link to the successor */
+		if (m->h.type == AGREE_MSG_WELCOME)
+			agree_recover_on_answer(ac, m);
+		return false;
+	}
 	switch (m->h.type) {
 	case AGREE_MSG_WELCOME:
 		return on_welcome(ac, m);
@@ -325,10 +355,11 @@ bool agree_follower_on_msg(struct agree_comm *ac, const struct agree_msg *m)
 void agree_follower_on_close(struct agree_comm *ac)
 {
 	ac->fd = -1;
+	if (ac->recov == AGREE_RECOV_COLLECTING)
+		return; /* the refused link to the dead leader: this rank decides now */
 	if (ac->orphan) { /* the leader closed on an orphan: it answered, or it is gone */
 		if (!ac->group_dead)
-			fall_without_leader(ac, "lost the leader while asking it for the fallback "
-					    "point");
+			leader_gone(ac, "lost the leader while asking it for the fallback point", 0);
 		return;
 	}
 	if (ac->joined && atomic_load(&ac->closing))
@@ -384,5 +415,5 @@ void agree_group_on_connect_error(struct agree_comm *ac, int fd, int err)
 {
 	/* an orphan whose leader's port refuses: the leader's process is gone */
 	if (fd == ac->fd && ac->orphan && err == ECONNREFUSED && !ac->group_dead)
-		fall_without_leader(ac, "lost the leader (nothing listens at its address)");
+		leader_gone(ac, "lost the leader (nothing listens at its address)", 0);
 }

@@ -19,6 +19,7 @@
 
 #include "agree/agree_internal.h"
 #include "agree/agree_group.h"
+#include "agree/agree_recover.h"
 #include "runtime/runtime.h"
 
 uint64_t agree_thread_cpu_ns(void)
@@ -274,6 +275,8 @@ static void handle_want(struct agree_comm *ac)
 	uint64_t seq = atomic_load(&ac->want_seq);
 	if (!phase || seq == UINT64_MAX || ac->group_dead)
 		return;
+	if (agree_recover_waiting(ac))
+		return; /* the survivors' round decides (bounded: agree_recover_step) */
 	if (ac->want_done_seq == seq && ac->want_done >= phase)
 		return;
 	ac->want_done_seq = seq;
@@ -388,6 +391,9 @@ bool agree_group_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *m
 		return agree_leader_on_msg(ac, fd, m);
 	if (ac->role == AGREE_ROLE_FOLLOWER && fd == ac->fd)
 		return agree_follower_on_msg(ac, m);
+	if (ac->role == AGREE_ROLE_FOLLOWER &&
+	    (m->h.type == AGREE_MSG_RECOVER || agree_recover_owns(ac, fd)))
+		return agree_recover_on_msg(ac, fd, m);
 	if (ac->role == AGREE_ROLE_FOLLOWER && ac->relay && ac->peers)
 		return agree_relay_on_child_msg(ac, fd, m);
 	return false;
@@ -407,6 +413,7 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 		return;
 	}
 	if (fd != ac->fd) {
+		agree_recover_on_close(ac, fd);
 		for (uint32_t k = 0; ac->relay && k < ac->n_kids; k++) {
 			struct agree_peer *p = ac->peers[ac->kids[k]];
 			if (p && !p->gone && p->fd == fd) {
@@ -460,8 +467,9 @@ void agree_group_detach(struct agree_comm *ac)
 		agree_conn_flush_close(ac->fd);
 		ac->fd = -1;
 	}
-	if (ac->role == AGREE_ROLE_LEADER || ac->relay)
+	if (ac->role == AGREE_ROLE_LEADER || ac->relay || agree_recover_registers(ac))
 		agree_hub_unregister_local(ac->comm_id);
+	agree_recover_free(ac);
 	if ((ac->role == AGREE_ROLE_LEADER || ac->relay) && ac->peers) {
 		for (uint32_t r = 1; r < ac->n_ranks; r++)
 			if (ac->peers[r]) {

@@ -31,10 +31,18 @@ void agree_leader_on_close(struct agree_comm *ac, int fd);
  * is committed (its COMMIT or READY is then ahead of any answer on every link). */
 void agree_leader_arbitrate(struct agree_comm *ac, uint64_t seq, uint32_t asker);
 
+/* test-only: dies after COMMIT v (encoded in b) reached one child (agree_leader.c) */
+void agree_fault_mid_commit(struct agree_comm *ac, uint64_t v, const struct agree_buf *b);
+
 /* follower (agree_follower.c) */
 void agree_follower_step(struct agree_comm *ac, uint64_t now);
 bool agree_follower_on_msg(struct agree_comm *ac, const struct agree_msg *m);
 void agree_follower_on_close(struct agree_comm *ac);
+/* No further agreement without the leader: after the last version this rank saw committed. */
+void agree_follower_lost_leader(struct agree_comm *ac, const char *why);
+/* The group's F from a living leader's WELCOME or the survivors' recovery round. */
+void agree_follower_adopt(struct agree_comm *ac, uint64_t f, bool ready, uint32_t why,
+			  uint32_t why_rank, uint32_t why_detail, const char *text);
 void agree_rankless_step(struct agree_comm *ac, uint64_t now);
 /* a relay: COMMIT of version v of stream idx to its children */
 void agree_relay_commit_down(struct agree_comm *ac, uint32_t idx, uint64_t v);

@@ -195,3 +195,16 @@ int agree_hub_lookup(struct agree_comm *ac)
 	return rc ? rc : -EAGAIN; /* the answer comes as LEADER */
 }
 
+
+int agree_hub_lookup_rank(struct agree_comm *ac, uint32_t rank)
+{
+	int hub_fd = agree_hub_link();
+	if (hub_fd < 0)
+		return -EAGAIN;
+	struct agree_buf b = {0};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_LOOKUP, rank, ac->comm_id);
+	agree_wire_end(&b, f);
+	int rc = agree_conn_send(hub_fd, &b);
+	agree_buf_free(&b);
+	return rc;
+}

@@ -161,6 +161,21 @@ struct agree_comm {
 	uint32_t *kids;                        /* leader/relay: direct children */
 	uint32_t n_kids;
 	uint64_t down_fallback_sent;           /* relay: F last forwarded to its children */
+	/* [S] the recovery round after the leader's death (agree_recover.c) */
+	enum agree_recov { AGREE_RECOV_NONE, AGREE_RECOV_COLLECTING, AGREE_RECOV_REPORTING,
+			   AGREE_RECOV_DECIDED, AGREE_RECOV_FAILED } recov;
+	uint64_t recov_until_ns;               /* collecting / waiting for the answer until */
+	uint32_t succ_addr, succ_port;         /* participant: rank 1's listener (0: unknown) */
+	uint32_t lead_addr, lead_port;         /* below a relay: the leader's listener, kept
+						* for an orphan when the hub is gone */
+	uint64_t succ_next_try_ns;
+	uint32_t succ_tries;
+	int *recov_fds;                        /* successor: report connections by rank (-1) */
+	bool *recov_got;                       /* successor: reports by rank */
+	bool recov_ready;                      /* some survivor saw READY */
+	uint64_t recov_f;                      /* the smallest F reported */
+	uint64_t recov_committed[AGREE_MAX_STREAMS]; /* the newest commit reported per stream */
+	uint64_t recov_decided_f;
 	/* decision log ring [T] producer, [S] consumer */
 	struct agree_decision *log_ring;
 	uint32_t log_cap;
@@ -197,6 +212,8 @@ struct agree_config {
 	uint64_t fault_block_after_ns, fault_block_ns; /* the network blocked for a while */
 	uint64_t fault_no_commit_after;                /* the leader commits no version > N */
 	uint64_t fault_kill_after_commit;              /* the leader dies once COMMIT N is sent */
+	/* the leader (or a relay) sends COMMIT N to its first (last) child only, then dies */
+	uint64_t fault_kill_mid_commit, fault_kill_mid_commit_last;
 	uint64_t start_ns;
 };
 const struct agree_config *agree_config(void);
@@ -270,6 +287,8 @@ int agree_hub_link(void); /* the authenticated connection to the hub, or -1 */
 int agree_hub_register(struct agree_comm *ac);           /* leader */
 /* follower: sends LOOKUP; -ENXIO (local hub): a member without a rank announced itself */
 int agree_hub_lookup(struct agree_comm *ac);
+/* LOOKUP of another rank's listener (the answer: LEADER, agree_recover_on_leader) */
+int agree_hub_lookup_rank(struct agree_comm *ac, uint32_t rank);
 uint16_t agree_listen_port(void);
 /* The hub forgets a communicator this process led (entries of other processes go when
  * their connection closes). */

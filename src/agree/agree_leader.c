@@ -380,6 +380,35 @@ static void fault_die_when_sent(struct agree_comm *ac)
 	raise(SIGKILL);
 }
 
+/* Test-only (NCCLBPF_AGREE_TEST_FAULT kill_mid_commit=N / kill_mid_commit_last=N): the
+ * leader or a relay is killed while it sends COMMIT N to its children back to back - after
+ * the first (last) child's copy reached its socket, before the others': the window that
+ * the survivors' recovery round closes (agree_recover.c). Returns only when the fault is
+ * not armed for v. */
+void agree_fault_mid_commit(struct agree_comm *ac, uint64_t v, const struct agree_buf *b)
+{
+	const struct agree_config *cfg = agree_config();
+	if (!v || (cfg->fault_kill_mid_commit != v && cfg->fault_kill_mid_commit_last != v))
+		return;
+	int fd = -1;
+	for (uint32_t k = 0; k < ac->n_kids; k++) {
+		struct agree_peer *p = ac->peers[ac->kids[k]];
+		if (p && !p->gone && (fd < 0 || cfg->fault_kill_mid_commit_last == v))
+			fd = p->fd;
+	}
+	if (fd < 0)
+		return;
+	agree_conn_send(fd, b);
+	for (int i = 0; i < 5000; i++) { /* at most 5 s for the child's full receive buffer */
+		agree_conn_push(fd);
+		if (!agree_conn_unsent(fd))
+			break;
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	raise(SIGKILL);
+}
+
 static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_t idx)
 {
 	uint64_t stop = agree_config()->fault_no_commit_after;
@@ -404,6 +433,7 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		agree_buf_u32(&b, idx);
 		agree_buf_u64(&b, next);
 		agree_wire_end(&b, f);
+		agree_fault_mid_commit(ac, next, &b);
 		/* sent now, back to back: a leader killed right after this reached all or none */
 		for (uint32_t k = 0; k < ac->n_kids; k++)
 			agree_conn_send(ac->peers[ac->kids[k]]->fd, &b);

@@ -32,6 +32,7 @@
 
 #include "agree/agree_auth.h"
 #include "agree/agree_internal.h"
+#include "agree/agree_recover.h"
 #include "runtime/runtime.h"
 
 #define AGREE_PREAUTH_MAX 64     /* connections not authenticated yet, per process */
@@ -210,7 +211,7 @@ static void conn_drop(struct conn *c, bool notify)
 			agree_registry_lock();
 			for (size_t i = 0; i < AGREE_MAX_COMMS; i++) {
 				struct agree_comm *ac = agree_registry_at(i);
-				if (ac && (ac->role == AGREE_ROLE_LEADER || ac->relay))
+				if (ac && (ac->role == AGREE_ROLE_LEADER || ac->relay || ac->recov_fds))
 					agree_group_on_close(ac, fd);
 			}
 			agree_registry_unlock();
@@ -613,6 +614,8 @@ static bool dispatch(struct conn *c, const struct agree_msg *m)
 			ac->leader_addr = m->addr;
 			ac->leader_port = m->port;
 			ac->next_try_ns = 0; /* connect on this pass, not on the retry timer */
+		} else if (ac) {
+			agree_recover_on_leader(ac, m->h.rank, m->addr, m->port);
 		}
 		return true;
 	}

@@ -63,6 +63,7 @@ static long need(uint32_t type)
 	case AGREE_MSG_AUTH: return AGREE_NONCE + 8;
 	case AGREE_MSG_AUTH_OK: return 8;
 	case AGREE_MSG_READY: return 0;
+	case AGREE_MSG_RECOVER: return 16;   /* flags, seq, n_streams */
 	default: return -1;
 	}
 }
@@ -215,6 +216,16 @@ long agree_wire_parse(const uint8_t *buf, size_t len, struct agree_msg *m, char 
 	case AGREE_MSG_READY:
 		if (n != 0)
 			return bad(err, errlen, -EBADMSG, "type %u: unexpected payload", m->h.type);
+		break;
+	case AGREE_MSG_RECOVER:
+		m->flags = rd32(p);
+		m->seq = rd64(p + 4);
+		m->n_streams = rd32(p + 12);
+		if (m->n_streams > AGREE_MAX_STREAMS || n != 16 + m->n_streams * 8u)
+			return bad(err, errlen, -EBADMSG, "RECOVER: %u bytes for %u streams", n,
+				   m->n_streams);
+		for (uint32_t i = 0; i < m->n_streams; i++)
+			m->committed[i] = rd64(p + 16 + i * 8);
 		break;
 	case AGREE_MSG_LOST:
 		/* rank, then optionally u32 flags (AGREE_FALLBACK_ORDERLY: it said BYE) */
@@ -385,6 +396,16 @@ void agree_wire_put_fallback(struct agree_buf *b, uint64_t seq, uint32_t flags, 
 	agree_buf_u32(b, why);
 	agree_buf_u32(b, why_rank);
 	agree_buf_u32(b, why_detail);
+}
+
+void agree_wire_put_recover(struct agree_buf *b, uint32_t flags, uint64_t seq,
+			    uint32_t n_streams, const uint64_t *committed)
+{
+	agree_buf_u32(b, flags);
+	agree_buf_u64(b, seq);
+	agree_buf_u32(b, n_streams);
+	for (uint32_t i = 0; i < n_streams; i++)
+		agree_buf_u64(b, committed[i]);
 }
 
 const char *agree_fp_field_name(uint32_t field)

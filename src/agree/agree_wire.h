@@ -43,6 +43,8 @@ enum agree_msg_type {
 	AGREE_MSG_AUTH_OK,      /* acceptor -> connector: mac of both (the acceptor's proof) */
 	AGREE_MSG_READY,        /* leader -> all: every rank joined alike (the join barrier);
 				 * relay -> leader: its subtree did */
+	AGREE_MSG_RECOVER,      /* survivor -> successor, after the leader died: what it saw
+				 * (the successor answers WELCOME with the survivors' F) */
 	AGREE_MSG_TYPE_MAX
 };
 
@@ -108,6 +110,8 @@ enum agree_why {
 };
 /* HELLO flags */
 #define AGREE_HELLO_REJOIN 1u /* a member that lost its parent asks the leader for F */
+/* RECOVER flags */
+#define AGREE_RECOVER_READY 1u /* the sender saw the join barrier pass */
 /* WELCOME flags */
 #define AGREE_WELCOME_READY 1u /* the group passed its join barrier */
 
@@ -140,7 +144,8 @@ struct agree_msg {
 	/* decoded per type */
 	uint32_t n_ranks;                 /* HELLO */
 	uint32_t n_streams;               /* HELLO */
-	uint32_t flags;                   /* HELLO (AGREE_HELLO_*), WELCOME (AGREE_WELCOME_*) */
+	uint32_t flags;                   /* HELLO (AGREE_HELLO_*), WELCOME (AGREE_WELCOME_*),
+					   * RECOVER (AGREE_RECOVER_*) */
 	struct agree_stream_sig streams[AGREE_MAX_STREAMS];
 	struct agree_fingerprint fp;      /* HELLO */
 	uint32_t reason;                  /* REFUSE; FALLBACK, LOST: flags (AGREE_FALLBACK_*) */
@@ -149,7 +154,10 @@ struct agree_msg {
 	uint64_t value;                   /* REFUSE (optional): the refuser's value of it */
 	uint8_t nonce[16];                /* CHALLENGE, AUTH */
 	uint64_t mac;                     /* AUTH, AUTH_OK */
-	uint64_t seq;                     /* WELCOME (fallback seq or UINT64_MAX), FALLBACK */
+	uint64_t seq;                     /* WELCOME (fallback seq or UINT64_MAX), FALLBACK,
+					   * RECOVER (the sender's F or UINT64_MAX) */
+	uint64_t committed[AGREE_MAX_STREAMS]; /* RECOVER: per stream (n_streams), the newest
+						* version the sender saw committed */
 	uint32_t stream;                  /* CONTRIB DATA ACK COMMIT PARTIAL */
 	uint64_t number;                  /* CONTRIB: epoch; DATA/ACK/COMMIT: version */
 	uint32_t value_size;              /* CONTRIB DATA: bytes per entry; PARTIAL: value + 8
@@ -203,6 +211,9 @@ void agree_wire_put_hello(struct agree_buf *b, uint32_t n_ranks, uint32_t flags,
 /* FALLBACK's payload. */
 void agree_wire_put_fallback(struct agree_buf *b, uint64_t seq, uint32_t flags, uint32_t why,
 			     uint32_t why_rank, uint32_t why_detail);
+/* RECOVER's payload: flags, the sender's F, per stream its newest committed version. */
+void agree_wire_put_recover(struct agree_buf *b, uint32_t flags, uint64_t seq,
+			    uint32_t n_streams, const uint64_t *committed);
 #define AGREE_FNV_INIT 0xcbf29ce484222325ull
 
 #endif

@@ -65,6 +65,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			agree_buf_free(&b);
 		}
+		/* RECOVER re-encodes to the same bytes */
+		if (m.h.type == AGREE_MSG_RECOVER) {
+			struct agree_buf b = {0};
+			size_t f = agree_wire_begin(&b, AGREE_MSG_RECOVER, m.h.rank, m.h.comm_id);
+			agree_wire_put_recover(&b, m.flags, m.seq, m.n_streams, m.committed);
+			agree_wire_end(&b, f);
+			if (!b.oom && (b.len != (size_t)used ||
+				       memcmp(b.p + AGREE_HDR_SIZE, data + off + AGREE_HDR_SIZE,
+					      m.h.length)))
+				abort();
+			agree_buf_free(&b);
+		}
 		/* the optional reason of FALLBACK / WELCOME is always a known one */
 		if ((m.h.type == AGREE_MSG_FALLBACK || m.h.type == AGREE_MSG_WELCOME) &&
 		    m.why >= AGREE_WHY_MAX)

@@ -33,10 +33,12 @@ ONLY=" $* "
 # would otherwise be skipped by every group). Groups of about equal length.
 declare -A GROUP_OF=(
 	[checker]=flat [steady]=flat [slow_leader]=flat [no_commit]=flat [connection_drop]=flat
-	[leader_killed]=flat [leader_killed_before_join]=flat [late_join]=flat
-	[comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat [join_by_events]=flat
+	[leader_killed]=flat [leader_killed_mid_commit]=flat [leader_killed_before_join]=flat
+	[late_join]=flat [comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat
+	[join_by_events]=flat
 	[tree_steady]=tree [tree_relay_killed]=tree [tree_child_drop]=tree [tree_leader_killed]=tree
-	[tree_join_by_events]=tree
+	[tree_join_by_events]=tree [tree_leader_killed_mid_commit]=tree
+	[tree_relay_killed_mid_commit]=tree
 	[second_job]=members [second_job_secret]=members [no_profiler]=members
 	[no_profiler_leader]=members [no_profiler_tree]=members [multi_rank_process]=members
 	[config_tuner]=config [config_maps]=config [config_missing]=config [config_agree_off]=config
@@ -353,6 +355,26 @@ expect_same_fallback 1 2 3
 check_waits 1 2 3
 fi
 
+# ---- 5a. the leader killed WHILE it sends one COMMIT to its children back to back: COMMIT
+#          8 reached rank 1 only (test fault kill_mid_commit=8). Before the recovery round
+#          rank 1 activated version 8 at S_8 = 576 and fell back at S_9 = 640, ranks 2-3
+#          fell back at 576: DIVERGENT (docs/results.md 15.2). Now the survivors ask the
+#          successor (rank 1), which saw COMMIT 8: every survivor activates 8, falls back
+#          at 640 -----------------------------------------------------------------------
+if want leader_killed_mid_commit; then
+begin leader_killed_mid_commit
+NCCLBPF_AGREE_TEST_FAULT=kill_mid_commit=8 SLEEP_US=300 start_rank 0 0 60000 --until "$DIR/stop"
+for r in 1 2 3; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
+KILLED=0
+settle 1 2 3
+wait_all
+check_decisions
+expect_same_fallback 1 2 3
+[ "$F" = 640 ] || die "fell back at $F, not after the version one survivor saw committed (S_9 = 640)"
+expect_warn 1 2 3 -- "recovery round"
+check_waits 1 2 3
+fi
+
 # ---- 5b. the leader killed while a rank has not joined yet (regression: that rank fell
 #          back where its own timer fired, at S_1, while the others, holding version 1,
 #          fell back at S_2 - "rank 2 fell back at 192, another rank at 128"). Nobody
@@ -567,6 +589,41 @@ check_decisions
 expect_same_fallback 1 2 3 4 5
 [ "$F" = 640 ] || die "fell back at $F, not after the last version committed (S_9 = 640)"
 check_waits 1 2 3 4 5
+fi
+
+# ---- 14a. the leader killed in tree mode while it sends COMMIT 8: only its LAST child (rank
+#           3, a relay, which passes it to ranks 4-5) got it; the successor (rank 1) did not
+#           and learns it from rank 3's report: every survivor falls back at S_9 = 640
+#           (before: ranks 3-5 at 640, ranks 1-2 at 576) ------------------------------------
+if want tree_leader_killed_mid_commit; then
+begin tree_leader_killed_mid_commit
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+NCCLBPF_AGREE_TEST_FAULT=kill_mid_commit_last=8 SLEEP_US=300 start_rank 0 0 60000 --until "$DIR/stop"
+for r in 1 2 3 4 5; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
+KILLED=0
+settle 1 2 3 4 5
+wait_all
+check_decisions
+expect_same_fallback 1 2 3 4 5
+[ "$F" = 640 ] || die "fell back at $F, not after the version one survivor saw committed (S_9 = 640)"
+check_waits 1 2 3 4 5
+fi
+
+# ---- 14b. a relay (rank 3) killed while it passes COMMIT 8 to its children: rank 4 got it,
+#           rank 5 not. Both ask the leader, which committed 8 (every rank held it): the
+#           same collective on every survivor --------------------------------------------
+if want tree_relay_killed_mid_commit; then
+begin tree_relay_killed_mid_commit
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+NCCLBPF_AGREE_TEST_FAULT=kill_mid_commit=8 SLEEP_US=300 start_rank 3 3 60000 --until "$DIR/stop"
+for r in 0 1 2 4 5; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
+KILLED=3
+settle 0 1 2 4 5
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 4 5
+[ "$F" -ge 640 ] || die "fell back at $F, before the version rank 4 activated (S_8 = 576)"
+check_waits 0 1 2 4 5
 fi
 
 # ---- 15. a rank where NCCL did not load ncclbpf's profiler plugin (tuner only: it never

@@ -535,8 +535,34 @@ static void test_hub_parked_lookups(void)
 	agree_hub_drop_conn(5);
 }
 
+/* RECOVER (a survivor's report to the successor): round trip, counts against the length */
+static void test_wire_recover(void)
+{
+	struct agree_buf b = {0};
+	uint64_t committed[2] = {8, 3};
+	size_t f = agree_wire_begin(&b, AGREE_MSG_RECOVER, 2, 7);
+	agree_wire_put_recover(&b, AGREE_RECOVER_READY, 640, 2, committed);
+	agree_wire_end(&b, f);
+	struct agree_msg m;
+	char err[128];
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == (long)b.len);
+	CHECK(m.h.type == AGREE_MSG_RECOVER && m.h.rank == 2 && m.flags == AGREE_RECOVER_READY &&
+	      m.seq == 640 && m.n_streams == 2 && m.committed[0] == 8 && m.committed[1] == 3);
+	b.p[AGREE_HDR_SIZE + 12] = 3; /* three streams announced, two sent */
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
+	b.p[AGREE_HDR_SIZE + 12] = 0xff; /* beyond AGREE_MAX_STREAMS */
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
+	agree_buf_free(&b);
+	f = agree_wire_begin(&b, AGREE_MSG_RECOVER, 2, 7);
+	agree_buf_u32(&b, 0); /* 4 bytes: shorter than flags, F and the count */
+	agree_wire_end(&b, f);
+	CHECK(agree_wire_parse(b.p, b.len, &m, err, sizeof(err)) == -EBADMSG);
+	agree_buf_free(&b);
+}
+
 int main(void)
 {
+	test_wire_recover();
 	test_wire_roundtrip();
 	test_siphash();
 	test_reduce();
