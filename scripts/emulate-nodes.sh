@@ -9,7 +9,7 @@
 #       [--step-factor 4] [--configs default,pairs,policy:multinode_fix,policy+prof:bandit]
 #       [--iters 100] [--min-iters 10] [--iter-bytes 256M] [--warmup 5] [--policy-warmup 240]
 #       [--policy-warmup-bytes 640M] [--policy-min-warmup 112] [--policy-warmup-sync 1]
-#       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--device N]
+#       [--reps 5] [--out DIR] [--samples FILE] [--bench BIN] [--build DIR] [--alt-build DIR] [--device N]
 #       [--no-mps] [--dry-run] [--gpus D [--gpus-per-node K] [--node-process]]
 #       [--step COLL:BYTES,... [--steps 200] [--step-warmup 2] [--gap-us G] [--overlap-us C]
 #        [--overlap-blocks B] [--step-queued | --step-ahead K] [--workload NAME]]
@@ -53,6 +53,8 @@
 #   policy+prof:..~mHEX  NCCLBPF_PROFILE_MASK=HEX, e.g. ~m0x2: Coll events only
 #   any config~d0        no decision log or timeline for it, even with NCCLBPF_DECISION_LOG
 #                        or NCCLBPF_TRACE set (what logging costs)
+#   policy..~x           the library of --alt-build DIR instead of --build's (an A/B of two
+#                        builds of libncclbpf.so in one interleaved run; labels end in -x)
 # policy+prof configs get --policy-warmup untimed collectives per size, capped at
 # --policy-warmup-bytes / size but at least --policy-min-warmup (0 bytes: no cap), each waited for
 # (--warmup-sync: the policy learns from completed collectives, as in a training loop that
@@ -137,6 +139,7 @@ while [ $# -gt 0 ]; do
     --samples) SAMPLES=$2; shift 2 ;;
     --bench) BENCH=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
+    --alt-build) ALT_BUILD=$2; shift 2 ;;
     --device) DEVICE=$2; shift 2 ;;
     --no-mps) MPS=0; shift ;;
     --dry-run) DRY=1; shift ;;
@@ -192,11 +195,12 @@ for n in "${node_counts[@]}"; do
 done
 
 PLUGIN=$BUILD/libncclbpf.so
+ALT_PLUGIN=${ALT_BUILD:-}/libncclbpf.so
 # split_config CFG: sets c_pair (ALGO/PROTO or ""), c_pol (policy:NAME / policy+prof:NAME or ""),
 # c_sync (K of ~sK, "" if none), c_wsync (K of ~wK, "" if none)
 split_config() {
   local base=${1%%~*} mods=${1#"${1%%~*}"} m
-  c_pair= c_pol= c_sync= c_wsync= c_noagree= c_pnull= c_pmask= c_nolog=
+  c_pair= c_pol= c_sync= c_wsync= c_noagree= c_pnull= c_pmask= c_nolog= c_alt=
   case $base in
     *@policy:*|*@policy+prof:*) c_pair=${base%%@*}; c_pol=${base#*@} ;;
     policy:*|policy+prof:*) c_pol=$base ;;
@@ -212,6 +216,7 @@ split_config() {
       a0) c_noagree=1 ;;
       n) c_pnull=1 ;;
       d0) c_nolog=1 ;;
+      x) c_alt=1 ;;
       m0x[0-9a-fA-F]*) c_pmask=${m#m} ;;
       "") ;;
       *) return 1 ;;
@@ -219,7 +224,8 @@ split_config() {
   done
   [[ -z $c_sync || $c_sync =~ ^[0-9]+$ ]] && [[ -z $c_wsync || $c_wsync =~ ^[0-9]+$ ]] &&
     [[ -z $c_pmask || $c_pmask =~ ^0x[0-9a-fA-F]+$ ]] &&
-    { [[ -z $c_pnull$c_pmask ]] || [[ $c_pol == policy+prof:* ]]; }
+    { [[ -z $c_pnull$c_pmask ]] || [[ $c_pol == policy+prof:* ]]; } &&
+    { [[ -z $c_alt ]] || [[ -n $c_pol ]]; }
 }
 policy_path() { # NAME or path -> object path
   case $1 in */*|*.o) echo "$1" ;; *) echo "$BUILD/policies/$1.bpf.o" ;; esac
@@ -231,6 +237,8 @@ for c in "${expanded[@]}"; do
     need_plugin=1
     obj=$(policy_path "${c_pol#*:}")
     [ $DRY = 1 ] || [ -f "$obj" ] || { echo "emulate-nodes: $obj missing (build the policies with clang first)" >&2; exit 1; }
+    [ -z "$c_alt" ] || { [ -n "${ALT_BUILD:-}" ] && { [ $DRY = 1 ] || [ -f "$ALT_PLUGIN" ]; }; } ||
+      { echo "emulate-nodes: config '$c' needs --alt-build DIR with libncclbpf.so" >&2; exit 1; }
   fi
 done
 if [ $need_plugin = 1 ] && [ $DRY = 0 ] && [ ! -f "$PLUGIN" ]; then
@@ -294,13 +302,15 @@ run_one() {
   if [ -n "$c_pol" ]; then
     local obj; obj=$(policy_path "${c_pol#*:}")
     policy=$(basename "$obj" .bpf.o)
-    envs+=(NCCL_TUNER_PLUGIN="$PLUGIN" NCCLBPF_POLICY="$obj")
+    local plug=$PLUGIN
+    [ -n "$c_alt" ] && plug=$ALT_PLUGIN
+    envs+=(NCCL_TUNER_PLUGIN="$plug" NCCLBPF_POLICY="$obj")
     if [[ $c_pol == policy+prof:* ]]; then
       AGREE_PORT=$((AGREE_PORT + 1))
       if [ -n "$c_noagree" ]; then
-        envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=off)
+        envs+=(NCCL_PROFILER_PLUGIN="$plug" NCCLBPF_AGREE=off)
       else
-        envs+=(NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
+        envs+=(NCCL_PROFILER_PLUGIN="$plug" NCCLBPF_AGREE=127.0.0.1:$AGREE_PORT)
       fi
       [ -n "$c_pnull" ] && envs+=(NCCLBPF_PROFILE_NULL=1)
       [ -n "$c_pmask" ] && envs+=(NCCLBPF_PROFILE_MASK="$c_pmask")

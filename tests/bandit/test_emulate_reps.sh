@@ -53,7 +53,17 @@ f=$(NCCLBPF_DECISION_LOG=$out/dl "$script" --dry-run --nodes 2 --reps 1 --build 
 f1=$(grep -- '--label policy-prof-bandit-d0 ' <<< "$f"); f2=$(grep -- '--label policy-prof-bandit ' <<< "$f")
 grep -q '^env -u NCCLBPF_DECISION_LOG ' <<< "$f1" && ! grep -q 'NCCLBPF_DECISION_LOG=' <<< "$f1" && grep -q "NCCLBPF_DECISION_LOG=$out/dl/n2-policy-prof-bandit-r0 " <<< "$f2" &&
   [ ! -e "$out/dl" ] || { echo "~d0 wrong: $f"; fail=1; }
-for bad in 'Tree/LL~x3' 'nonsense' 'default~s' 'default~n' 'policy:bandit~m0x2' 'policy+prof:bandit~m0xg' 'policy+prof:bandit~m2'; do
+# ~x: an A/B of two library builds - the alternative build's plugin for both hooks
+mkdir -p "$out/alt" && touch "$out/alt/libncclbpf.so"
+g=$("$script" --dry-run --nodes 2 --reps 1 --build "$out/build" --alt-build "$out/alt" \
+    --configs 'policy+prof:bandit~x,policy+prof:bandit' --out "$out")
+g1=$(grep -- '--label policy-prof-bandit-x ' <<< "$g"); g2=$(grep -- '--label policy-prof-bandit ' <<< "$g")
+grep -q "NCCL_TUNER_PLUGIN=$out/alt/libncclbpf.so " <<< "$g1" && grep -q "NCCL_PROFILER_PLUGIN=$out/alt/libncclbpf.so " <<< "$g1" &&
+  grep -q "NCCL_TUNER_PLUGIN=$out/build/libncclbpf.so " <<< "$g2" && ! grep -q "/alt/" <<< "$g2" ||
+  { echo "~x wrong: $g"; fail=1; }
+"$script" --dry-run --nodes 2 --reps 1 --build "$out/build" --configs 'policy+prof:bandit~x' --out "$out" \
+  >/dev/null 2>&1 && { echo "~x without --alt-build accepted"; fail=1; }
+for bad in 'Tree/LL~x3' 'default~x' 'nonsense' 'default~s' 'default~n' 'policy:bandit~m0x2' 'policy+prof:bandit~m0xg' 'policy+prof:bandit~m2'; do
   "$script" --dry-run --nodes 2 --reps 1 --configs "$bad" --out "$out" >/dev/null 2>&1 &&
     { echo "config '$bad' accepted"; fail=1; }
 done
