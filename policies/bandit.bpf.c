@@ -31,7 +31,8 @@
  *  1. pruning: arms NCCL's own cost table puts more than 2^cfg_prune_log2 times above its
  *     choice (AUTO) are never tried (LL at 16 MiB: 4x slower, one try costs a whole step);
  *  2. screening: each candidate arm plays one block of cfg_screen + 1 collectives of the
- *     band (the first sample after a switch or of a new arm is dropped), in an order
+ *     band (the first sample after a switch or of a new arm is dropped) - cfg_screen_far + 1
+ *     for an arm NCCL's cost table puts 2^cfg_screen_far_log2 times above AUTO - in an order
  *     rotated per band so that neighbouring bands do not switch in lockstep; AUTO's block
  *     keeps NCCL's choice. Until the screening is published (every arm has its samples,
  *     or the band's published progress covers the screening: a lost sample does not stall
@@ -94,6 +95,13 @@ const volatile __u32 cfg_bucket_min = 10;        /* bands 2^10 (1 KiB) .. 2^33 *
 const volatile __u32 cfg_prune_log2 = 2;
 const volatile __u32 cfg_screen = 3;             /* valid samples per arm in the screening (the
 						  * robust mean of 3 survives one outlier) */
+/* ... but only cfg_screen_far for arms NCCL's cost table puts above 2^cfg_screen_far_log2
+ * times AUTO's (0: none): one such screening turn on the testbed cost a whole step (GPU calls
+ * g17-g20: Ring/LL at 1-4 MiB, 4 collectives, +3.6 ms each), and a far worse arm is out on
+ * its first sample (the bounds are wide, the gap wider); one that is not gets its samples
+ * in the round robin like any survivor */
+const volatile __u32 cfg_screen_far = 1;
+const volatile __u32 cfg_screen_far_log2 = 1;
 const volatile __u32 cfg_block = 4;              /* collectives per turn after it */
 /* per-arm sample budget of the survivors: small collectives are cheap and noisy, large ones
  * costly and steadier */
@@ -123,6 +131,8 @@ const volatile __u32 cfg_drift_pct = 50;         /* exploited arm slower than it
 const volatile __u32 cfg_drift_windows = 4;      /* ... for this many windows in a row */
 const volatile __u64 cfg_restart_delay = 32;     /* band collectives from a restart to the new
 						  * screening (> the agreement lag) */
+const volatile __u64 cfg_start_after = 0;        /* band collectives left to NCCL before the
+						  * first screening */
 /* KernelCh costs NCCL about 1 us per small collective: every collective while the band
  * explores, then the first cfg_sample_burst of every cfg_sample_every (one window plus the
  * collective before it), and bands the bandit leaves to NCCL as cfg_sample_other */
@@ -282,23 +292,36 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	/* pruned entries: cost above AUTO's x 2^cfg_prune_log2 (exponent + log2), none when 0 */
 	__u64 prune = NCCLBPF_SEL(NCCLBPF_NZ(cfg_prune_log2),
 				  auto_bits + ((__u64)(cfg_prune_log2 & 7) << 23), BIG);
-	__u64 pruned = 0;
+	/* far entries: cost above AUTO's x 2^cfg_screen_far_log2 (a short screening) */
+	__u64 far_thr = NCCLBPF_SEL(NCCLBPF_NZ(cfg_screen_far_log2),
+				    auto_bits + ((__u64)(cfg_screen_far_log2 & 7) << 23), BIG);
+	__u64 pruned = 0, farbits = 0;
 #pragma clang loop unroll(full)
-	for (int i = 0; i < NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS; i++)
+	for (int i = 0; i < NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS; i++) {
 		pruned |= LT(prune, ((const __u32 *)ctx->cost)[i]) << i;
+		farbits |= LT(far_thr, ((const __u32 *)ctx->cost)[i]) << i;
+	}
+	/* valid screening samples per arm: cfg_screen, cfg_screen_far (1 .. cfg_screen) for far
+	 * ones */
+	__u64 sc = cfg_screen & 63;
+	__u64 sf = NCCLBPF_SEL(LT(cfg_screen_far & 63, sc), cfg_screen_far & 63, sc);
+	sf = NCCLBPF_SEL(EQ(sf, 0), 1, sf);
 
-	/* candidates (a bit each), their number, AUTO's arm, the least published count */
-	__u64 cand = 0, k = 0, auto_arm = BANDIT_MAX_ARMS, minc = BIG;
+	/* candidates (a bit each), their number, AUTO's arm, the far ones, whether one still
+	 * lacks its screening samples in the published counts */
+	__u64 cand = 0, k = 0, auto_arm = BANDIT_MAX_ARMS, farm = 0, lack = 0;
 #pragma clang loop unroll(disable)
 	for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
 		__u64 idx = ((__u64)(__u32)cfg_arm_algo[a] * NCCLBPF_NUM_PROTOS + (__u32)cfg_arm_proto[a]) & 31;
 		__u64 is_auto = arm_valid(a) & EQ(idx, auto_idx) & EQ(auto_arm, BANDIT_MAX_ARMS);
 		__u64 ok = arm_valid(a) & ((ctx->avail_mask >> idx) & 1) &
 			   (is_auto | (1 - ((pruned >> idx) & 1)));
+		__u64 far = ok & ((farbits >> idx) & 1) & (1 - is_auto);
 		auto_arm = NCCLBPF_SEL(is_auto, a, auto_arm);
 		__u64 c = COUNT(cnt->n[a]);
-		minc = NCCLBPF_SEL(ok & LT(c, minc), c, minc);
+		lack |= ok & LT(c, NCCLBPF_SEL(far, sf, sc));
 		cand |= ok << a;
+		farm |= far << a;
 		k += ok;
 	}
 	/* NCCL's choice is not a configured arm (NVLS, CollNet): nothing to measure it by */
@@ -306,25 +329,32 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		return 0;
 
 	/* the band's clock since its exploration started (a restart moves the base ahead) */
-	__u64 base = st->base;
+	__u64 base = NCCLBPF_SEL(LT(st->base, cfg_start_after), cfg_start_after, st->base);
 	/* the band's progress in the published view: its collectives up to seen - 1 are in */
 	__u64 seen = cnt->seen & (BIG - 1);
 	if (ctx->band_seq < base)
 		return 0; /* a restart is being agreed: NCCL's choice until the new screening */
 	__u64 s = ctx->band_seq - base;
-	__u64 l1 = (__u64)(cfg_screen & 63) + 1;
 	__u64 which = BANDIT_MAX_ARMS; /* the arm to play (BANDIT_MAX_ARMS: keep NCCL's) */
-	if (s < k * l1) {
-		/* 2. screening: arm j of the candidates, blocks of cfg_screen + 1 */
-		__u64 j = (s / l1 + rotation(band, 0)) % k;
-		__u64 cum = 0;
+	/* 2. screening: each candidate one block of 1 + its samples (the first is dropped), in
+	 * the order of the candidates rotated by r0 - the ones from r0 on, then those before
+	 * (two passes over the arms); scr_len: the whole screening */
+	__u64 r0 = rotation(band, 0) % k, scr_len = 0, rank = 0;
 #pragma clang loop unroll(disable)
-		for (__u32 a = 0; a < BANDIT_MAX_ARMS; a++) {
-			__u64 in = (cand >> a) & 1;
-			which = NCCLBPF_SEL(in & EQ(cum, j), a, which);
-			cum += in;
-		}
-	} else if ((minc >= (cfg_screen & 63)) | (1 - LT(seen, base + k * l1))) {
+	for (__u32 i = 0; i < 2 * BANDIT_MAX_ARMS; i++) {
+		__u32 a = i & (BANDIT_MAX_ARMS - 1);
+		rank = NCCLBPF_SEL(EQ(i, BANDIT_MAX_ARMS), 0, rank);
+		__u64 in = (cand >> a) & 1;
+		__u64 from_r0 = 1 - LT(rank, r0);
+		__u64 take = in & NCCLBPF_SEL(LT(i, BANDIT_MAX_ARMS), from_r0, 1 - from_r0);
+		__u64 len = (1 + NCCLBPF_SEL((farm >> a) & 1, sf, sc)) & -take;
+		which = NCCLBPF_SEL(take & (1 - LT(s, scr_len)) & LT(s, scr_len + len), a, which);
+		scr_len += len;
+		rank += in;
+	}
+	if (s < scr_len) {
+		/* screening: which is set */
+	} else if ((1 - lack) | (1 - LT(seen, base + scr_len))) {
 		/* (a sample lost - a neighbour without KernelCh - must not stall the band: once
 		 * the band's published progress covers the screening, arms with fewer samples are
 		 * judged with wider bounds, arms without any are left out. Not a count of the
@@ -375,7 +405,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		if (spt_d == 0)
 			spt_d = 1;
 		__u64 rr_len = (ns * (budget - scr) + spt_d - 1) / spt_d * l2;
-		__u64 t = s - k * l1;
+		__u64 t = s - scr_len;
 		__u64 pub = t - NCCLBPF_SEL(LT(flight, t), flight, t); /* published since */
 		__u64 lo = NCCLBPF_SEL(LT(pub, flight), flight, pub);
 		__u64 hi = NCCLBPF_SEL(LT(t, flight + rr_len), t, flight + rr_len);
