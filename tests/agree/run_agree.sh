@@ -506,7 +506,7 @@ fi
 #          the hub's answer to a LOOKUP (at once, or when the parent registers) and the hub
 #          link's authentication move a member on. Before, a member waited for its 20 ms
 #          retry timer after each answer: a 10-50 ms join at collective 0 (docs/results.md
-#          14.14's start cost); here it would wait out the bound and fall back.
+#          15.3); here it would wait out the bound and fall back.
 if want join_by_events; then
 begin join_by_events
 for r in 0 1 2 3; do NCCLBPF_AGREE_TEST_FAULT=retry_ms=600000 start_rank $r $r 1200; done
