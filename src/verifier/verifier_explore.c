@@ -68,6 +68,8 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 		struct vscalar v = p->s;
 		sc_alu(&v, &s->s, sub ? BPF_SUB : BPF_ADD, false, 0);
 		p->s = v;
+		if (vwiden_id(p->id)) /* no longer the loop's pointer plus a constant */
+			p->id = 0;
 		return 0;
 	}
 	default:
@@ -312,6 +314,49 @@ static void range_copy_fn(struct vreg *r, void *arg)
 	}
 }
 
+/* Numbers with the same loop counter tag differ by exactly their tags' offsets (each is
+ * the counter's head value plus its offset, without wrapping: verifier_widen.c), so a
+ * test on one bounds the others: clang's rotated loops test `i - 1` or `i + 1` and step
+ * another copy of i (tuned_rules_pick: `r0 = r5 - 1; if r0 > 30 goto out; ...
+ * r0 = r5 + 1`). */
+struct lc_narrow {
+	uint16_t lc;
+	int32_t off;
+	struct vscalar s;
+	struct vorig org;
+};
+
+static void lc_narrow_fn(struct vreg *x, void *arg)
+{
+	const struct lc_narrow *n = arg;
+	if (x->type != VT_SCALAR || x->lc != n->lc)
+		return;
+	int64_t d = (int64_t)x->lc_off - n->off; /* x = narrowed + d, |d| <= 2^31 */
+	uint64_t lo, hi;
+	if (d >= 0) {
+		if (n->s.umin > UINT64_MAX - (uint64_t)d)
+			return; /* no value of x fits: leave it (the edge is dead anyway) */
+		lo = n->s.umin + (uint64_t)d;
+		hi = n->s.umax > UINT64_MAX - (uint64_t)d ? UINT64_MAX : n->s.umax + (uint64_t)d;
+	} else {
+		uint64_t m = (uint64_t)-d;
+		if (n->s.umax < m)
+			return;
+		lo = n->s.umin < m ? 0 : n->s.umin - m;
+		hi = n->s.umax - m;
+	}
+	struct vscalar r = x->s;
+	if (lo <= r.umin && hi >= r.umax)
+		return; /* nothing new */
+	r.umin = lo > r.umin ? lo : r.umin;
+	r.umax = hi < r.umax ? hi : r.umax;
+	if (r.umin > r.umax || !sc_sync(&r) || !sc_in(&x->s, &r))
+		return;
+	x->s = r;
+	x->org.b[0] |= n->org.b[0];
+	x->org.b[1] |= n->org.b[1];
+}
+
 static void set_scalar_edge(struct vstate *st, unsigned frame, unsigned regno,
 			    const struct vscalar *s, struct vorig extra)
 {
@@ -325,6 +370,20 @@ static void set_scalar_edge(struct vstate *st, unsigned frame, unsigned regno,
 		c.apply = true;
 		for_each_reg(st, range_copy_fn, &c);
 	}
+	if (r->type == VT_SCALAR && r->lc) {
+		struct lc_narrow n = { r->lc, r->lc_off, r->s, r->org };
+		for_each_reg(st, lc_narrow_fn, &n);
+	}
+}
+
+/* A test on a loop counter also bounds the pointers stepping with it (verifier_widen_ptr.c);
+ * then the counter's range mattered. */
+static void lc_ptr_edge(struct verifier_env *env, struct vstate *st, unsigned frame,
+			unsigned regno)
+{
+	const struct vreg *r = &st->frames[frame]->regs[regno];
+	if (r->type == VT_SCALAR && r->lc && st->widen && verifier_widen_narrow(st, r))
+		vreg_mark_precise(env, r);
 }
 
 int verifier_push_pending(struct verifier_env *env, uint32_t pc, struct vstate *st)
@@ -432,6 +491,8 @@ static void ptr_set_offset(struct vstate *st, unsigned frame, unsigned regno,
 	sc_const(&c, (uint64_t)(int64_t)r->off);
 	sc_alu(&v, &c, BPF_SUB, false, 0);
 	r->s = v;
+	if (vwiden_id(r->id)) /* narrowed: no longer the loop's pointer plus a constant */
+		r->id = 0;
 }
 
 /* Returns 1 when the current path ends, 0 to continue at env->pc, <0 on error. */
@@ -531,6 +592,9 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 			set_scalar_edge(&st, frame, in->dst_reg, &ta, both_org);
 			if (x)
 				set_scalar_edge(&st, frame, in->src_reg, &tb, both_org);
+			lc_ptr_edge(env, &st, frame, in->dst_reg);
+			if (x)
+				lc_ptr_edge(env, &st, frame, in->src_reg);
 		}
 		if (ptrs) {
 			ptr_set_offset(&st, frame, in->dst_reg, &ta);
@@ -558,6 +622,9 @@ static int do_cond_jmp(struct verifier_env *env, const struct bpf_insn *in)
 		set_scalar_edge(&env->cur, frame, in->dst_reg, &fa, both_org);
 		if (x)
 			set_scalar_edge(&env->cur, frame, in->src_reg, &fb, both_org);
+		lc_ptr_edge(env, &env->cur, frame, in->dst_reg);
+		if (x)
+			lc_ptr_edge(env, &env->cur, frame, in->src_reg);
 	}
 	if (ptrs) {
 		ptr_set_offset(&env->cur, frame, in->dst_reg, &fa);
@@ -906,6 +973,7 @@ static void reset_run(struct verifier_env *env)
 	env->nrecords = 0;
 	env->next_id = 0;
 	env->next_tag = 0;
+	env->next_wid = 0;
 	env->root = NULL;
 	env->cost_root = 0;
 	env->cost_lost = false;

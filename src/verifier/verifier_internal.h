@@ -283,6 +283,7 @@ struct verifier_env {
 	uint8_t *widen_shape_miss; /* per loop head: visits whose state moved more than numbers */
 	uint8_t *walk_short; /* per loop head: visits walked because a bound was near (widen.c) */
 	uint32_t next_tag;
+	uint32_t next_wid; /* pointer ids given by widening (verifier_widen.c) */
 	uint64_t max_insns;  /* cost limit per run (verifier_cost.c) */
 	uint64_t cost_root;  /* the bound, once the root state is fully explored */
 	bool cost_lost;      /* a path end could not be attributed: bound unknown */
@@ -426,6 +427,14 @@ int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstat
 
 /* loop widening (verifier_widen.c) */
 #define VWIDEN_MAX_CAND 4
+#define VWIDEN_MAX_PTR 4
+/* ids of pointers that step with a widened loop's counter: [VWIDEN_ID_BASE, 2^31) (other
+ * ids count up from 1 and are far below it; widening stops before they could reach it) */
+#define VWIDEN_ID_BASE 0x40000000u
+static inline bool vwiden_id(uint32_t id)
+{
+	return id >= VWIDEN_ID_BASE && id < 0x80000000u;
+}
 struct vwiden {
 	struct vwiden *parent;  /* enclosing widened loop on the path */
 	struct vrecord *rec;    /* the widened state W stored at the head */
@@ -449,7 +458,49 @@ struct vwiden {
 		uint64_t dmin;          /* smallest |step| over arrivals */
 		bool seen;
 	} cand[VWIDEN_MAX_CAND];
+	/* map value pointers stepping with candidate cand: W gives each a fresh id (wid) and
+	 * the offsets woff + s; at an arrival a pointer with that id is the head's pointer
+	 * moved by k times the candidate's step (see verifier_widen.c) */
+	uint8_t nptr;
+	struct {
+		uint32_t wid;
+		int32_t woff;
+		int64_t k;
+		uint8_t cand;
+		int64_t base;   /* the variable offset when widened (a constant) */
+		uint64_t cv;    /* the candidate's value when widened */
+		struct vscalar s;
+	} ptr[VWIDEN_MAX_PTR];
 };
+/* A register, or the register spilled in a stack slot (pos 11..), of frame f; NULL if none. */
+static inline struct vreg *vpos_reg(struct vframe *f, unsigned pos)
+{
+	if (pos < BPF_NREGS)
+		return &f->regs[pos];
+	unsigned i = pos - BPF_NREGS;
+	if (i < f->nslots && slot_spilled(&f->slots[i]))
+		return &f->slots[i].spill;
+	return NULL;
+}
+
+/* map value pointers that moved between two visits of a loop head (verifier_widen_ptr.c) */
+struct vmoving {
+	unsigned n;
+	uint16_t pos[VWIDEN_MAX_PTR];
+};
+/* Plans W's offsets for each moving pointer from a counter candidate (nv: W's numbers,
+ * cstep: each candidate's step); false if some pointer has none. */
+bool vwiden_ptr_plan(struct vwiden *w, const struct vmoving *mv, const struct vframe *top,
+		     const struct vframe *pf, const struct vscalar *nv, const int64_t *cstep);
+/* Gives the moving pointers of top W's offsets and ids. */
+void vwiden_ptr_apply(struct verifier_env *env, struct vwiden *w, const struct vmoving *mv,
+		      struct vframe *top, const struct vframe *pf);
+/* At an arrival: every pointer with one of w's ids moved by its counter's step times k
+ * (then it is given W's offset); false otherwise. */
+bool vwiden_ptr_arrival(struct verifier_env *env, struct vwiden *w);
+/* Leaving w's loop: its pointers' ids end. */
+void vwiden_ptr_leave(struct verifier_env *env, const struct vwiden *w);
+
 /* At a loop head (prune point, not pruned): 1 = path ends (an arrival the widened state
  * covers), 2 = the proof failed and the exploration was rolled back to the state before
  * the widening (env->cur, env->pc: go through the prune point again), 0 = continue
@@ -462,6 +513,9 @@ void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w);
 void verifier_widen_step(struct verifier_env *env);
 /* W fully explored: sets its iteration bound w->n. false = no bound (roll back, walk). */
 bool verifier_widen_done(struct verifier_env *env, struct vwiden *w);
+/* x (a number with a loop counter tag) was narrowed by a test: narrows the pointers that
+ * step with that counter in st. true if any changed. */
+bool verifier_widen_narrow(struct vstate *st, const struct vreg *x);
 
 /* cost per run (verifier_cost.c) */
 void vcost_exit(struct verifier_env *env);                         /* path ends at an exit */

@@ -255,6 +255,11 @@ static bool reg_cmp(const struct vreg *o, const struct vreg *n, bool precise, bo
 		return o->off == n->off && o->frameno == n->frameno &&
 		       (exact ? sc_equal(&o->s, &n->s) : sc_in(&o->s, &n->s));
 	case VT_PTR_MAP_VALUE: /* the id says which pointers share an element */
+		/* a pointer stepping with a widened loop's counter: the old state's paths
+		 * relied on it being the loop's pointer (verifier_widen.c), not any pointer
+		 * with these offsets */
+		if (!exact && vwiden_id(o->id) && n->id != o->id)
+			return false;
 		return o->map == n->map && o->off == n->off &&
 		       (exact ? sc_equal(&o->s, &n->s) : sc_in(&o->s, &n->s)) &&
 		       check_ids(m, o->id, n->id);
@@ -440,6 +445,9 @@ static void join_ids(struct vstate *out, const struct vstate *a, const struct vs
 					bad[n++] = false;
 				}
 				if (!ra || ra->id != o->id || y == 0 || yb[k] != y)
+					bad[k] = true;
+				/* a widened loop's pointer stays one only where both are it */
+				if (vwiden_id(o->id) && y != o->id)
 					bad[k] = true;
 			}
 		}

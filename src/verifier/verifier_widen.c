@@ -26,6 +26,11 @@
  * longest such path is its cost per run (verifier_cost.c, checked against the hook's
  * limit, E-COST), independent of the exploration budget.
  *
+ * Numbers with one tag differ by their tags' offsets exactly, so a test on one narrows the
+ * others (verifier_explore.c: clang's rotated loops test `i - 1` and step a copy of i). A
+ * map value pointer that steps by a constant with a candidate is widened with it
+ * (verifier_widen_ptr.c); other pointers that move make the loop walked.
+ *
  * Any failure falls back to walking, never to a rejection: a failed proof (not contained,
  * no progress) verifies again with a guessed bound dropped or without widening this head;
  * a cost over the limit walks the loop when that fits the budget (walking counts each
@@ -42,16 +47,6 @@
 #define WIDEN_AFTER 2   /* earlier stored visits of the head on this path */
 #define PREV_SEARCH 256 /* stored states walked back to find the previous visit */
 #define WALK_SHORT 8    /* iterations left by a guessed bound that are walked, not widened */
-
-static struct vreg *pos_reg(struct vframe *f, unsigned pos)
-{
-	if (pos < BPF_NREGS)
-		return &f->regs[pos];
-	unsigned i = pos - BPF_NREGS;
-	if (i < f->nslots && slot_spilled(&f->slots[i]))
-		return &f->slots[i].spill;
-	return NULL;
-}
 
 /* ---- natural loop of a head: every insn that reaches a back-edge source without H ---- */
 
@@ -165,9 +160,11 @@ static uint8_t *loop_body(struct verifier_env *env, uint32_t head)
 
 /* Position (register, or stack slot it was reloaded from) that the register compared by
  * the back-edge jump j holds: a backward scan over copies, constant adds and one reload. */
-static int compared_pos(const struct verifier_env *env, uint32_t head, uint32_t j)
+static int compared_pos(const struct verifier_env *env, uint32_t head, uint32_t j,
+			int64_t *delta)
 {
 	unsigned r = env->insns[j].dst_reg;
+	*delta = 0;
 	for (uint32_t pc = j; pc-- > head;) {
 		const struct bpf_insn *in = &env->insns[pc];
 		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
@@ -182,8 +179,11 @@ static int compared_pos(const struct verifier_env *env, uint32_t head, uint32_t 
 		    cls == BPF_JMP32)
 			continue;
 		if ((cls == BPF_ALU || cls == BPF_ALU64) && (op == BPF_ADD || op == BPF_SUB) &&
-		    BPF_SRC(in->code) == BPF_K)
+		    BPF_SRC(in->code) == BPF_K) {
+			if (in->imm >= -(1 << 20) && in->imm <= (1 << 20))
+				*delta += op == BPF_ADD ? in->imm : -(int64_t)in->imm;
 			continue;
+		}
 		/* copies, also zero-extended ones (`w1 = w6`, or `r1 <<= 32; r1 >>= 32` after
 		 * `r1 = r6`: the v1/v2 loop counter), which the proof sees as the counter itself
 		 * while it is below 2^32 (verifier_explore.c) */
@@ -207,6 +207,66 @@ static int compared_pos(const struct verifier_env *env, uint32_t head, uint32_t 
 		return -1;
 	}
 	return (int)r;
+}
+
+/* The same for a test placed before the head in the code (clang's rotated loops put the
+ * exit test and the step at the end of the code, above the head's block): the value the
+ * jump at j compares is the head's position *pos plus *out on every way back from j to
+ * the head inside the body (register copies and constant adds; a reload ends the trace
+ * at its slot), or false. The value is wanted before insn x, in register reg, plus delta. */
+static bool trace_found(int *pos, int64_t *out, int p, int64_t delta)
+{
+	if (*pos >= 0 && (*pos != p || *out != delta))
+		return false; /* two ways disagree */
+	*pos = p;
+	*out = delta;
+	return true;
+}
+
+static bool trace_back(const struct verifier_env *env, uint32_t head, const uint8_t *body,
+		       uint32_t x, unsigned reg, int64_t delta, int *pos, int64_t *out,
+		       unsigned *budget)
+{
+	if (x == head)
+		return trace_found(pos, out, (int)reg, delta);
+	if (*budget == 0)
+		return false; /* every visit counts: cycles inside the body end */
+	(*budget)--;
+	bool any = false;
+	for (uint32_t k = env->pred_start[x]; k < env->pred_start[x + 1]; k++) {
+		uint32_t p = env->preds[k];
+		if (!body[p])
+			continue;
+		any = true;
+		/* insn p ran just before x: undo it on the traced value */
+		const struct bpf_insn *in = &env->insns[p];
+		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+		unsigned r = reg;
+		int64_t d = delta;
+		if ((cls == BPF_JMP || cls == BPF_JMP32) && op == BPF_CALL) {
+			if (r <= 5)
+				return false;
+		} else if (in->dst_reg != r || cls == BPF_ST || cls == BPF_STX || cls == BPF_JMP ||
+			   cls == BPF_JMP32) {
+			/* r not written */
+		} else if (cls == BPF_ALU64 && (op == BPF_ADD || op == BPF_SUB) &&
+			   BPF_SRC(in->code) == BPF_K && in->imm >= -(1 << 20) && in->imm <= (1 << 20)) {
+			d += op == BPF_ADD ? in->imm : -(int64_t)in->imm;
+		} else if (cls == BPF_ALU64 && op == BPF_MOV && BPF_SRC(in->code) == BPF_X &&
+			   in->off == 0) {
+			r = in->src_reg;
+		} else if (cls == BPF_LDX && BPF_MODE(in->code) == BPF_MEM &&
+			   in->src_reg == BPF_REG_FP && in->off < 0) {
+			if (!trace_found(pos, out, BPF_NREGS + (-in->off - 1) / 8, d))
+				return false;
+			continue;
+		} else {
+			return false;
+		}
+		if (!trace_back(env, head, body, p, r, d, pos, out, budget))
+			return false;
+	}
+	return any;
 }
 
 static uint8_t negate_jmp(uint8_t op)
@@ -288,6 +348,17 @@ static bool stay_bound(uint8_t op, bool j32, int32_t imm, int dir, uint64_t c, u
 	return *bound <= c;
 }
 
+/* The test compares the head's value plus d: its bound for the head's value is bound - d.
+ * Only ever loosened (the guess stays what it was where d points the other way): a looser
+ * W is still checked, a tighter one would fail where the old guess held. */
+static void loosen(uint64_t *bound, int64_t d, int dir)
+{
+	if (dir > 0 && d < 0)
+		*bound = *bound > UINT64_MAX - (uint64_t)-d ? UINT64_MAX : *bound + (uint64_t)-d;
+	else if (dir < 0 && d > 0)
+		*bound = *bound < (uint64_t)d ? 0 : *bound - (uint64_t)d;
+}
+
 /* For a candidate at pos stepping in dir from c: the bound a test keeps it in (inclusive),
  * or false. The back-edge jump's test when it compares the counter with a constant (taken:
  * the loop goes on); otherwise a test in the body that leaves the loop on one edge, as in
@@ -300,10 +371,13 @@ static bool guess_bound(const struct verifier_env *env, uint32_t head, const uin
 		uint32_t j = st->loop_jump;
 		const struct bpf_insn *in = &env->insns[j];
 		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+		int64_t d;
 		if ((cls == BPF_JMP || cls == BPF_JMP32) && BPF_SRC(in->code) == BPF_K &&
-		    op != BPF_JA && compared_pos(env, head, j) == (int)pos &&
-		    stay_bound(op, cls == BPF_JMP32, in->imm, dir, c, bound))
+		    op != BPF_JA && compared_pos(env, head, j, &d) == (int)pos &&
+		    stay_bound(op, cls == BPF_JMP32, in->imm, dir, c, bound)) {
+			loosen(bound, d, dir);
 			return true;
+		}
 	}
 	for (uint32_t j = head; j < env->insn_cnt; j++) {
 		const struct bpf_insn *in = &env->insns[j];
@@ -314,11 +388,36 @@ static bool guess_bound(const struct verifier_env *env, uint32_t head, const uin
 		int64_t taken = (int64_t)j + in->off + 1, fall = (int64_t)j + 1;
 		bool tin = taken >= 0 && taken < (int64_t)env->insn_cnt && body[taken],
 		     fin = fall < (int64_t)env->insn_cnt && body[fall];
-		if (tin == fin || compared_pos(env, head, j) != (int)pos)
+		int64_t d;
+		if (tin == fin || compared_pos(env, head, j, &d) != (int)pos)
 			continue;
 		uint8_t stay = tin ? op : negate_jmp(op);
-		if (stay && stay_bound(stay, cls == BPF_JMP32, in->imm, dir, c, bound))
+		if (stay && stay_bound(stay, cls == BPF_JMP32, in->imm, dir, c, bound)) {
+			loosen(bound, d, dir);
 			return true;
+		}
+	}
+	/* tests above the head: the compared value may be the counter plus a constant */
+	for (uint32_t j = 0; j < head; j++) {
+		const struct bpf_insn *in = &env->insns[j];
+		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+		if (!body[j] || (cls != BPF_JMP && cls != BPF_JMP32) || BPF_SRC(in->code) != BPF_K ||
+		    op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || (env->insn_flags[j] & VF_LDDW2))
+			continue;
+		int64_t taken = (int64_t)j + in->off + 1, fall = (int64_t)j + 1;
+		bool tin = taken >= 0 && taken < (int64_t)env->insn_cnt && body[taken],
+		     fin = fall < (int64_t)env->insn_cnt && body[fall];
+		int tpos = -1;
+		int64_t d = 0;
+		unsigned budget = 512;
+		if (tin == fin || !trace_back(env, head, body, j, in->dst_reg, 0, &tpos, &d, &budget) ||
+		    tpos != (int)pos)
+			continue;
+		uint8_t stay = tin ? op : negate_jmp(op);
+		if (stay && stay_bound(stay, cls == BPF_JMP32, in->imm, dir, c, bound)) {
+			loosen(bound, d, dir);
+			return true;
+		}
 	}
 	return false;
 }
@@ -362,16 +461,22 @@ static void clamp_spill(struct vscalar *s, unsigned size)
 }
 
 /* Only numbers may differ between two visits: a pointer that moves (or a slot that changes
- * kind) would not be contained by a widening of the numbers alone. */
-static bool same_ptr(const struct vreg *a, const struct vreg *b)
+ * kind) would not be contained by a widening of the numbers alone. 2: a map value pointer
+ * at a constant offset that moved by a constant (a pointer stepping through an array with
+ * the counter, as tuned_rules_pick's 48-byte rules): widened with its counter. */
+static int same_ptr(const struct vreg *a, const struct vreg *b)
 {
 	if (a->type != b->type)
-		return false;
+		return 0;
 	switch (a->type) {
 	case VT_NOT_INIT:
 	case VT_SCALAR:
-		return true;
+		return 1;
 	case VT_PTR_MAP_VALUE:
+		if (a->map == b->map && a->off != b->off && a->id == b->id &&
+		    !vwiden_id(a->id) && sc_is_const(&a->s) && sc_equal(&a->s, &b->s))
+			return 2;
+		/* fall through */
 	case VT_PTR_STACK:
 		return a->map == b->map && a->off == b->off && a->frameno == b->frameno &&
 		       sc_equal(&a->s, &b->s);
@@ -380,11 +485,25 @@ static bool same_ptr(const struct vreg *a, const struct vreg *b)
 	}
 }
 
-static bool same_shape(const struct vframe *c, const struct vframe *p, uint16_t live)
+static bool moved(struct vmoving *mv, unsigned pos, int same)
+{
+	if (same != 2)
+		return same == 1;
+	if (mv->n == VWIDEN_MAX_PTR)
+		return false;
+	mv->pos[mv->n++] = (uint16_t)pos;
+	return true;
+}
+
+static bool same_shape(const struct vframe *c, const struct vframe *p, uint16_t live,
+		       struct vmoving *mv)
 {
 	for (unsigned r = 0; r < BPF_NREGS; r++)
-		if (((live >> r) & 1) && !same_ptr(&c->regs[r], &p->regs[r]))
+		if (((live >> r) & 1) && r != BPF_REG_FP &&
+		    !moved(mv, r, same_ptr(&c->regs[r], &p->regs[r])))
 			return false;
+	if (!same_ptr(&c->regs[BPF_REG_FP], &p->regs[BPF_REG_FP]))
+		return false;
 	static const struct vslot none;
 	unsigned ns = c->nslots > p->nslots ? c->nslots : p->nslots;
 	for (unsigned i = 0; i < ns; i++) {
@@ -393,7 +512,7 @@ static bool same_shape(const struct vframe *c, const struct vframe *p, uint16_t 
 		if (memcmp(a->type, b->type, 8) || a->spill_at != b->spill_at ||
 		    a->spill_size != b->spill_size)
 			return false;
-		if (slot_spilled(a) && !same_ptr(&a->spill, &b->spill))
+		if (slot_spilled(a) && !moved(mv, BPF_NREGS + i, same_ptr(&a->spill, &b->spill)))
 			return false;
 	}
 	return true;
@@ -450,6 +569,8 @@ void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w)
 
 static int arrival(struct verifier_env *env, struct vwiden *w)
 {
+	if (w->nptr && !vwiden_ptr_arrival(env, w))
+		return fail(env, w, false);
 	if (!vstate_covers(&w->rec->st, &env->cur))
 		return fail(env, w, true);
 	struct vframe *top = env->cur.frames[0];
@@ -457,7 +578,7 @@ static int arrival(struct verifier_env *env, struct vwiden *w)
 	for (unsigned j = 0; j < w->ncand; j++) {
 		if (!((w->mask >> j) & 1))
 			continue;
-		const struct vreg *r = pos_reg(top, w->cand[j].pos);
+		const struct vreg *r = vpos_reg(top, w->cand[j].pos);
 		if (!r || r->type != VT_SCALAR || r->lc != w->tag + j)
 			continue;
 		int64_t d = (int64_t)r->lc_off * w->cand[j].dir;
@@ -514,10 +635,14 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		return 0;
 	struct vframe *top = env->cur.frames[0], *pf = prev->st.frames[0];
 	uint16_t live = env->live_regs[pc];
-	if (!same_shape(top, pf, live)) {
-		env->widen_shape_miss[pc]++; /* a pointer stepping through an array: walk */
+	struct vmoving mv = { 0 };
+	if (!same_shape(top, pf, live, &mv) ||
+	    (mv.n && (env->next_id >= VWIDEN_ID_BASE / 2 ||
+		      env->next_wid >= 0x80000000u - VWIDEN_ID_BASE - VWIDEN_MAX_PTR))) {
+		env->widen_shape_miss[pc]++; /* a pointer that moved otherwise: walk */
 		return 0;
 	}
+	int64_t cstep[VWIDEN_MAX_CAND] = { 0 }; /* candidate's value now minus before */
 	struct vwiden w0 = { .head = pc };
 	bool guess = env->widen_attempt[pc] < VWIDEN_NO_GUESS;
 	/* candidates first (their positions and ranges), then apply */
@@ -529,8 +654,8 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 			continue;
 		if (pos < BPF_NREGS && !((live >> pos) & 1))
 			continue; /* dead: made uninitialised below */
-		struct vreg *c = pos_reg(top, pos);
-		struct vreg *p = pos < (unsigned)BPF_NREGS + pf->nslots ? pos_reg(pf, pos) : NULL;
+		struct vreg *c = vpos_reg(top, pos);
+		struct vreg *p = pos < (unsigned)BPF_NREGS + pf->nslots ? vpos_reg(pf, pos) : NULL;
 		if (!c || !p || c->type != VT_SCALAR || p->type != VT_SCALAR || sc_equal(&c->s, &p->s))
 			continue;
 		if (pos >= BPF_NREGS) {
@@ -547,6 +672,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 			unsigned j = w0.ncand++;
 			w0.cand[j].pos = (uint16_t)pos;
 			w0.cand[j].dir = (int8_t)dir;
+			cstep[j] = (int64_t)(cv - pv);
 			if (guess && guess_bound(env, pc, body, pos, dir, cv, &b)) {
 				uint64_t step = dir > 0 ? cv - pv : pv - cv;
 				/* the counter reaches its exit test's bound within a few more
@@ -556,6 +682,8 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 				 * comes true (another exit, a counter that wraps) still widens. */
 				bool near = step && (dir > 0 ? cv <= b && (b - cv) / step < WALK_SHORT
 							  : cv >= b && (cv - b) / step < WALK_SHORT);
+				if (near && mv.n)
+					return 0; /* and a pointer stepping: walked, as before */
 				if (near && env->walk_short[pc] < WALK_SHORT) {
 					env->walk_short[pc]++;
 					return 0;
@@ -582,6 +710,10 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	}
 	if (w0.ncand == 0)
 		return 0; /* nothing counts: walk (a repeat is found as an infinite loop) */
+	if (mv.n && !vwiden_ptr_plan(&w0, &mv, top, pf, nv, cstep)) {
+		env->widen_shape_miss[pc]++; /* no counter bounds where the pointer goes: walk */
+		return 0;
+	}
 	struct vwiden *w = varena_alloc(env, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -600,8 +732,8 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	for (unsigned pos = 0; pos < npos && pos < VPOS_COUNT; pos++) {
 		if (!change[pos])
 			continue;
-		struct vreg *c = pos_reg(top, pos);
-		const struct vreg *p = pos_reg(pf, pos);
+		struct vreg *c = vpos_reg(top, pos);
+		const struct vreg *p = vpos_reg(pf, pos);
 		c->s = nv[pos];
 		c->lc = 0;
 		c->lc_off = 0;
@@ -619,6 +751,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		w->cand[j].lo = s->umin;
 		w->cand[j].hi = s->umax;
 	}
+	vwiden_ptr_apply(env, w, &mv, top, pf);
 	err = vstate_store(env); /* W: stored untagged */
 	if (err)
 		return err;
@@ -626,7 +759,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	w->rec->widen_own = w;
 	top = env->cur.frames[0];
 	for (unsigned j = 0; j < w->ncand; j++) {
-		struct vreg *c = pos_reg(top, w->cand[j].pos);
+		struct vreg *c = vpos_reg(top, w->cand[j].pos);
 		c->lc = (uint16_t)(w->tag + j);
 		c->lc_off = 0;
 	}
@@ -650,6 +783,9 @@ void verifier_widen_step(struct verifier_env *env)
 		for (struct vwiden *x = w; x; x = x->parent)
 			if (!x->body[env->pc])
 				keep = x->parent; /* left x's loop, and every loop inside it */
+		for (struct vwiden *x = w; x != keep; x = x->parent)
+			if (x->nptr)
+				vwiden_ptr_leave(env, x);
 		env->cur.widen = keep;
 	}
 }

@@ -12,10 +12,12 @@
 #include "test_util.h"
 #include "verifier/verifier.h"
 
-enum { M_ARR, M_ONE };
+enum { M_ARR, M_ONE, M_RULES };
 static struct nb_map_def maps[] = {
 	[M_ARR] = { .name = "arr", .origin = NB_MAP_ORIGIN_BTF, .type = 2, .key_size = 4, .value_size = 128, .max_entries = 100000 },
 	[M_ONE] = { .name = ".bss", .origin = NB_MAP_ORIGIN_BSS, .type = 2, .key_size = 4, .value_size = 128, .max_entries = 1 },
+	/* 100 rules of 48 bytes, as tuned_rules' table in .rodata (read-only) */
+	[M_RULES] = { .name = ".rodata", .origin = NB_MAP_ORIGIN_RODATA, .type = 2, .key_size = 4, .value_size = 4800, .max_entries = 1, .map_flags = 0x80 },
 };
 
 struct result {
@@ -287,8 +289,56 @@ static void test_short_walked(void)
 		JMP_IMM(BPF_JLT, 6, 100000, -5), MOV64_IMM(0, 0), EXIT());
 }
 
+/* A map value pointer stepping by 48 bytes with the counter (tuned_rules_pick's rule
+ * pointer) widens with it; every way it could leave the table is still rejected. */
+static void test_pointer_stride(void)
+{
+	/* for (i = 0; i < 100; i++, p += 48) if (p->x == 7) return i; 100 x 5 walked */
+	WIDENED(60, LD_MAP_VALUE(2, M_RULES, 0), MOV64_IMM(6, 0), /* 3 */ LDX(BPF_W, 3, 2, 8),
+		JMP_IMM(BPF_JEQ, 3, 7, 3), ALU64_IMM(BPF_ADD, 2, 48), ALU64_IMM(BPF_ADD, 6, 1),
+		JMP_IMM(BPF_JLT, 6, 100, -5), /* 8 */ MOV64_REG(0, 6), EXIT());
+	/* counting down from the last rule, an 8-byte field at offset 40 */
+	WIDENED(60, LD_MAP_VALUE(2, M_RULES, 0), ALU64_IMM(BPF_ADD, 2, 4752), MOV64_IMM(6, 100),
+		/* 4 */ LDX(BPF_DW, 3, 2, 40), JMP_IMM(BPF_JEQ, 3, 7, 3), ALU64_IMM(BPF_ADD, 2, -48),
+		ALU64_IMM(BPF_ADD, 6, -1), JMP_IMM(BPF_JGT, 6, 0, -5), /* 9 */ MOV64_REG(0, 6),
+		EXIT());
+	/* clang's rotated form (tuned_rules_pick at -mcpu=v3): the exit test compares i - 1
+	 * (r0 = r5 - 1) and the step is a copy (r0 = r5 + 1): the test bounds r5 and the
+	 * pointer through the counter's tag */
+	WIDENED(120, LD_MAP_VALUE(2, M_RULES, 0), MOV64_IMM(0, 1), MOV64_IMM(7, 0), JA(6),
+		/* 5 */ MOV64_REG(0, 5), ALU64_IMM(BPF_ADD, 0, -1), JMP_IMM(BPF_JGT, 0, 98, 8),
+		ALU64_IMM(BPF_ADD, 2, 48), MOV64_REG(0, 5), ALU64_IMM(BPF_ADD, 0, 1),
+		/* 11 */ MOV64_REG(5, 0), LDX(BPF_W, 3, 2, 44), JMP_IMM(BPF_JEQ, 3, 7, 2),
+		ALU64_IMM(BPF_ADD, 3, 1), JA(-11), /* 16 */ MOV64_REG(0, 5), EXIT());
+	/* one rule too many: the 101st read is past the table */
+	REJECTED(1000000, NB_VERR_MAP_VALUE_OOB, 3, LD_MAP_VALUE(2, M_RULES, 0), MOV64_IMM(6, 0),
+		 /* 3 */ LDX(BPF_W, 3, 2, 8), ALU64_IMM(BPF_ADD, 2, 48), ALU64_IMM(BPF_ADD, 6, 1),
+		 JMP_IMM(BPF_JLT, 6, 101, -4), MOV64_IMM(0, 0), EXIT());
+	/* the pointer steps twice on some path (a rule skipped): not the counter's step */
+	REJECTED(1000000, NB_VERR_MAP_VALUE_OOB, 3, LD_MAP_VALUE(2, M_RULES, 0), MOV64_IMM(6, 0),
+		 /* 3 */ LDX(BPF_W, 3, 2, 8), JMP_IMM(BPF_JEQ, 3, 0, 1), ALU64_IMM(BPF_ADD, 2, 48),
+		 ALU64_IMM(BPF_ADD, 2, 48), ALU64_IMM(BPF_ADD, 6, 1), JMP_IMM(BPF_JLT, 6, 100, -6),
+		 MOV64_IMM(0, 0), EXIT());
+	/* a variable step on some path (p += x & 48) */
+	REJECTED(1000000, NB_VERR_MAP_VALUE_OOB, 3, LD_MAP_VALUE(2, M_RULES, 0), MOV64_IMM(6, 0),
+		 /* 3 */ LDX(BPF_W, 3, 2, 8), ALU64_IMM(BPF_AND, 3, 48), ALU64_REG(BPF_ADD, 2, 3),
+		 ALU64_IMM(BPF_ADD, 2, 48), ALU64_IMM(BPF_ADD, 6, 1), JMP_IMM(BPF_JLT, 6, 100, -6),
+		 MOV64_IMM(0, 0), EXIT());
+	/* an outer loop runs the inner one twice without resetting the pointer: 120 rules */
+	REJECTED(1000000, NB_VERR_MAP_VALUE_OOB, 4, LD_MAP_VALUE(2, M_RULES, 0), MOV64_IMM(7, 0),
+		 /* 3 */ MOV64_IMM(6, 0), /* 4 */ LDX(BPF_W, 3, 2, 8), ALU64_IMM(BPF_ADD, 2, 48),
+		 ALU64_IMM(BPF_ADD, 6, 1), JMP_IMM(BPF_JLT, 6, 60, -4), ALU64_IMM(BPF_ADD, 7, 1),
+		 JMP_IMM(BPF_JLT, 7, 2, -7), MOV64_IMM(0, 0), EXIT());
+	/* the counter restarts at 50 while the pointer goes on */
+	REJECTED(1000000, NB_VERR_MAP_VALUE_OOB, 3, LD_MAP_VALUE(2, M_RULES, 0), MOV64_IMM(6, 0),
+		 /* 3 */ LDX(BPF_W, 3, 2, 8), ALU64_IMM(BPF_ADD, 2, 48), ALU64_IMM(BPF_ADD, 6, 1),
+		 JMP_IMM(BPF_JNE, 6, 50, 1), MOV64_IMM(6, 1), JMP_IMM(BPF_JLT, 6, 100, -6),
+		 MOV64_IMM(0, 0), EXIT());
+}
+
 int main(void)
 {
+	test_pointer_stride();
 	test_accepted();
 	test_rejected();
 	test_rotated();
