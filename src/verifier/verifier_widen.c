@@ -379,26 +379,9 @@ static bool guess_bound(const struct verifier_env *env, uint32_t head, const uin
 			return true;
 		}
 	}
-	for (uint32_t j = head; j < env->insn_cnt; j++) {
-		const struct bpf_insn *in = &env->insns[j];
-		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
-		if (!body[j] || (cls != BPF_JMP && cls != BPF_JMP32) || BPF_SRC(in->code) != BPF_K ||
-		    op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || (env->insn_flags[j] & VF_LDDW2))
-			continue;
-		int64_t taken = (int64_t)j + in->off + 1, fall = (int64_t)j + 1;
-		bool tin = taken >= 0 && taken < (int64_t)env->insn_cnt && body[taken],
-		     fin = fall < (int64_t)env->insn_cnt && body[fall];
-		int64_t d;
-		if (tin == fin || compared_pos(env, head, j, &d) != (int)pos)
-			continue;
-		uint8_t stay = tin ? op : negate_jmp(op);
-		if (stay && stay_bound(stay, cls == BPF_JMP32, in->imm, dir, c, bound)) {
-			loosen(bound, d, dir);
-			return true;
-		}
-	}
-	/* tests above the head: the compared value may be the counter plus a constant */
-	for (uint32_t j = 0; j < head; j++) {
+	/* from the head down, then the tests above the head (traced back along every way) */
+	for (uint32_t k = 0; k < env->insn_cnt; k++) {
+		uint32_t j = k + head < env->insn_cnt ? k + head : k + head - (uint32_t)env->insn_cnt;
 		const struct bpf_insn *in = &env->insns[j];
 		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
 		if (!body[j] || (cls != BPF_JMP && cls != BPF_JMP32) || BPF_SRC(in->code) != BPF_K ||
@@ -410,8 +393,13 @@ static bool guess_bound(const struct verifier_env *env, uint32_t head, const uin
 		int tpos = -1;
 		int64_t d = 0;
 		unsigned budget = 512;
-		if (tin == fin || !trace_back(env, head, body, j, in->dst_reg, 0, &tpos, &d, &budget) ||
-		    tpos != (int)pos)
+		if (tin == fin)
+			continue;
+		if (j >= head)
+			tpos = compared_pos(env, head, j, &d);
+		else if (!trace_back(env, head, body, j, in->dst_reg, 0, &tpos, &d, &budget))
+			continue;
+		if (tpos != (int)pos)
 			continue;
 		uint8_t stay = tin ? op : negate_jmp(op);
 		if (stay && stay_bound(stay, cls == BPF_JMP32, in->imm, dir, c, bound)) {
