@@ -42,7 +42,8 @@ int otlp_http_parse(const char *buf, size_t len, bool eof, struct otlp_resp *r, 
 /* An OTLP partial success in a 2xx body (ExportTrace/MetricsServiceResponse, JSON or
  * protobuf): *rejected (rejectedSpans / rejectedDataPoints) and the error message. Returns
  * 0 (nothing rejected when the body has no partialSuccess), -EBADMSG when the body is not
- * a valid encoding. */
+ * a valid encoding (then *rejected is 0 and msg empty). The message holds printable ASCII
+ * only. */
 int otlp_partial_success(const char *body, size_t len, bool proto, uint64_t *rejected,
 			 char *msg, size_t msglen);
 
