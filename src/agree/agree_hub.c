@@ -183,18 +183,9 @@ int agree_hub_lookup(struct agree_comm *ac)
 		ac->leader_port = p;
 		return 0;
 	}
-	int hub_fd = agree_hub_link();
-	if (hub_fd < 0)
-		return -EAGAIN;
-	struct agree_buf b = {0};
-	/* the header's rank names the rank whose listener is wanted (the parent) */
-	size_t f = agree_wire_begin(&b, AGREE_MSG_LOOKUP, ac->parent, ac->comm_id);
-	agree_wire_end(&b, f);
-	int rc = agree_conn_send(hub_fd, &b);
-	agree_buf_free(&b);
+	int rc = agree_hub_lookup_rank(ac, ac->parent);
 	return rc ? rc : -EAGAIN; /* the answer comes as LEADER */
 }
-
 
 int agree_hub_lookup_rank(struct agree_comm *ac, uint32_t rank)
 {
@@ -202,6 +193,7 @@ int agree_hub_lookup_rank(struct agree_comm *ac, uint32_t rank)
 	if (hub_fd < 0)
 		return -EAGAIN;
 	struct agree_buf b = {0};
+	/* the header's rank names the rank whose listener is wanted */
 	size_t f = agree_wire_begin(&b, AGREE_MSG_LOOKUP, rank, ac->comm_id);
 	agree_wire_end(&b, f);
 	int rc = agree_conn_send(hub_fd, &b);

@@ -552,10 +552,15 @@ void agree_hub_registered(uint64_t comm_id, uint32_t rank)
 				hub_answer_lookup(c, comm_id, ranks[i]);
 		}
 	/* this process's own member of it looks it up locally: on its next pass, not its
-	 * retry timer */
+	 * retry timer - and learns at once where the recovery round's successor (or, below a
+	 * relay, the leader) listens, not on its lookup backoff */
 	struct agree_comm *ac = comm_by_id(comm_id);
-	if (ac)
+	uint32_t a, p;
+	if (ac) {
 		ac->next_try_ns = 0;
+		if (agree_hub_local_lookup(comm_id, rank, &a, &p))
+			agree_recover_on_leader(ac, rank, a, p);
+	}
 }
 
 static void hub_on_msg(struct conn *c, const struct agree_msg *m)

@@ -191,6 +191,21 @@ settle() {
 	echo $((maxf + 64)) >"$DIR/stop.tmp" && mv "$DIR/stop.tmp" "$DIR/stop"
 }
 
+# killed_run K FAULT SURVIVORS...: rank K runs with the test fault that kills its process
+# (kill_after_commit / kill_mid_commit...), the survivors beside it; all run until 64
+# collectives past the latest fallback point (settle); then the survivors' decision logs
+# must agree and every survivor fall back at one collective ($F afterwards)
+killed_run() {
+	local k=$1 fault=$2 r; shift 2
+	NCCLBPF_AGREE_TEST_FAULT=$fault SLEEP_US=300 start_rank "$k" "$k" 60000 --until "$DIR/stop"
+	for r in "$@"; do SLEEP_US=300 start_rank "$r" "$r" 60000 --until "$DIR/stop"; done
+	KILLED=$k
+	settle "$@"
+	wait_all
+	check_decisions
+	expect_same_fallback "$@"
+}
+
 # check_decisions: all logs agree (exit 0 of ncclbpf decisions)
 check_decisions() {
 	"$CLI" decisions "$DIR/log" >"$DIR/decisions.txt" 2>&1
@@ -344,13 +359,7 @@ begin leader_killed
 # kill from outside landed at any moment, once (ctest -j4, load 2-7) inside the back-to-back
 # sends of one COMMIT - the window docs/agreement.md does not guarantee (ranks 1-2 had
 # version 46, rank 3 not: DIVERGENT). Survivors fall back after version 8: at S_9 = 640.
-NCCLBPF_AGREE_TEST_FAULT=kill_after_commit=8 SLEEP_US=300 start_rank 0 0 60000 --until "$DIR/stop"
-for r in 1 2 3; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
-KILLED=0
-settle 1 2 3
-wait_all
-check_decisions
-expect_same_fallback 1 2 3
+killed_run 0 kill_after_commit=8 1 2 3
 [ "$F" = 640 ] || die "fell back at $F, not after the last version committed (S_9 = 640)"
 check_waits 1 2 3
 fi
@@ -363,13 +372,7 @@ fi
 #          at 640 -----------------------------------------------------------------------
 if want leader_killed_mid_commit; then
 begin leader_killed_mid_commit
-NCCLBPF_AGREE_TEST_FAULT=kill_mid_commit=8 SLEEP_US=300 start_rank 0 0 60000 --until "$DIR/stop"
-for r in 1 2 3; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
-KILLED=0
-settle 1 2 3
-wait_all
-check_decisions
-expect_same_fallback 1 2 3
+killed_run 0 kill_mid_commit=8 1 2 3
 [ "$F" = 640 ] || die "fell back at $F, not after the version one survivor saw committed (S_9 = 640)"
 expect_warn 1 2 3 -- "recovery round"
 check_waits 1 2 3
@@ -580,13 +583,7 @@ if want tree_leader_killed; then
 begin tree_leader_killed
 export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
 # killed right after COMMIT 8 reached its direct children (as in leader_killed)
-NCCLBPF_AGREE_TEST_FAULT=kill_after_commit=8 SLEEP_US=300 start_rank 0 0 60000 --until "$DIR/stop"
-for r in 1 2 3 4 5; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
-KILLED=0
-settle 1 2 3 4 5
-wait_all
-check_decisions
-expect_same_fallback 1 2 3 4 5
+killed_run 0 kill_after_commit=8 1 2 3 4 5
 [ "$F" = 640 ] || die "fell back at $F, not after the last version committed (S_9 = 640)"
 check_waits 1 2 3 4 5
 fi
@@ -598,13 +595,7 @@ fi
 if want tree_leader_killed_mid_commit; then
 begin tree_leader_killed_mid_commit
 export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
-NCCLBPF_AGREE_TEST_FAULT=kill_mid_commit_last=8 SLEEP_US=300 start_rank 0 0 60000 --until "$DIR/stop"
-for r in 1 2 3 4 5; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
-KILLED=0
-settle 1 2 3 4 5
-wait_all
-check_decisions
-expect_same_fallback 1 2 3 4 5
+killed_run 0 kill_mid_commit_last=8 1 2 3 4 5
 [ "$F" = 640 ] || die "fell back at $F, not after the version one survivor saw committed (S_9 = 640)"
 check_waits 1 2 3 4 5
 fi
@@ -615,13 +606,7 @@ fi
 if want tree_relay_killed_mid_commit; then
 begin tree_relay_killed_mid_commit
 export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
-NCCLBPF_AGREE_TEST_FAULT=kill_mid_commit=8 SLEEP_US=300 start_rank 3 3 60000 --until "$DIR/stop"
-for r in 0 1 2 4 5; do SLEEP_US=300 start_rank $r $r 60000 --until "$DIR/stop"; done
-KILLED=3
-settle 0 1 2 4 5
-wait_all
-check_decisions
-expect_same_fallback 0 1 2 4 5
+killed_run 3 kill_mid_commit=8 0 1 2 4 5
 [ "$F" -ge 640 ] || die "fell back at $F, before the version rank 4 activated (S_8 = 576)"
 check_waits 0 1 2 4 5
 fi
