@@ -42,6 +42,9 @@ for i in $(seq 1 "$REPS"); do
 	echo "rep $i: A ${a} us  B ${b} us"
 	a_all+=("$a") b_all+=("$b")
 done
-med() { printf '%s\n' "$@" | grep -v NA | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# a run whose ranks printed no statistics (a crash, a fallback without the line) voids the
+# comparison: fail rather than report a median of the others
+case " ${a_all[*]} ${b_all[*]} " in *" NA "*) echo "bench_agree_join: a run printed no wait statistics" >&2; exit 1 ;; esac
+med() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 ma=$(med "${a_all[@]}") mb=$(med "${b_all[@]}")
 echo "median over repetitions: A ${ma} us  B ${mb} us  B/A $(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.3f", (a > 0 ? b / a : 0)}')"

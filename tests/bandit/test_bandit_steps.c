@@ -298,6 +298,21 @@ static int open_sim(const struct sm_model *m)
 	return 0;
 }
 
+/* The end of a scenario that drives the simulation itself (open_sim): the ranks decided
+ * alike, it counts among those the old bandit must fail, its verdict is printed, and the
+ * failure state of the caller's scenario is restored. */
+static void end_own_scenario(const char *what, int failed_before)
+{
+	CHECK(sim.mismatches == 0 && sim.unavailable == 0);
+	bsim_close(&sim);
+	must_fail_seen++;
+	must_fail_failed += scenario_failed;
+	if (!expect_fail)
+		CHECK(!scenario_failed);
+	printf("%s => %s\n", what, scenario_failed ? "NOT MET" : "met");
+	scenario_failed = failed_before;
+}
+
 /* One size at a time, as the sweep runs it (emulate-nodes.sh): 4 KiB .. 64 MiB in order on
  * one communicator, 150 collectives each, the host waiting for every one. Exploration ends
  * within 80 of a band's collectives, and the band ends within the safety gate of its best
@@ -342,15 +357,10 @@ static void one_size(int nodes, uint64_t seed)
 		SCHECK(last <= 80, "exploration at %llu B ended at collective %d", (unsigned long long)bytes, last);
 		SCHECK(ok, "one size %llu B ends on %s, %.3fx the best", (unsigned long long)bytes, pair_name(fp), fm / bm);
 	}
-	CHECK(sim.mismatches == 0 && sim.unavailable == 0);
-	bsim_close(&sim);
-	must_fail_seen++;
-	must_fail_failed += scenario_failed;
-	if (!expect_fail)
-		CHECK(!scenario_failed);
-	printf("one size at a time, %d nodes: exploration ends by collective %d => %s\n", nodes, worst,
-	       scenario_failed ? "NOT MET" : "met");
-	scenario_failed = failed_before;
+	char what[96];
+	snprintf(what, sizeof(what), "one size at a time, %d nodes: exploration ends by collective %d",
+		 nodes, worst);
+	end_own_scenario(what, failed_before);
 }
 
 /* A screening turn on an arm NCCL's cost table puts between 2x and 4x AUTO's (explored: not
@@ -386,14 +396,7 @@ static void far_screening(uint64_t seed)
 	SCHECK(n[SM_RING_LL] >= 1 && n[SM_RING_LL] <= 2, "the far arm played %d collectives", n[SM_RING_LL]);
 	/* the near arms keep their full screening block */
 	SCHECK(n[SM_TREE_SIMPLE] == 4, "Tree/Simple played %d collectives", n[SM_TREE_SIMPLE]);
-	CHECK(sim.mismatches == 0 && sim.unavailable == 0);
-	bsim_close(&sim);
-	must_fail_seen++;
-	must_fail_failed += scenario_failed;
-	if (!expect_fail)
-		CHECK(!scenario_failed);
-	printf("far arm screened short => %s\n", scenario_failed ? "NOT MET" : "met");
-	scenario_failed = failed_before;
+	end_own_scenario("far arm screened short", failed_before);
 }
 
 /* One size at a time, with the latencies measured on the GPU testbed and the host as the
