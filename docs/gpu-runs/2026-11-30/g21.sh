@@ -1,6 +1,6 @@
 #!/bin/bash
 # GPU call 21 (issue 22, one H200, emulated nodes): the bandit with short screening turns
-# for arms NCCL's cost table puts 2x above AUTO (9a9d24a: one sample, not three; g17-g20 put
+# for arms NCCL's cost table puts 2x above AUTO (7af1844: one sample, not three; g17-g20 put
 # the start cost with a host far ahead in the screening turns of Ring/LL at 1-4 MiB). Against
 # main 0b3a4c7's bandit (bandit0.bpf.o, staged beside), same library, 5 interleaved
 # repetitions each:
