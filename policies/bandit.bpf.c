@@ -102,6 +102,12 @@ const volatile __u32 cfg_screen = 3;             /* valid samples per arm in the
  * in the round robin like any survivor */
 const volatile __u32 cfg_screen_far = 1;
 const volatile __u32 cfg_screen_far_log2 = 1;
+/* ... and LL arms from this size on (0: none), whatever NCCL's estimate: LL moves 8-byte
+ * lines of 4 data bytes and 4 flag bytes, at most half the wire's bandwidth, and over a
+ * network it is further off the cost table's estimate - Ring/LL at 1-4 MiB ran ~8x Ring/Simple
+ * on the testbed while the table put it under 2x (GPU calls g17-g21). An LL arm that is in the
+ * race at such a size still gets its samples in the round robin. */
+const volatile __u64 cfg_ll_far_from = 1ull << 20;
 const volatile __u32 cfg_block = 4;              /* collectives per turn after it */
 /* per-arm sample budget of the survivors: small collectives are cheap and noisy, large ones
  * costly and steadier */
@@ -295,7 +301,13 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	/* far entries: cost above AUTO's x 2^cfg_screen_far_log2 (a short screening) */
 	__u64 far_thr = NCCLBPF_SEL(NCCLBPF_NZ(cfg_screen_far_log2),
 				    auto_bits + ((__u64)(cfg_screen_far_log2 & 7) << 23), BIG);
-	__u64 pruned = 0, farbits = 0;
+	/* the LL entries of the cost table (one per algorithm) from cfg_ll_far_from on */
+	__u64 ll_bits = 0;
+#pragma clang loop unroll(full)
+	for (int a = 0; a < NCCLBPF_NUM_ALGOS; a++)
+		ll_bits |= 1ull << (a * NCCLBPF_NUM_PROTOS + NCCLBPF_PROTO_LL);
+	__u64 farbits = ll_bits & -(NCCLBPF_NZ(cfg_ll_far_from) & (1 - LT(ctx->n_bytes, cfg_ll_far_from)));
+	__u64 pruned = 0;
 #pragma clang loop unroll(full)
 	for (int i = 0; i < NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS; i++) {
 		pruned |= LT(prune, ((const __u32 *)ctx->cost)[i]) << i;
