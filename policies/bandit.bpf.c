@@ -102,12 +102,18 @@ const volatile __u32 cfg_screen = 3;             /* valid samples per arm in the
  * in the round robin like any survivor */
 const volatile __u32 cfg_screen_far = 1;
 const volatile __u32 cfg_screen_far_log2 = 1;
-/* ... and LL arms from this size on (0: none), whatever NCCL's estimate: LL moves 8-byte
- * lines of 4 data bytes and 4 flag bytes, at most half the wire's bandwidth, and over a
- * network it is further off the cost table's estimate - Ring/LL at 1-4 MiB ran ~8x Ring/Simple
- * on the testbed while the table put it under 2x (GPU calls g17-g21). An LL arm that is in the
- * race at such a size still gets its samples in the round robin. */
-const volatile __u64 cfg_ll_far_from = 1ull << 20;
+/* LL arms whatever NCCL's estimate: screened with cfg_screen_far samples from
+ * cfg_ll_far_from on, never tried from cfg_ll_prune_from on (0: no such rule). LL moves 8-byte
+ * lines of 4 data bytes and 4 flag bytes - at most half the wire's bandwidth - and polls its
+ * flags, which a compute kernel beside it slows down: on the testbed Ring/LL ran 2-4x Ring/
+ * Simple at 1-16 MiB alone and ~8x beside compute, while NCCL's cost table put it under 2x
+ * there (GPU calls g17-g22); one screening turn of it cost a whole step. At 256 KiB it was
+ * 1.6-2x (an LL arm that is in the race still gets its samples in the round robin). At 1 MiB
+ * it is screened, not pruned: without it the CPU model's overlap step ends one seed's 1 MiB
+ * band on Tree/Simple, 7 % slower (the reward's ranking of the two Simple arms there is
+ * within its noise). */
+const volatile __u64 cfg_ll_far_from = 256ull << 10;
+const volatile __u64 cfg_ll_prune_from = 2ull << 20;
 const volatile __u32 cfg_block = 4;              /* collectives per turn after it */
 /* per-arm sample budget of the survivors: small collectives are cheap and noisy, large ones
  * costly and steadier */
@@ -307,7 +313,7 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 	for (int a = 0; a < NCCLBPF_NUM_ALGOS; a++)
 		ll_bits |= 1ull << (a * NCCLBPF_NUM_PROTOS + NCCLBPF_PROTO_LL);
 	__u64 farbits = ll_bits & -(NCCLBPF_NZ(cfg_ll_far_from) & (1 - LT(ctx->n_bytes, cfg_ll_far_from)));
-	__u64 pruned = 0;
+	__u64 pruned = ll_bits & -(NCCLBPF_NZ(cfg_ll_prune_from) & (1 - LT(ctx->n_bytes, cfg_ll_prune_from)));
 #pragma clang loop unroll(full)
 	for (int i = 0; i < NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS; i++) {
 		pruned |= LT(prune, ((const __u32 *)ctx->cost)[i]) << i;

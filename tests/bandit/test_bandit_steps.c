@@ -368,19 +368,20 @@ static void one_size(int nodes, uint64_t seed)
  * MiB on the testbed, +3.6 ms per collective over 4 collectives, the bandit's whole start
  * cost with a queued host. NCCL's cost table puts it `est` times AUTO's: 3x (between the far
  * threshold and pruning), or 1.5x - what the GPU's table said there (an LL arm at a size
- * from cfg_ll_far_from). Such an arm plays 1 + cfg_screen_far collectives (its first sample
- * is dropped, one decides), the others 1 + cfg_screen. */
-static void far_screening(uint64_t seed, float est)
+ * from cfg_ll_far_from). Such an arm plays at most `most` collectives: 1 + cfg_screen_far (its
+ * first sample is dropped, one decides), none where LL is pruned (cfg_ll_prune_from); the
+ * near arms 1 + cfg_screen. */
+static void far_screening(uint64_t seed, uint64_t bytes, float est, int most)
 {
 	int failed_before = scenario_failed;
 	scenario_failed = 0;
 	struct sm_workload w = base_workload();
-	add_call(&w, NCCLBPF_COLL_ALLREDUCE, 4u << 20, 0);
+	add_call(&w, NCCLBPF_COLL_ALLREDUCE, bytes, 0);
 	w.queued = 1;
 	struct sm_model m;
 	sm_init(&m, 2, &w, seed);
 	struct sm_band b;
-	CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, 4u << 20, &b) == 0);
+	CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, bytes, &b) == 0);
 	b.mean_us[SM_RING_LL] = 8 * b.mean_us[b.auto_pair];
 	b.cost[SM_RING_LL] = est * b.cost[b.auto_pair]; /* not pruned */
 	CHECK(sm_add_band(&m, &b) >= 0);
@@ -391,10 +392,11 @@ static void far_screening(uint64_t seed, float est)
 	int n[SM_NPAIR] = {0};
 	for (int st = 0; st < 120; st++)
 		n[sim.decision_pair[st][0]]++;
-	printf("far arm in the screening: Ring/LL (8x slower, NCCL's estimate %.1fx) %d collectives, "
-	       "Tree/Simple %d, Tree/LL %d in the first 120 (no sample back yet)\n",
-	       est, n[SM_RING_LL], n[SM_TREE_SIMPLE], n[SM_TREE_LL]);
-	SCHECK(n[SM_RING_LL] >= 1 && n[SM_RING_LL] <= 2, "the far arm played %d collectives", n[SM_RING_LL]);
+	printf("far arm in the screening at %llu B: Ring/LL (8x slower, NCCL's estimate %.1fx) %d "
+	       "collectives, Tree/Simple %d, Tree/LL %d in the first 120 (no sample back yet)\n",
+	       (unsigned long long)bytes, est, n[SM_RING_LL], n[SM_TREE_SIMPLE], n[SM_TREE_LL]);
+	SCHECK(n[SM_RING_LL] <= most && (most == 0 || n[SM_RING_LL] >= 1),
+	       "the far arm played %d collectives", n[SM_RING_LL]);
 	/* the near arms keep their full screening block */
 	SCHECK(n[SM_TREE_SIMPLE] == 4, "Tree/Simple played %d collectives", n[SM_TREE_SIMPLE]);
 	end_own_scenario("far arm screened short", failed_before);
@@ -501,8 +503,9 @@ int main(int argc, char **argv)
 	RUN("one", one_size(2, seed));
 	RUN("waits", one_size_host_waits(seed, 2, waits_2n, 3));
 	RUN("waits", one_size_host_waits(seed, 4, waits_4n, 1));
-	RUN("far", far_screening(seed, 3.0f));
-	RUN("far", far_screening(seed, 1.5f));
+	RUN("far", far_screening(seed, 1u << 20, 3.0f, 2));
+	RUN("far", far_screening(seed, 1u << 20, 1.5f, 2));
+	RUN("far", far_screening(seed, 4u << 20, 1.5f, 0));
 #undef RUN
 	if (expect_fail) {
 		printf("old bandit: %d of %d scenarios it must fail failed\n", must_fail_failed, must_fail_seen);
