@@ -96,11 +96,21 @@ void sc_unknown_sized(struct vscalar *s, unsigned bytes, bool sx)
 	if (sx) {
 		s->smin = -(int64_t)(1ull << (bits - 1));
 		s->smax = (int64_t)((1ull << (bits - 1)) - 1);
-	} else {
-		s->t = tnum_cast(s->t, bytes);
-		s->umax = (1ull << bits) - 1;
+		sc_sync(s);
+		return;
 	}
-	sc_sync(s);
+	/* zero-extended: what sc_sync derives from the tnum, built directly (every load of a
+	 * narrow field comes here; test_verifier_scalar compares the two) */
+	uint64_t max = (1ull << bits) - 1;
+	s->t = tnum_cast(s->t, bytes);
+	s->umax = max;
+	s->smin = 0;
+	s->smax = (int64_t)max;
+	s->u32max = (uint32_t)max;
+	if (bits < 32) {
+		s->s32min = 0;
+		s->s32max = (int32_t)max;
+	}
 }
 
 bool sc_is_const(const struct vscalar *s)
@@ -194,6 +204,12 @@ bool sc_sync(struct vscalar *s)
 		    s->s32min == (int32_t)(uint32_t)v && s->s32max == (int32_t)(uint32_t)v)
 			return true;
 	}
+	/* a number of the full range with no known bit (results of most arithmetic on
+	 * unknowns) is its own sync too */
+	if (s->t.mask == ~0ull && s->umin == 0 && s->umax == ~0ull && s->smin == INT64_MIN &&
+	    s->smax == INT64_MAX && s->u32min == 0 && s->u32max == UINT32_MAX &&
+	    s->s32min == INT32_MIN && s->s32max == INT32_MAX)
+		return true;
 	struct vscalar before = *s;
 	if (!sync_round(s))
 		return false;

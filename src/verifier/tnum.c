@@ -4,48 +4,6 @@
  */
 #include "verifier/verifier_internal.h"
 
-struct tnum tnum_const(uint64_t v)
-{
-	return (struct tnum){ v, 0 };
-}
-
-struct tnum tnum_unknown(void)
-{
-	return (struct tnum){ 0, ~0ull };
-}
-
-/* The smallest tnum holding [min, max]: bits above the highest differing bit are known. */
-struct tnum tnum_range(uint64_t min, uint64_t max)
-{
-	uint64_t chi = min ^ max;
-	if (min > max)
-		return tnum_unknown();
-	if (chi == 0)
-		return tnum_const(min);
-	unsigned bits = 64 - (unsigned)__builtin_clzll(chi);
-	if (bits > 63)
-		return tnum_unknown();
-	uint64_t delta = (1ull << bits) - 1;
-	return (struct tnum){ min & ~delta, delta };
-}
-
-bool tnum_is_const(struct tnum t)
-{
-	return t.mask == 0;
-}
-
-bool tnum_contains(struct tnum t, uint64_t v)
-{
-	return (v & ~t.mask) == t.value;
-}
-
-bool tnum_in(struct tnum outer, struct tnum inner)
-{
-	if (inner.mask & ~outer.mask)
-		return false;
-	return (inner.value & ~outer.mask) == outer.value;
-}
-
 struct tnum tnum_add(struct tnum a, struct tnum b)
 {
 	uint64_t sm = a.mask + b.mask;
@@ -130,33 +88,3 @@ struct tnum tnum_arshift(struct tnum a, unsigned k, unsigned width)
 	return (struct tnum){ (uint64_t)((int64_t)a.value >> k), (uint64_t)((int64_t)a.mask >> k) };
 }
 
-bool tnum_intersect(struct tnum a, struct tnum b, struct tnum *out)
-{
-	uint64_t known_both = ~a.mask & ~b.mask;
-	if ((a.value ^ b.value) & known_both)
-		return false;
-	uint64_t v = a.value | b.value;
-	uint64_t mu = a.mask & b.mask;
-	*out = (struct tnum){ v & ~mu, mu };
-	return true;
-}
-
-struct tnum tnum_cast(struct tnum a, unsigned bytes)
-{
-	if (bytes >= 8)
-		return a;
-	uint64_t keep = (1ull << (bytes * 8)) - 1;
-	return (struct tnum){ a.value & keep, a.mask & keep };
-}
-
-struct tnum tnum_subreg(struct tnum a)
-{
-	return tnum_cast(a, 4);
-}
-
-struct tnum tnum_with_subreg(struct tnum a, struct tnum sub)
-{
-	uint64_t hi = 0xffffffff00000000ull;
-	return (struct tnum){ (a.value & hi) | (sub.value & 0xffffffffull),
-			      (a.mask & hi) | (sub.mask & 0xffffffffull) };
-}

@@ -19,12 +19,84 @@ struct tnum {
 	uint64_t mask;
 };
 
-struct tnum tnum_const(uint64_t v);
-struct tnum tnum_unknown(void);
-struct tnum tnum_range(uint64_t min, uint64_t max);
-bool tnum_is_const(struct tnum t);
-bool tnum_contains(struct tnum t, uint64_t v);
-bool tnum_in(struct tnum outer, struct tnum inner); /* every value of inner is in outer */
+/* the small ones inline: the scalar domain calls them on every ALU instruction */
+static inline struct tnum tnum_const(uint64_t v)
+{
+	return (struct tnum){ v, 0 };
+}
+
+static inline struct tnum tnum_unknown(void)
+{
+	return (struct tnum){ 0, ~0ull };
+}
+
+static inline bool tnum_is_const(struct tnum t)
+{
+	return t.mask == 0;
+}
+
+static inline bool tnum_contains(struct tnum t, uint64_t v)
+{
+	return (v & ~t.mask) == t.value;
+}
+
+/* every value of inner is in outer */
+static inline bool tnum_in(struct tnum outer, struct tnum inner)
+{
+	if (inner.mask & ~outer.mask)
+		return false;
+	return (inner.value & ~outer.mask) == outer.value;
+}
+
+/* The smallest tnum holding [min, max]: bits above the highest differing bit are known. */
+static inline struct tnum tnum_range(uint64_t min, uint64_t max)
+{
+	uint64_t chi = min ^ max;
+	if (min > max)
+		return tnum_unknown();
+	if (chi == 0)
+		return tnum_const(min);
+	unsigned bits = 64 - (unsigned)__builtin_clzll(chi);
+	if (bits > 63)
+		return tnum_unknown();
+	uint64_t delta = (1ull << bits) - 1;
+	return (struct tnum){ min & ~delta, delta };
+}
+
+/* false when a and b have no common value */
+static inline bool tnum_intersect(struct tnum a, struct tnum b, struct tnum *out)
+{
+	uint64_t known_both = ~a.mask & ~b.mask;
+	if ((a.value ^ b.value) & known_both)
+		return false;
+	uint64_t v = a.value | b.value;
+	uint64_t mu = a.mask & b.mask;
+	*out = (struct tnum){ v & ~mu, mu };
+	return true;
+}
+
+/* keep the low bytes, zero the rest */
+static inline struct tnum tnum_cast(struct tnum a, unsigned bytes)
+{
+	if (bytes >= 8)
+		return a;
+	uint64_t keep = (1ull << (bytes * 8)) - 1;
+	return (struct tnum){ a.value & keep, a.mask & keep };
+}
+
+/* low 32 bits */
+static inline struct tnum tnum_subreg(struct tnum a)
+{
+	return tnum_cast(a, 4);
+}
+
+static inline struct tnum tnum_with_subreg(struct tnum a, struct tnum sub)
+{
+	uint64_t hi = 0xffffffff00000000ull;
+	return (struct tnum){ (a.value & hi) | (sub.value & 0xffffffffull),
+			      (a.mask & hi) | (sub.mask & 0xffffffffull) };
+}
+
 struct tnum tnum_add(struct tnum a, struct tnum b);
 struct tnum tnum_sub(struct tnum a, struct tnum b);
 struct tnum tnum_mul(struct tnum a, struct tnum b);
@@ -34,11 +106,6 @@ struct tnum tnum_xor(struct tnum a, struct tnum b);
 struct tnum tnum_lshift(struct tnum a, unsigned k);
 struct tnum tnum_rshift(struct tnum a, unsigned k);
 struct tnum tnum_arshift(struct tnum a, unsigned k, unsigned width);
-/* false when a and b have no common value */
-bool tnum_intersect(struct tnum a, struct tnum b, struct tnum *out);
-struct tnum tnum_cast(struct tnum a, unsigned bytes); /* keep the low bytes, zero the rest */
-struct tnum tnum_subreg(struct tnum a);               /* low 32 bits */
-struct tnum tnum_with_subreg(struct tnum a, struct tnum sub);
 
 /* ---- scalars: tnum + unsigned/signed 64- and 32-bit ranges, kept consistent ---- */
 struct vscalar {

@@ -424,6 +424,22 @@ static void widen_scalar(struct vscalar *w, const struct vscalar *p, const struc
 	r.u32max = c->u32max <= p->u32max ? p->u32max : UINT32_MAX;
 	r.s32min = c->s32min >= p->s32min ? p->s32min : INT32_MIN;
 	r.s32max = c->s32max <= p->s32max ? p->s32max : INT32_MAX;
+	/* A bound that moves goes to its extreme, where the value wraps into the other views:
+	 * a grown unsigned maximum crosses the sign (and the low half wraps). Keeping the
+	 * bounds of two visits that did not move yet failed containment later (bandit_pick's
+	 * screening loop: three rolled-back widenings, then a walk of its 16 iterations), so a
+	 * number whose 64-bit range moves gets its type's full range (its tnum kept when it
+	 * did not change). */
+	if (r.umin != p->umin || r.umax != p->umax || r.smin != p->smin || r.smax != p->smax) {
+		r.umin = 0;
+		r.umax = UINT64_MAX;
+		r.smin = INT64_MIN;
+		r.smax = INT64_MAX;
+		r.u32min = 0;
+		r.u32max = UINT32_MAX;
+		r.s32min = INT32_MIN;
+		r.s32max = INT32_MAX;
+	}
 	if (c->t.value != p->t.value || c->t.mask != p->t.mask)
 		r.t = tnum_unknown();
 	if (sc_sync(&r) && sc_in(&r, c))

@@ -282,6 +282,31 @@ int main(int argc, char **argv)
 					}
 				}
 		}
+	/* the shortcuts of sc_sync and sc_unknown_sized give what the full deduction gives:
+	 * the fully unknown number is a fixpoint of sync_round, and a zero-extended unknown of
+	 * 1, 2 or 4 bytes equals the unknown with the tnum and unsigned maximum of its width,
+	 * synced (the rounds run for those) */
+	{
+		struct vscalar u, v;
+		sc_unknown(&u);
+		v = u;
+		v.umin = 1; /* not the shortcut's shape: the rounds run */
+		CHECK(sc_sync(&v) && v.umin == 1 && v.t.mask == ~0ull && v.umax == ~0ull);
+		CHECK(sc_sync(&u) && sc_equal(&u, &(struct vscalar){ .t = { 0, ~0ull }, .umax = ~0ull,
+				.smin = INT64_MIN, .smax = INT64_MAX, .u32max = UINT32_MAX,
+				.s32min = INT32_MIN, .s32max = INT32_MAX }));
+		for (unsigned bytes = 1; bytes <= 4; bytes *= 2) {
+			struct vscalar d, f;
+			sc_unknown_sized(&d, bytes, false);
+			sc_unknown(&f);
+			f.t = tnum_cast(f.t, bytes);
+			f.umax = (1ull << (8 * bytes)) - 1; /* not the full range: the rounds run */
+			CHECK(sc_sync(&f));
+			CHECK(sc_equal(&d, &f));
+			if (!sc_equal(&d, &f))
+				report("unknown_sized", bytes, 0, 0, 0, &d);
+		}
+	}
 	CHECK(fails == 0);
 	CHECK(tn > 10000);
 	CHECK(infeasible_ok > 0); /* the random values do exercise decided branches */

@@ -94,6 +94,14 @@ static void test_accepted(void)
 		/* 4 */ MOV64_REG(1, 9), ALU64_IMM(BPF_LSH, 1, 3), MOV64_REG(2, 6),
 		ALU64_REG(BPF_ADD, 2, 1), LDX(BPF_DW, 3, 2, 0), ALU64_REG(BPF_ADD, 7, 3),
 		ALU64_IMM(BPF_ADD, 9, 1), JMP_IMM(BPF_JLT, 9, 16, -8), MOV64_REG(0, 7), EXIT());
+	/* a sum of unknown non-negative terms beside the counter: for (i < 1000) sum += x & 127.
+	 * Its 64-bit range grows each visit while its sign and low half did not move yet;
+	 * regression: W kept those (sum in [0, 2^63 - 2^32 - 1]), a later arrival crossed
+	 * them, the proof failed three times and the loop was walked (5,000 processed) */
+	WIDENED(60, LD_MAP_VALUE(6, M_ONE, 0), LDX(BPF_DW, 8, 6, 0), MOV64_IMM(9, 0),
+		MOV64_IMM(7, 0), /* 5 */ MOV64_REG(1, 8), ALU64_IMM(BPF_AND, 1, 127),
+		ALU64_REG(BPF_ADD, 7, 1), ALU64_IMM(BPF_ADD, 9, 1), JMP_IMM(BPF_JLT, 9, 1000, -5),
+		MOV64_REG(0, 7), EXIT());
 	/* nested: 300 x 300 (the inner loop walked or widened inside the widened outer one) */
 	WIDENED(600, MOV64_IMM(8, 0), MOV64_IMM(7, 0), /* 2 */ MOV64_IMM(9, 0),
 		/* 3 */ ALU64_REG(BPF_ADD, 7, 9), ALU64_IMM(BPF_ADD, 9, 1),
