@@ -87,16 +87,25 @@ void vwiden_ptr_apply(struct verifier_env *env, struct vwiden *w, const struct v
 	}
 }
 
+/* The top frame's next register or spill at or after *pos that is a map value pointer with
+ * a widening id (any loop's); NULL after the last. *pos moves past it. */
+static struct vreg *next_widened_ptr(struct vframe *top, unsigned *pos)
+{
+	for (unsigned npos = BPF_NREGS + top->nslots; *pos < npos;) {
+		struct vreg *r = vpos_reg(top, (*pos)++);
+		if (r && r->type == VT_PTR_MAP_VALUE && vwiden_id(r->id))
+			return r;
+	}
+	return NULL;
+}
+
 bool vwiden_ptr_arrival(struct verifier_env *env, struct vwiden *w)
 {
 	if (env->next_id >= VWIDEN_ID_BASE)
 		return false; /* ids could be confused */
 	struct vframe *top = env->cur.frames[0];
-	unsigned npos = BPF_NREGS + top->nslots;
-	for (unsigned pos = 0; pos < npos; pos++) {
-		struct vreg *r = vpos_reg(top, pos);
-		if (!r || r->type != VT_PTR_MAP_VALUE || !vwiden_id(r->id))
-			continue;
+	struct vreg *r;
+	for (unsigned pos = 0; (r = next_widened_ptr(top, &pos));) {
 		unsigned m = 0;
 		while (m < w->nptr && w->ptr[m].wid != r->id)
 			m++;
@@ -177,14 +186,9 @@ bool verifier_widen_narrow(struct vstate *st, const struct vreg *x)
 
 void vwiden_ptr_leave(struct verifier_env *env, const struct vwiden *w)
 {
-	struct vframe *top = env->cur.frames[0];
-	unsigned npos = BPF_NREGS + top->nslots;
-	for (unsigned pos = 0; pos < npos; pos++) {
-		struct vreg *r = vpos_reg(top, pos);
-		if (!r || r->type != VT_PTR_MAP_VALUE || !vwiden_id(r->id))
-			continue;
+	struct vreg *r;
+	for (unsigned pos = 0; (r = next_widened_ptr(env->cur.frames[0], &pos));)
 		for (unsigned m = 0; m < w->nptr; m++)
 			if (w->ptr[m].wid == r->id)
 				r->id = 0;
-	}
 }

@@ -343,23 +343,46 @@ static void gen_loop(void)
  * constant (64- or 32-bit, signed or unsigned), the body indexing global data with it;
  * sometimes one path through the body resets, skips, scrambles or wraps the counter, or
  * the step is 0 (infinite: must be rejected, or accepted only if it provably ends). */
+static bool ptr_loop_emitted; /* this program has a stepping pointer (counted when accepted) */
 static void gen_counted_loop(void)
 {
 	if (in_loop)
 		return;
-	bool slot = rn(2), down = rn(3) == 0, j32 = rn(3) == 0;
+	bool slot = rn(2), down = rn(3) == 0, j32 = rn(3) == 0, ptr = rn(4) == 0;
 	/* up to 3,000 iterations: longer than walking allows with a short budget */
 	int32_t bound = 1 + (int32_t)rn(rn(4) ? 40 : rn(2) ? 70 : 3000);
+	/* p[0] read, then p += stride: with the counter's step or a multiple of it (widened
+	 * with it, verifier_widen_ptr.c), or by another amount (walked); sometimes stepping
+	 * twice on one path, or off either end of .data's 64 bytes (rejected) */
+	static const int32_t strides[] = { 1, 2, 4, 3, -1, 8 };
+	int32_t stride = strides[rn(6)], base = (int32_t)rn(8);
+	if (ptr && rn(4)) /* mostly within the 64 bytes */
+		bound = 1 + (int32_t)rn((uint32_t)((56 - base) / (stride < 0 ? 1 : stride)));
 	emit(MOV64_IMM(9, down ? bound + (int32_t)rn(3) : (int32_t)rn(3)));
 	if (slot)
 		emit(STX(BPF_W, 10, 9, -4));
+	if (ptr) { /* a pointer into .data spilled at fp-56, stepping with the counter */
+		emit2(LD_MAP_VALUE(1, M_DATA, base));
+		emit(STX(BPF_DW, 10, 1, -56));
+		ptr_loop_emitted = true;
+	}
 	int head = n;
 	if (slot)
 		emit(LDX(BPF_W, 9, 10, -4));
 	in_loop = true;
-	int k = (int)rn(3);
+	int k = (int)rn(ptr ? 2 : 3);
 	for (int i = 0; i < k; i++)
 		gen_simple();
+	if (ptr) {
+		emit(LDX(BPF_DW, 1, 10, -56));
+		emit(LDX(rn(3) ? BPF_B : rsize(), val_reg(), 1, 0));
+		emit(ALU64_IMM(BPF_ADD, 1, stride));
+		if (rn(8) == 0) {
+			emit(JMP_IMM(BPF_JEQ, val_reg(), rimm(), 1));
+			emit(ALU64_IMM(BPF_ADD, 1, 1));
+		}
+		emit(STX(BPF_DW, 10, 1, -56));
+	}
 	switch (rn(6)) {
 	case 0: /* data[i] */
 		emit2(LD_MAP_VALUE(2, M_DATA, 0));
@@ -508,6 +531,7 @@ static void generate(void)
 	ncalls = 0;
 	in_loop = false;
 	stack_var_emitted = false;
+	ptr_loop_emitted = false;
 	emit(MOV64_REG(6, 1));
 	for (int r = 0; r <= 9; r++)
 		if (r != 1 && r != 6 && rn(12))
@@ -788,6 +812,7 @@ int main(int argc, char **argv)
 	uint64_t accepted = 0, codes[NB_VERR_COUNT] = { 0 }, strict_rank_local = 0;
 	uint64_t accepted_loops = 0; /* accepted programs calling bpf_loop */
 	uint64_t widened = 0;        /* accepted programs with a loop verified by widening */
+	uint64_t ptr_widened = 0;    /* of those, with a pointer stepping in a counted loop */
 	uint64_t stack_var = 0;      /* accepted programs with a variable-offset stack access */
 	uint64_t widened_only = 0;   /* of those, walking runs out of budget */
 	clock_t t0 = clock();
@@ -841,6 +866,8 @@ int main(int argc, char **argv)
 			accepted++;
 			if (vst.loops_widened)
 				widened++;
+			if (vst.loops_widened && ptr_loop_emitted)
+				ptr_widened++;
 			if (stack_var_emitted)
 				stack_var++;
 			for (size_t i = 0; i < p.insn_cnt; i++)
@@ -865,6 +892,10 @@ int main(int argc, char **argv)
 	printf("loop widening: %llu accepted programs verified with a widened loop (%llu that "
 	       "walking rejects with E-BUDGET)\n",
 	       (unsigned long long)widened, (unsigned long long)widened_only);
+	printf("stepping pointers: %llu accepted programs with a widened loop and a map value "
+	       "pointer stepping in a counted loop\n", (unsigned long long)ptr_widened);
+	if (programs >= 1000)
+		CHECK(ptr_widened > 0); /* the generator must keep reaching them */
 	printf("variable stack offsets: %llu accepted programs index the stack by a masked "
 	       "number (buf[i & m])\n", (unsigned long long)stack_var);
 	if (programs >= 1000)
