@@ -81,10 +81,11 @@ static int ptr_add(struct verifier_env *env, struct vreg *p, const struct vreg *
 	}
 }
 
-/* Loop counter tag after dst = dst OP src (verifier_widen.c): kept only by adding a
- * constant that provably does not wrap, so the value stays "head value + lc_off" exactly. */
-static void lc_update(struct vreg *dst, const struct vscalar *before, const struct vreg *src,
-		      uint8_t op, bool alu32)
+/* Loop counter tag after dst = dst OP src (verifier_widen.c): kept by adding a constant;
+ * exact ("head value + lc_off") while the add provably does not wrap, congruent modulo 2^32
+ * (VLC_MOD) after one that may: every add, 32- or 64-bit, keeps a congruence mod 2^32. */
+static void lc_update(const struct vstate *st, struct vreg *dst, const struct vscalar *before,
+		      const struct vreg *src, uint8_t op, bool alu32)
 {
 	if (!dst->lc)
 		return;
@@ -99,9 +100,13 @@ static void lc_update(struct vreg *dst, const struct vscalar *before, const stru
 			c = -c;
 	}
 	const uint64_t lim = alu32 ? UINT32_MAX : UINT64_MAX;
-	if (ok)
-		ok = before->umax <= lim && (c >= 0 ? before->umax <= lim - (uint64_t)c
-						    : before->umin >= (uint64_t)-c);
+	if (ok && !(before->umax <= lim && (c >= 0 ? before->umax <= lim - (uint64_t)c
+						   : before->umin >= (uint64_t)-c))) {
+		/* may have wrapped: congruent, if that can prove progress at all (a tag also
+		 * keeps states from pruning each other: a useless one only costs) */
+		ok = vwiden_lc_mod_useful(st, dst->lc);
+		dst->lc |= VLC_MOD;
+	}
 	int64_t off = (int64_t)dst->lc_off + c;
 	if (ok && off >= -(1 << 30) && off <= (1 << 30)) {
 		dst->lc_off = (int32_t)off;
@@ -252,7 +257,7 @@ static int do_alu(struct verifier_env *env, const struct bpf_insn *in)
 	sc_alu(&r, &src.s, op, alu32, in->off);
 	dst->s = r;
 	dst->id = 0;
-	lc_update(dst, &before, &src, op, alu32);
+	lc_update(&env->cur, dst, &before, &src, op, alu32);
 	dst->taint = vtaint_join(dst->taint, src.taint);
 	dst->org.b[0] |= src.org.b[0];
 	dst->org.b[1] |= src.org.b[1];
@@ -329,7 +334,7 @@ struct lc_narrow {
 static void lc_narrow_fn(struct vreg *x, void *arg)
 {
 	const struct lc_narrow *n = arg;
-	if (x->type != VT_SCALAR || x->lc != n->lc)
+	if (x->type != VT_SCALAR || x->lc != n->lc) /* n->lc is exact: so is x's */
 		return;
 	int64_t d = (int64_t)x->lc_off - n->off; /* x = narrowed + d, |d| <= 2^31 */
 	uint64_t lo, hi;
@@ -370,7 +375,7 @@ static void set_scalar_edge(struct vstate *st, unsigned frame, unsigned regno,
 		c.apply = true;
 		for_each_reg(st, range_copy_fn, &c);
 	}
-	if (r->type == VT_SCALAR && r->lc) {
+	if (r->type == VT_SCALAR && r->lc && !(r->lc & VLC_MOD)) { /* exact tags only */
 		struct lc_narrow n = { r->lc, r->lc_off, r->s, r->org };
 		for_each_reg(st, lc_narrow_fn, &n);
 	}

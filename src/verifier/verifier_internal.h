@@ -212,6 +212,12 @@ static inline bool slot_spilled(const struct vslot *s)
 struct vloop;
 struct vwiden;
 #define VWIDEN_DEPTH 4 /* nested widened loops on one path */
+/* A loop counter tag with this bit (struct vreg lc) is congruent only: the number equals the
+ * counter's head value plus lc_off modulo 2^32 (a constant add that may have wrapped: the
+ * countdown `w6 += -1; if w6 == -1 goto out`). It proves progress at an arrival whose
+ * counter range spans less than 2^32 - 2^30 within 32 bits (verifier_widen.c) and narrows
+ * nothing. Tags themselves stay below it. */
+#define VLC_MOD 0x8000u
 /* widening attempts at a loop head, in order: a guessed bound for the counter, the guess
  * plus one step (the counter is tested before its step), no guess, no widening */
 enum { VWIDEN_GUESS, VWIDEN_GUESS_STEP, VWIDEN_NO_GUESS, VWIDEN_NEVER };
@@ -580,6 +586,9 @@ void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w);
 void verifier_widen_step(struct verifier_env *env);
 /* W fully explored: sets its iteration bound w->n. false = no bound (roll back, walk). */
 bool verifier_widen_done(struct verifier_env *env, struct vwiden *w);
+/* A congruent tag (VLC_MOD) from tag lc can prove progress: its candidate's range in W lies
+ * within 32 bits and spans less than 2^32 - 2^30. */
+bool vwiden_lc_mod_useful(const struct vstate *st, uint16_t lc);
 /* x (a number with a loop counter tag) was narrowed by a test: narrows the pointers that
  * step with that counter in st. true if any changed. */
 bool verifier_widen_narrow(struct vstate *st, const struct vreg *x);

@@ -323,6 +323,11 @@ static bool stay_bound(uint8_t op, bool j32, int32_t imm, int dir, uint64_t c, u
 	switch (op) {
 	case BPF_JGT:
 	case BPF_JNE:
+		/* `x != -1` after a decrement: it stays while the step did not wrap below 0 */
+		if (op == BPF_JNE && k == (j32 ? UINT32_MAX : UINT64_MAX)) {
+			*bound = 0;
+			break;
+		}
 		if (k == UINT64_MAX)
 			return false;
 		*bound = k + 1;
@@ -571,6 +576,21 @@ void verifier_widen_rollback(struct verifier_env *env, struct vwiden *w)
 	env->stats.widen_rollbacks++;
 }
 
+static bool lc_mod_range(const struct vwiden *w, unsigned j)
+{
+	return w->cand[j].hi <= UINT32_MAX &&
+	       w->cand[j].hi - w->cand[j].lo < (1ull << 32) - (1ull << 30);
+}
+
+bool vwiden_lc_mod_useful(const struct vstate *st, uint16_t lc)
+{
+	unsigned t = lc & ~VLC_MOD;
+	for (const struct vwiden *w = st->widen; w; w = w->parent)
+		if (t >= w->tag && t < w->tag + w->ncand)
+			return lc_mod_range(w, t - w->tag);
+	return false;
+}
+
 static int arrival(struct verifier_env *env, struct vwiden *w)
 {
 	if (w->nptr && !vwiden_ptr_arrival(env, w))
@@ -583,7 +603,13 @@ static int arrival(struct verifier_env *env, struct vwiden *w)
 		if (!((w->mask >> j) & 1))
 			continue;
 		const struct vreg *r = vpos_reg(top, w->cand[j].pos);
-		if (!r || r->type != VT_SCALAR || r->lc != w->tag + j)
+		if (!r || r->type != VT_SCALAR || (r->lc & ~VLC_MOD) != w->tag + j)
+			continue;
+		/* congruent only: the new value and the head's differ by lc_off modulo 2^32;
+		 * both lie in W's range (containment, above), and when that range is within 32
+		 * bits and narrower than 2^32 - 2^30 (|lc_off| <= 2^30), only lc_off itself
+		 * fits: the step is exact */
+		if ((r->lc & VLC_MOD) && !lc_mod_range(w, j))
 			continue;
 		int64_t d = (int64_t)r->lc_off * w->cand[j].dir;
 		if (d < 1)
@@ -619,7 +645,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		if (w->head == pc)
 			return arrival(env, w);
 	if (env->widen_off || env->widen_attempt[pc] >= VWIDEN_NEVER || env->cur.nframes != 1 ||
-	    env->next_tag + VWIDEN_MAX_CAND > UINT16_MAX || env->widen_shape_miss[pc] > 8 ||
+	    env->next_tag + VWIDEN_MAX_CAND >= VLC_MOD || env->widen_shape_miss[pc] > 8 ||
 	    env->inprogress[pc] < WIDEN_AFTER || depth >= VWIDEN_DEPTH)
 		return 0;
 	/* the previous visits of this entry into the loop: stored states at the head since the

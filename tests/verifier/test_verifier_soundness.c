@@ -348,7 +348,7 @@ static void gen_counted_loop(void)
 {
 	if (in_loop)
 		return;
-	bool slot = rn(2), down = rn(3) == 0, j32 = rn(3) == 0, ptr = rn(4) == 0;
+	bool slot = rn(2), down = rn(3) == 0, j32 = rn(3) == 0, ptr = rn(2) == 0;
 	/* up to 3,000 iterations: longer than walking allows with a short budget */
 	int32_t bound = 1 + (int32_t)rn(rn(4) ? 40 : rn(2) ? 70 : 3000);
 	/* p[0] read, then p += stride: with the counter's step or a multiple of it (widened
@@ -414,7 +414,9 @@ static void gen_counted_loop(void)
 	static const uint8_t up_ops[] = { BPF_JLT, BPF_JLE, BPF_JNE, BPF_JSLT, BPF_JSLE };
 	static const uint8_t down_ops[] = { BPF_JGT, BPF_JGE, BPF_JNE, BPF_JSGT, BPF_JSGE };
 	uint8_t op = down ? down_ops[rn(5)] : up_ops[rn(5)];
-	int32_t imm = down ? (int32_t)rn(3) : bound;
+	/* counting down, sometimes to the wrap test `!= -1` (the step from 0 wraps: the
+	 * congruent counter tag, verifier_widen.c) */
+	int32_t imm = down ? (rn(4) ? (int32_t)rn(3) : -1) : bound;
 	emit(INSN((j32 ? BPF_JMP32 : BPF_JMP) | op | BPF_K, 9, 0, (int16_t)(head - n - 1), imm));
 }
 static void gen_spill(void)

@@ -102,6 +102,14 @@ static void test_accepted(void)
 		MOV64_IMM(7, 0), /* 5 */ MOV64_REG(1, 8), ALU64_IMM(BPF_AND, 1, 127),
 		ALU64_REG(BPF_ADD, 7, 1), ALU64_IMM(BPF_ADD, 9, 1), JMP_IMM(BPF_JLT, 9, 1000, -5),
 		MOV64_REG(0, 7), EXIT());
+	/* clang -O2 -mcpu=v3 for `for (__u32 i = 1000; i > 0; i--) BUMP(i - 1)`: the step may
+	 * wrap 0 to 0xffffffff and the exit test catches exactly that (regression: the tag was
+	 * dropped at the step, the loop walked: 14,989 processed) */
+	WIDENED(100, MOV32_IMM(6, 999), JA(2), /* 2 */ ALU32_IMM(BPF_ADD, 6, -1),
+		JMP32_IMM(BPF_JEQ, 6, -1, 11), STX(BPF_W, 10, 6, -4), MOV64_REG(2, 10),
+		ALU64_IMM(BPF_ADD, 2, -4), LD_MAP(1, M_ARR), CALL(1), JMP_IMM(BPF_JEQ, 0, 0, -9),
+		LDX(BPF_DW, 1, 0, 0), ALU64_IMM(BPF_ADD, 1, 1), STX(BPF_DW, 0, 1, 0), JA(-13),
+		/* 15 */ MOV64_IMM(0, 0), EXIT());
 	/* nested: 300 x 300 (the inner loop walked or widened inside the widened outer one) */
 	WIDENED(600, MOV64_IMM(8, 0), MOV64_IMM(7, 0), /* 2 */ MOV64_IMM(9, 0),
 		/* 3 */ ALU64_REG(BPF_ADD, 7, 9), ALU64_IMM(BPF_ADD, 9, 1),
@@ -220,6 +228,12 @@ static void test_rejected(void)
 	REJECTED(1000000, NB_VERR_INFINITE_LOOP, 3, MOV32_IMM(9, 0), /* 1 */ MOV64_REG(0, 9),
 		 ALU32_IMM(BPF_ADD, 9, 0x40000000), JMP32_IMM(BPF_JNE, 9, 5, -3), MOV64_IMM(0, 0),
 		 EXIT());
+	/* counting down by 2 from an even start to the wrap test `w9 == -1`: 0 steps to
+	 * 0xfffffffe, never -1, forever; the congruent (mod 2^32) step proves nothing here:
+	 * the wrapped values leave W's range */
+	REJECTED(1000000, NB_VERR_BUDGET, 5, MOV32_IMM(9, 1000), JA(2), /* 2 */
+		 ALU32_IMM(BPF_ADD, 9, -2), JMP32_IMM(BPF_JEQ, 9, -1, 2), MOV64_REG(0, 9), JA(-4),
+		 MOV64_IMM(0, 0), EXIT());
 	/* the same loop stepping by 2 from an even start towards an odd bound: never equal */
 	REJECTED(1000000, NB_VERR_BUDGET, 3, MOV64_IMM(9, 0), /* 1 */ MOV64_REG(0, 9),
 		 ALU64_IMM(BPF_ADD, 9, 2), JMP_IMM(BPF_JNE, 9, 1001, -3), MOV64_IMM(0, 0), EXIT());
