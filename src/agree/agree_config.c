@@ -71,6 +71,10 @@ static void parse_faults(const char *s)
 			config.fault_kill_mid_commit_last = v;
 		else if (sscanf(s, "kill_mid_commit=%llu", &v) == 1)
 			config.fault_kill_mid_commit = v;
+		else if (sscanf(s, "hold_after_data=%llu", &v) == 1)
+			config.fault_hold_after_data = v;
+		else if (sscanf(s, "hold_file=%255[^,]", config.fault_hold_file) == 1)
+			config.fault_hold_file[sizeof(config.fault_hold_file) - 1] = '\0';
 		s = strchr(s, ',');
 		if (s)
 			s++;

@@ -214,12 +214,18 @@ struct agree_config {
 	uint64_t fault_kill_after_commit;              /* the leader dies once COMMIT N is sent */
 	/* the leader (or a relay) sends COMMIT N to its first (last) child only, then dies */
 	uint64_t fault_kill_mid_commit, fault_kill_mid_commit_last;
+	/* the leader's service thread, once DATA N is on every child's socket, neither reads,
+	 * writes nor steps until the file fault_hold_file exists (a process stopped there) */
+	uint64_t fault_hold_after_data;
+	char fault_hold_file[256];
 	uint64_t start_ns;
 };
 const struct agree_config *agree_config(void);
 uint64_t agree_now_ns(void);
 /* test-only: the network of this process is blocked now (fault_block_*) */
 bool agree_fault_blocked(uint64_t now);
+/* test-only: the service thread holds at the top of its next pass (fault_hold_*) */
+void agree_fault_hold_arm(void);
 
 /* Registry snapshot for the service thread. */
 void agree_registry_lock(void);

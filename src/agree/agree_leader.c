@@ -349,6 +349,11 @@ static void leader_produce(struct agree_comm *ac, struct agree_stream *s, uint32
 			agree_conn_send(p->fd, &data);
 	}
 	agree_buf_free(&data);
+	if (agree_config()->fault_hold_after_data == e + 1) {
+		/* test-only: this process "stops" once DATA e+1 is on every child's socket (the
+		 * pass's flush sends it; the hold starts at the top of the next pass) */
+		agree_fault_hold_arm();
+	}
 	memcpy(s->latest, v->data, s->bytes);
 	s->latest_number = v->number;
 	free(s->produced_ring[v->number % AGREE_PRODUCE_AHEAD]);

@@ -63,6 +63,7 @@ static pthread_t service_thread;
 static bool service_running;
 static _Atomic bool service_stop;
 static _Atomic uint64_t service_loops;
+static _Atomic bool fault_hold_armed; /* test-only (fault_hold_*) */
 static int wake_fd = -1;
 static int listen_fd = -1;
 static int reserve_fd = -1;          /* kept free to accept-and-close at the fd limit */
@@ -923,6 +924,31 @@ static void connected(struct conn *c)
 	peer_of(c);
 }
 
+void agree_fault_hold_arm(void)
+{
+	atomic_store(&fault_hold_armed, true);
+}
+
+/* Test-only (NCCLBPF_AGREE_TEST_FAULT hold_after_data=N,hold_file=PATH): this thread holds
+ * - nothing read, written or stepped, as if the process were stopped - until PATH exists
+ * (at most 120 s). Its loop count still advances, so that this rank's own tuner does not
+ * take the service for dead (a stopped process stops its tuner too). */
+static void fault_hold(void)
+{
+	if (!atomic_exchange(&fault_hold_armed, false))
+		return;
+	const char *path = agree_config()->fault_hold_file;
+	runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: test fault: the service holds until %s "
+		    "exists", path);
+	for (int i = 0; i < 120000 && path[0] && access(path, F_OK) != 0 &&
+	     !atomic_load(&service_stop); i++) {
+		atomic_fetch_add_explicit(&service_loops, 1, memory_order_relaxed);
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	runtime_log(NB_LOG_INFO, NB_LOG_TUNING, "agree: test fault: the service resumes");
+}
+
 static void *service_main(void *arg)
 {
 	(void)arg;
@@ -932,6 +958,7 @@ static void *service_main(void *arg)
 	struct timespec cpu0;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
 	while (!atomic_load(&service_stop)) {
+		fault_hold();
 		atomic_fetch_add_explicit(&service_loops, 1, memory_order_relaxed);
 		struct timespec cpu1;
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);

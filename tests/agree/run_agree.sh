@@ -35,7 +35,7 @@ declare -A GROUP_OF=(
 	[checker]=flat [steady]=flat [slow_leader]=flat [no_commit]=flat [connection_drop]=flat
 	[leader_killed]=flat [leader_killed_mid_commit]=flat [leader_killed_before_join]=flat
 	[late_join]=flat [comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat
-	[join_by_events]=flat
+	[join_by_events]=flat [stopped_leader]=flat
 	[tree_steady]=tree [tree_relay_killed]=tree [tree_child_drop]=tree [tree_leader_killed]=tree
 	[tree_join_by_events]=tree [tree_leader_killed_mid_commit]=tree
 	[tree_relay_killed_mid_commit]=tree
@@ -376,6 +376,34 @@ killed_run 0 kill_mid_commit=8 1 2 3
 [ "$F" = 640 ] || die "fell back at $F, not after the version one survivor saw committed (S_9 = 640)"
 expect_warn 1 2 3 -- "recovery round"
 check_waits 1 2 3
+fi
+
+# ---- 5c. the leader STOPPED (not dead) while the others ack, ask and decide: its service
+#          thread holds once DATA 8 is on every child's socket (test fault hold_after_data:
+#          a SIGSTOP, deterministically) until every other rank, holding version 8 and
+#          getting no verdict within the bound, activated it (rule 3; the ranks wait at the
+#          gate at 600, before S_9 = 640). Then it resumes with each rank's ACK of 8 and
+#          FALLBACK request for S_8 = 576 unread. Before (stress_agree run 96, results
+#          15.2): it arbitrated the first request it read before the others' ACKs and fell
+#          back at 576 while ranks 1-3 had activated 8 - DIVERGENT. Now it arbitrates only
+#          after a pass that read every connection: it commits 8, nobody falls back --------
+if want stopped_leader; then
+begin stopped_leader
+set_wait 1500
+NCCLBPF_AGREE_TEST_FAULT=hold_after_data=8,hold_file=$DIR/resume start_rank 0 0 1200 --gate "$DIR/gate"
+for r in 1 2 3; do start_rank $r $r 1200 --gate "$DIR/gate"; done
+for r in 0 1 2 3; do wait_log "$DIR/out.$r" "^gate 0" 120 || die "rank $r never reached step 0"; done
+echo 600 >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"
+for r in 1 2 3; do
+	wait_log "$DIR/err.$r" "version 8 of .*activated it" 120 || die "rank $r did not activate version 8 without a verdict"
+done
+touch "$DIR/resume"
+for r in 0 1 2 3; do wait_log "$DIR/out.$r" "^gate 600" 120 || die "rank $r never reached step 600"; done
+echo 1000000 >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"
+wait_all
+check_decisions
+MIN_VERSIONS=15 expect_no_fallback 0 1 2 3
+check_waits 0 1 2 3
 fi
 
 # ---- 5b. the leader killed while a rank has not joined yet (regression: that rank fell
