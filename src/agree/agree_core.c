@@ -74,6 +74,7 @@ static struct agree_comm *comm_alloc(uint64_t comm_id, uint32_t n_ranks)
 	atomic_init(&ac->want_seq, UINT64_MAX);
 	ac->asked_seq = UINT64_MAX;
 	ac->fallback_sent_seq = ac->down_fallback_sent = AGREE_NO_FALLBACK; /* none announced */
+	ac->arb_seq = AGREE_NO_FALLBACK;                               /* no request pending */
 	ac->fd = -1;
 	ac->read_bind.mode = NB_BIND_READ;
 	ac->write_bind.mode = NB_BIND_WRITE;

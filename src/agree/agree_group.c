@@ -227,6 +227,27 @@ void agree_encode_data(struct agree_comm *ac, struct agree_buf *b, struct agree_
 
 /* ------------------------------------------------------------- the verdict ---- */
 
+void agree_note_request(struct agree_comm *ac, const struct agree_msg *m)
+{
+	if (ac->arb_seq != AGREE_NO_FALLBACK && m->seq <= ac->arb_seq)
+		return; /* the same point (noted in an earlier pass), or one committed already */
+	ac->arb_seq = m->seq;
+	ac->arb_asker = m->why_rank;
+	ac->arb_reason = m->reason;
+	ac->arb_why = m->why;
+	ac->arb_detail = m->why_detail;
+	ac->arb_pass = agree_service_pass();
+}
+
+bool agree_take_request(struct agree_comm *ac, uint64_t *seq)
+{
+	if (ac->arb_seq == AGREE_NO_FALLBACK || !agree_service_drained(ac->arb_pass))
+		return false;
+	*seq = ac->arb_seq;
+	ac->arb_seq = AGREE_NO_FALLBACK;
+	return true;
+}
+
 /* A member that acked version `need` (it holds it, and every version before) and got no
  * verdict within the bound, with its link to the leader alive: the leader committed it
  * unless another rank did not ack - but then that rank is the faulty one, this one's
@@ -279,6 +300,17 @@ static void handle_want(struct agree_comm *ac)
 		return; /* the survivors' round decides (bounded: agree_recover_step) */
 	if (ac->want_done_seq == seq && ac->want_done >= phase)
 		return;
+	if (phase >= 2) {
+		/* decide only after a pass that began after the deadline was seen read every
+		 * connection: a verdict (or, at the leader, the ACKs) that reached this process
+		 * while it was stopped counts, whatever the pass it resumed in had read */
+		if (ac->want_seen_key != seq + 1) {
+			ac->want_seen_key = seq + 1;
+			ac->want_seen_pass = agree_service_pass();
+		}
+		if (!agree_service_drained(ac->want_seen_pass))
+			return;
+	}
 	ac->want_done_seq = seq;
 	ac->want_done = phase;
 	uint32_t stream = 0;

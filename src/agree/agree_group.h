@@ -31,6 +31,16 @@ void agree_leader_on_close(struct agree_comm *ac, int fd);
  * is committed (its COMMIT or READY is then ahead of any answer on every link). */
 void agree_leader_arbitrate(struct agree_comm *ac, uint64_t seq, uint32_t asker);
 
+/* A FALLBACK request (m) read now, decided (leader) or passed up (relay) later: only
+ * after a later pass read every connection, so that the ACKs and commits that had arrived
+ * with it count first - the answer is a function of what the members sent, not of the
+ * order one pass read their links in (issue 23: a leader resumed after a stop arbitrated
+ * the first request it read before the other ranks' ACKs). The newest seq is kept: an
+ * older one is answered already (its asker's peers passed it, so it is committed). */
+void agree_note_request(struct agree_comm *ac, const struct agree_msg *m);
+/* The noted request once that pass came (its seq in *seq; the rest stays in ac->arb_*). */
+bool agree_take_request(struct agree_comm *ac, uint64_t *seq);
+
 /* test-only: dies after COMMIT v (encoded in b) reached one child (agree_leader.c) */
 void agree_fault_mid_commit(struct agree_comm *ac, uint64_t v, const struct agree_buf *b);
 

@@ -147,6 +147,15 @@ struct agree_comm {
 	uint64_t asked_seq;                    /* follower: REQUEST sent for this seq */
 	int want_done;                         /* the tuner's phase handled for want_seq */
 	uint64_t want_done_seq;
+	uint64_t want_seen_key, want_seen_pass; /* want_seq + 1 when its phase 2 was first seen,
+						 * and that pass (decided after a drained one) */
+	/* leader: the newest REQUEST not arbitrated yet (seq, asker; arb_seq
+	 * AGREE_NO_FALLBACK: none) and the pass that read it. relay: the newest child
+	 * REQUEST not passed up yet (the whole frame's fields). Decided / passed up only after
+	 * a later pass read every connection: after the ACKs that arrived with it */
+	uint64_t arb_seq, arb_pass;
+	uint32_t arb_asker, arb_reason, arb_why, arb_detail;
+	uint64_t recov_due_pass;               /* successor: the pass that saw its deadline */
 	uint64_t orphan_since_ns;              /* asking the leader for F since (0: not) */
 	bool ready_up_sent;                    /* relay: READY sent up */
 	char auth_why[160];                    /* a peer refused this rank's credentials */
@@ -258,6 +267,13 @@ void agree_service_start(void);
 bool agree_service_running(void);
 void agree_service_wake(void);
 uint64_t agree_service_loops(void); /* passes of the service loop (progress) */
+/* The service pass under way (the number agree_service_drained compares). */
+uint64_t agree_service_pass(void);
+/* A pass later than `pass` has read every connection with input: whatever had reached
+ * this process's sockets when something was noted in `pass` (a request read, a deadline
+ * seen passed) has been handled. A decision that must not depend on read order or on a
+ * stall of this process waits for it (docs/agreement.md "Fallback rules", rule 2). */
+bool agree_service_drained(uint64_t pass);
 bool agree_hub_refused(void);       /* the hub did not accept this process's secret */
 void agree_stat_add(size_t offset, uint64_t v);
 #define AGREE_STAT(field, v) agree_stat_add(offsetof(struct agree_stats, field), (v))

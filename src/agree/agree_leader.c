@@ -219,7 +219,7 @@ bool agree_leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *
 		return agree_apply_ack(ac, r, m);
 	case AGREE_MSG_FALLBACK:
 		if (m->reason & AGREE_FALLBACK_REQUEST)
-			agree_leader_arbitrate(ac, m->seq, m->why_rank);
+			agree_note_request(ac, m); /* arbitrated by agree_leader_step */
 		else
 			agree_apply_fallback(ac, m);
 		return true;
@@ -487,6 +487,12 @@ void agree_leader_step(struct agree_comm *ac, uint64_t now)
 			leader_produce(ac, &ac->streams[i], i, now);
 		leader_commit(ac, &ac->streams[i], i);
 		agree_reclaim(&ac->streams[i]);
+	}
+	/* a request, after the commits every ACK read up to now allows */
+	uint64_t seq;
+	if (agree_take_request(ac, &seq)) {
+		agree_leader_arbitrate(ac, seq, ac->arb_asker);
+		f = atomic_load(&ac->fallback_seq);
 	}
 	if (f != AGREE_NO_FALLBACK && f != ac->fallback_sent_seq)
 		announce_fallback(ac, f);

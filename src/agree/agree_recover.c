@@ -188,17 +188,28 @@ bool agree_recover_waiting(const struct agree_comm *ac)
 	return ac->recov == AGREE_RECOV_COLLECTING || ac->recov == AGREE_RECOV_REPORTING;
 }
 
+/* The round's deadline passed: true once a later pass read every connection, so that
+ * reports (an answer) that reached this process while it was stopped count first. Reports
+ * still in their connection's handshake then do not (docs/agreement.md "What is not
+ * guaranteed"). */
+static bool due_drained(struct agree_comm *ac)
+{
+	if (!ac->recov_due_pass)
+		ac->recov_due_pass = agree_service_pass();
+	return agree_service_drained(ac->recov_due_pass);
+}
+
 void agree_recover_step(struct agree_comm *ac, uint64_t now)
 {
 	if (ac->recov == AGREE_RECOV_COLLECTING) {
 		uint32_t got = 0;
 		for (uint32_t r = 0; r < ac->n_ranks; r++)
 			got += ac->recov_got[r];
-		if (got + 1 >= participants(ac) || now >= ac->recov_until_ns)
+		if (got + 1 >= participants(ac) || (now >= ac->recov_until_ns && due_drained(ac)))
 			decide(ac);
 		return;
 	}
-	if (ac->recov == AGREE_RECOV_REPORTING && now >= ac->recov_until_ns) {
+	if (ac->recov == AGREE_RECOV_REPORTING && now >= ac->recov_until_ns && due_drained(ac)) {
 		ac->recov = AGREE_RECOV_FAILED;
 		agree_follower_lost_leader(ac, "lost the leader, and the successor (rank 1) did "
 					   "not answer within the bound");

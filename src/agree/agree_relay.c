@@ -154,6 +154,19 @@ void agree_relay_step(struct agree_comm *ac, uint64_t now)
 			relay_ship(ac, &ac->streams[i], i, now);
 		relay_ack(ac, &ac->streams[i], i);
 	}
+	/* only the leader decides: a child's request goes up as it came (the asker's rank in
+	 * it), behind the ACKs that its subtree's links had delivered with it - the leader
+	 * then reads those first on this link, whatever its own pass order */
+	uint64_t seq;
+	if (agree_take_request(ac, &seq) && ac->hello_sent) {
+		struct agree_buf b = {0};
+		size_t o = agree_wire_begin(&b, AGREE_MSG_FALLBACK, agree_my_rank(ac), ac->comm_id);
+		agree_wire_put_fallback(&b, seq, ac->arb_reason, ac->arb_why, ac->arb_asker,
+					ac->arb_detail);
+		agree_wire_end(&b, o);
+		agree_conn_send(ac->fd, &b);
+		agree_buf_free(&b);
+	}
 }
 
 /* Every version the relay holds and has not seen committed, for a joining child (nothing
@@ -194,17 +207,7 @@ bool agree_relay_on_child_msg(struct agree_comm *ac, int fd, const struct agree_
 		return agree_apply_ack(ac, r, m);
 	case AGREE_MSG_FALLBACK:
 		if (m->reason & AGREE_FALLBACK_REQUEST) {
-			/* only the leader decides: passed up as it came (the asker's rank in it) */
-			if (ac->fd >= 0 && ac->hello_sent) {
-				struct agree_buf b = {0};
-				size_t o = agree_wire_begin(&b, AGREE_MSG_FALLBACK, agree_my_rank(ac),
-							    ac->comm_id);
-				agree_wire_put_fallback(&b, m->seq, m->reason, m->why, m->why_rank,
-							m->why_detail);
-				agree_wire_end(&b, o);
-				agree_conn_send(ac->fd, &b);
-				agree_buf_free(&b);
-			}
+			agree_note_request(ac, m); /* passed up by agree_relay_step */
 			return true;
 		}
 		/* a child fell back: up with this relay's own (follower_step), and down */

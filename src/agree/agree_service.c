@@ -64,6 +64,10 @@ static bool service_running;
 static _Atomic bool service_stop;
 static _Atomic uint64_t service_loops;
 static _Atomic bool fault_hold_armed; /* test-only (fault_hold_*) */
+/* The latest pass (service_loops) that read every connection poll found readable, polled
+ * after the pass began: everything that had reached this process's sockets before that
+ * pass began has been handled (agree_service_drained). */
+static uint64_t drained_pass;
 static int wake_fd = -1;
 static int listen_fd = -1;
 static int reserve_fd = -1;          /* kept free to accept-and-close at the fd limit */
@@ -108,6 +112,16 @@ bool agree_is_hub(void) { return is_hub; }
 int agree_hub_link(void) { return hub_fd >= 0 && agree_conn_ready(hub_fd) ? hub_fd : -1; }
 uint16_t agree_listen_port(void) { return listen_port; }
 bool agree_hub_refused(void) { return hub_refused; }
+uint64_t agree_service_pass(void)
+{
+	return atomic_load_explicit(&service_loops, memory_order_relaxed);
+}
+
+bool agree_service_drained(uint64_t pass)
+{
+	return drained_pass > pass;
+}
+
 uint64_t agree_service_loops(void) { return atomic_load_explicit(&service_loops, memory_order_relaxed); }
 uint64_t agree_service_passes(void) { return agree_service_loops(); }
 
@@ -959,7 +973,7 @@ static void *service_main(void *arg)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
 	while (!atomic_load(&service_stop)) {
 		fault_hold();
-		atomic_fetch_add_explicit(&service_loops, 1, memory_order_relaxed);
+		uint64_t pass = atomic_fetch_add_explicit(&service_loops, 1, memory_order_relaxed) + 1;
 		struct timespec cpu1;
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
 		AGREE_STAT(service_cpu_ns, (uint64_t)(cpu1.tv_sec - cpu0.tv_sec) * 1000000000ull +
@@ -993,10 +1007,15 @@ static void *service_main(void *arg)
 			pfd[n] = (struct pollfd){.fd = listen_fd, .events = POLLIN};
 			idx[n++] = -2;
 		}
-		for (int fd = 0; fd < conns_cap && n < pcap; fd++) {
+		bool all_polled = true;
+		for (int fd = 0; fd < conns_cap; fd++) {
 			struct conn *c = conns[fd];
 			if (!c)
 				continue;
+			if (n >= pcap) {
+				all_polled = false;
+				break;
+			}
 			short ev = POLLIN;
 			if (c->state == CS_CONNECTING || c->hs.len > c->hs_off ||
 			    (c->state == CS_READY && c->out.len > c->out_off))
@@ -1038,6 +1057,10 @@ static void *service_main(void *arg)
 					conn_read(c);
 			}
 		}
+		/* every connection with input read (a blocked network delivered nothing): what
+		 * reached the sockets before this pass began is handled before the step decides */
+		if (r >= 0 && all_polled)
+			drained_pass = pass;
 		agree_registry_unlock();
 		step_comms(agree_now_ns());
 		if (!blocked)

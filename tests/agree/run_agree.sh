@@ -38,7 +38,7 @@ declare -A GROUP_OF=(
 	[join_by_events]=flat [stopped_leader]=flat
 	[tree_steady]=tree [tree_relay_killed]=tree [tree_child_drop]=tree [tree_leader_killed]=tree
 	[tree_join_by_events]=tree [tree_leader_killed_mid_commit]=tree
-	[tree_relay_killed_mid_commit]=tree
+	[tree_relay_killed_mid_commit]=tree [tree_stopped_leader]=tree
 	[second_job]=members [second_job_secret]=members [no_profiler]=members
 	[no_profiler_leader]=members [no_profiler_tree]=members [multi_rank_process]=members
 	[config_tuner]=config [config_maps]=config [config_missing]=config [config_agree_off]=config
@@ -572,6 +572,30 @@ check_decisions
 MIN_VERSIONS=15 expect_no_fallback 0 1 2 3 4 5
 check_waits 0 1 2 3 4 5
 grep -q "fan-out 3, 2 direct children (relay)" "$DIR/err.3" || die "rank 3 did not relay"
+fi
+
+# ---- 11c. stopped_leader in a tree (6 ranks, fan-out 3): ranks 4-5 ask through relay 3,
+#           which passes a request up only after a pass that read all its links, behind
+#           its ACK of the version; ranks 1-3 activate version 8 without a verdict (relay
+#           3 commits it down), then the leader resumes and must commit 8 ---------------
+if want tree_stopped_leader; then
+begin tree_stopped_leader
+export NRANKS=6 NCCLBPF_AGREE_FANOUT=3
+set_wait 1500
+NCCLBPF_AGREE_TEST_FAULT=hold_after_data=8,hold_file=$DIR/resume start_rank 0 0 1200 --gate "$DIR/gate"
+for r in 1 2 3 4 5; do start_rank $r $r 1200 --gate "$DIR/gate"; done
+for r in 0 1 2 3 4 5; do wait_log "$DIR/out.$r" "^gate 0" 120 || die "rank $r never reached step 0"; done
+echo 600 >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"
+for r in 1 2 3; do
+	wait_log "$DIR/err.$r" "version 8 of .*activated it" 120 || die "rank $r did not activate version 8 without a verdict"
+done
+touch "$DIR/resume"
+for r in 0 1 2 3 4 5; do wait_log "$DIR/out.$r" "^gate 600" 120 || die "rank $r never reached step 600"; done
+echo 1000000 >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"
+wait_all
+check_decisions
+MIN_VERSIONS=15 expect_no_fallback 0 1 2 3 4 5
+check_waits 0 1 2 3 4 5
 fi
 
 # ---- 12. a relay killed mid-run: its children ask the leader, every surviving rank falls
