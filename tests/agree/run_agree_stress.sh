@@ -13,9 +13,12 @@
 # rank that was not stopped. Exit 0 only with no divergence and no hang.
 #
 # usage: run_agree_stress.sh AGREE_RANK LIBNCCLBPF.so NCCLBPF_CLI POLICY_DIR RUN_DIR [RUNS]
-# STRESS_SEED=N: another sequence of faults (default 1).
+# STRESS_SEED=N: another sequence of faults (default 1). STRESS_KIND=kill|stop|block and
+# STRESS_TARGET=R: every run injects that kind / hits that rank (the stopped leader:
+# STRESS_KIND=stop STRESS_TARGET=0); the random draws stay the same otherwise.
 set -u
 RANKBIN=$1 LIB=$2 CLI=$3 POLICIES=$4 RUN=$5 RUNS=${6:-100}
+case "${STRESS_KIND:-kill}" in kill|stop|block) ;; *) echo "STRESS_KIND: kill, stop or block" >&2; exit 2;; esac
 if [ "${NCCLBPF_STRESS:-0}" != 1 ]; then
 	echo "stress_agree: skipped (set NCCLBPF_STRESS=1 to run it: about 10 minutes)"
 	exit 77
@@ -39,6 +42,8 @@ for i in $(seq "$RUNS"); do
 	KINDS=(kill stop block)
 	KIND=${KINDS[$((RANDOM % 3))]}
 	TARGET=$((RANDOM % N))
+	KIND=${STRESS_KIND:-$KIND}
+	TARGET=${STRESS_TARGET:-$TARGET}
 	AT_MS=$((200 + RANDOM % 1200))
 	MULTS=(1 10 30 100)
 	DUR_MS=$(( W * ${MULTS[$((RANDOM % 4))]} / 10 ))
