@@ -218,10 +218,12 @@ static __always_inline __u64 half_width(__u64 sd, __u64 n)
  * thresholds are powers of two). */
 static __always_inline __u64 budget_of(__u64 n_bytes)
 {
-	__u32 m = n_bytes < cfg_budget_small_below ? cfg_budget_small
-		: n_bytes >= cfg_budget_large_from ? cfg_budget_large
-						   : cfg_budget;
-	return m < 2 ? 2 : m > 250 ? 250 : m;
+	/* branch-free: each branch here split the verifier's walk of everything after it in
+	 * three (2, 250 or the value in between: the elimination phase walked three times) */
+	__u64 m = NCCLBPF_SEL(LT(n_bytes, cfg_budget_small_below), cfg_budget_small,
+			      NCCLBPF_SEL(LT(n_bytes, cfg_budget_large_from), cfg_budget, cfg_budget_large));
+	m = NCCLBPF_SEL(LT(m, 2), 2, m);
+	return NCCLBPF_SEL(LT(250, m), 250, m);
 }
 
 /* Band index of a collective, or -1 when the bandit leaves it to NCCL. */
@@ -466,7 +468,8 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 				__u64 short_n = LT(COUNT(cnt->n[a]), budget);
 				bh = NCCLBPF_SEL(better, half_width(st->sd[a], COUNT(cnt->n[a])) & -short_n, bh);
 			}
-			__u64 gate = ctx->n_bytes >= cfg_large_from ? cfg_gate_large_pct : cfg_gate_small_pct;
+			__u64 gate = NCCLBPF_SEL(LT(ctx->n_bytes, cfg_large_from), cfg_gate_small_pct,
+						 cfg_gate_large_pct);
 			gate = NCCLBPF_SEL(LT(100, gate), 100, gate);
 			/* the safety gate against AUTO's mean, eliminated or not, with the best arm's
 			 * mean one standard error up while it is short of its budget (a few samples
