@@ -105,6 +105,7 @@ struct agree_comm {
 	/* [T] */
 	uint64_t next_event;                   /* seq at which the slow path must run */
 	bool started;                          /* first collective seen */
+	bool tuner_fell_back;                  /* the slow path returned FALLBACK: for good */
 	struct nb_map_binding read_bind;
 	/* [A] */
 	_Atomic bool streams_ready;            /* streams[] set up (by the tuner at seq 0) */

@@ -347,6 +347,42 @@ static void test_tuner_without_group(void)
 	}
 }
 
+/* Regression (stress_agree, eighth session): the service thread closes a version's gate
+ * (AGREE_GATE_FALLBACK) before it stores the fallback point F. The tuner that saw the gate
+ * at F fell back there, and its next call, at F + 1, read no fallback point yet and ran the
+ * policy (every rank fell back at 448, one used the policy at 449). Here the window is held
+ * open: the gate closed, the fallback point never stored. */
+static void test_tuner_fallback_permanent(void)
+{
+	unsetenv("NCCLBPF_AGREE");
+	struct agree_comm *ac = agree_comm_tuner_open(0x78, 4);
+	CHECK(ac != NULL);
+	if (!ac)
+		return;
+	CHECK(agree_tuner_begin(ac, 0) == AGREE_RUN); /* starts it: no group, no streams */
+	agree_tuner_end();
+	/* as a group with one agreed stream of epoch 8 would be after joining: version 0 only,
+	 * version 1 (needed from collective 16) failed - its gate closed */
+	ac->grouped = true;
+	atomic_store(&ac->ready, AGREE_READY_YES);
+	ac->n_streams = 1;
+	ac->streams[0].k = 8;
+	ac->streams[0].active = NULL;
+	atomic_store(&ac->streams[0].gate, AGREE_GATE_FALLBACK);
+	ac->next_event = 16;
+	CHECK(agree_tuner_begin(ac, 15) == AGREE_RUN);
+	agree_tuner_end();
+	CHECK(agree_tuner_begin(ac, 16) == AGREE_FALLBACK);
+	agree_tuner_end();
+	for (uint64_t s = 17; s < 40; s++) {
+		CHECK(agree_tuner_begin(ac, s) == AGREE_FALLBACK);
+		agree_tuner_end();
+	}
+	ac->grouped = false;
+	ac->n_streams = 0;
+	agree_comm_tuner_close(ac);
+}
+
 /* The tree's shape: every rank but 0 has exactly one parent, parents are the leader or a
  * relay (r % F == 0), relays' children are the rest of their block, and the leader's
  * direct children stay ~2 sqrt(n) for the default fan-out. */
@@ -571,6 +607,7 @@ int main(void)
 	test_wire_tree_messages();
 	test_map_binding();
 	test_tuner_without_group();
+	test_tuner_fallback_permanent();
 	test_hub_parked_lookups();
 	TEST_DONE();
 }
