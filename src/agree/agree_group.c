@@ -236,7 +236,7 @@ void agree_note_request(struct agree_comm *ac, const struct agree_msg *m)
 	ac->arb_reason = m->reason;
 	ac->arb_why = m->why;
 	ac->arb_detail = m->why_detail;
-	ac->arb_pass = agree_service_pass();
+	ac->arb_pass = agree_service_loops();
 }
 
 bool agree_take_request(struct agree_comm *ac, uint64_t *seq)
@@ -306,7 +306,7 @@ static void handle_want(struct agree_comm *ac)
 		 * while it was stopped counts, whatever the pass it resumed in had read */
 		if (ac->want_seen_key != seq + 1) {
 			ac->want_seen_key = seq + 1;
-			ac->want_seen_pass = agree_service_pass();
+			ac->want_seen_pass = agree_service_loops();
 		}
 		if (!agree_service_drained(ac->want_seen_pass))
 			return;

@@ -268,10 +268,8 @@ void agree_service_start(void);
 bool agree_service_running(void);
 void agree_service_wake(void);
 uint64_t agree_service_loops(void); /* passes of the service loop (progress) */
-/* The service pass under way (the number agree_service_drained compares). */
-uint64_t agree_service_pass(void);
-/* A pass later than `pass` has read every connection with input: whatever had reached
- * this process's sockets when something was noted in `pass` (a request read, a deadline
+/* A pass later than `pass` (agree_service_loops(): the pass under way) has read every
+ * connection with input: whatever had reached this process's sockets when something was noted in `pass` (a request read, a deadline
  * seen passed) has been handled. A decision that must not depend on read order or on a
  * stall of this process waits for it (docs/agreement.md "Fallback rules", rule 2). */
 bool agree_service_drained(uint64_t pass);

@@ -195,7 +195,7 @@ bool agree_recover_waiting(const struct agree_comm *ac)
 static bool due_drained(struct agree_comm *ac)
 {
 	if (!ac->recov_due_pass)
-		ac->recov_due_pass = agree_service_pass();
+		ac->recov_due_pass = agree_service_loops();
 	return agree_service_drained(ac->recov_due_pass);
 }
 

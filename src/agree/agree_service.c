@@ -112,11 +112,6 @@ bool agree_is_hub(void) { return is_hub; }
 int agree_hub_link(void) { return hub_fd >= 0 && agree_conn_ready(hub_fd) ? hub_fd : -1; }
 uint16_t agree_listen_port(void) { return listen_port; }
 bool agree_hub_refused(void) { return hub_refused; }
-uint64_t agree_service_pass(void)
-{
-	return atomic_load_explicit(&service_loops, memory_order_relaxed);
-}
-
 bool agree_service_drained(uint64_t pass)
 {
 	return drained_pass > pass;
