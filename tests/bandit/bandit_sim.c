@@ -175,6 +175,16 @@ static int sample_at_call(struct bsim *s, int r, const struct sm_coll *c)
 	return timed;
 }
 
+/* The host's lead in steps when it calls step j, with a lead that builds up by r = ramp %
+ * of a step per GPU step: at GPU step k the host is at j = k (1 + r), so its lead is
+ * j r / (1 + r), until profiler_lag_steps (fractional: its calls' times must increase). */
+static double bsim_lead_at(const struct bsim *s, int j)
+{
+	double r = s->profiler_lag_ramp_pct / 100.0;
+	double lead = j * r / (1 + r);
+	return lead < s->profiler_lag_steps ? lead : s->profiler_lag_steps;
+}
+
 static void complete(struct bsim *s, const struct sm_coll *c, const int *timed)
 {
 	if (s->no_profiler)
@@ -191,8 +201,14 @@ static void complete(struct bsim *s, const struct sm_coll *c, const int *timed)
 		 * one step ahead at most; the tuner's decisions and the timestamps the reward
 		 * uses are the model's) */
 		if (s->profiler_lag_steps > 0 && pc.api_ns) {
-			if (!s->api_shift_ns) /* constant: the host's lead does not jitter */
-				s->api_shift_ns = (uint64_t)(s->profiler_lag_steps * s->m->last_step_us * 1e3);
+			/* one step's time, fixed at the first completion: the host's lead does not
+			 * jitter (a noisy step time times a lead of 130 steps would reorder calls) */
+			if (!s->lead_step_us)
+				s->lead_step_us = s->m->last_step_us;
+			if (s->profiler_lag_ramp_pct > 0) /* the host's lead when it called this one */
+				s->api_shift_ns = (uint64_t)(bsim_lead_at(s, c->step) * s->lead_step_us * 1e3);
+			else if (!s->api_shift_ns) /* constant */
+				s->api_shift_ns = (uint64_t)(s->profiler_lag_steps * s->lead_step_us * 1e3);
 			pc.api_ns -= s->api_shift_ns;
 		}
 		if (timed[r]) {
@@ -344,6 +360,8 @@ void bsim_run(struct bsim *s, int steps)
 			 * previous step's (the host runs one step ahead), profiler_lag_steps later */
 			int lag = s->profiler_lag_steps < 0 ? 0
 				  : s->profiler_lag_steps > BSIM_MAX_LAG ? BSIM_MAX_LAG : s->profiler_lag_steps;
+			if (s->profiler_lag_ramp_pct > 0 && bsim_lead_at(s, step) < lag)
+				lag = (int)bsim_lead_at(s, step);
 			drain(s, (m->w.queued ? step - 1 : step) - lag);
 		}
 	}

@@ -71,7 +71,13 @@ struct bsim {
 	 * CUDA's launch queue allows (~130 steps on the GPU testbed, `--step-queued`), so what
 	 * the tuner decided reaches the published statistics that much later */
 	int profiler_lag_steps;
-	uint64_t api_shift_ns;     /* what that lead is in time (set at the first completion) */
+	/* 0: that lead from the first step on; N: it builds up by N/100 steps per step of the
+	 * GPU until profiler_lag_steps, as on the GPU testbed, where the host fills CUDA's
+	 * launch queue over the first steps (a host 5x as fast as the GPU: 400) */
+	int profiler_lag_ramp_pct;
+	uint64_t api_shift_ns;     /* what that lead is in time (constant lead: set at the first
+				    * completion) */
+	double lead_step_us;       /* a step's time for that (the first completion's) */
 	/* results */
 	double step_us[BSIM_MAX_STEPS];
 	int steps;

@@ -93,6 +93,7 @@ static const char *pair_name(int p)
 
 static double dflt[BSIM_MAX_STEPS], orac[BSIM_MAX_STEPS];
 static int scenario_lag; /* the policy's profiler this many steps behind (bandit_sim.h) */
+static int scenario_ramp_pct; /* ... a lead that builds up by this % of a step per step */
 
 /* Runs the scenario; `must_fail_old`: the old bandit is expected to fail it. */
 static void scenario(const char *name, const struct sm_model *proto, int steps, int must_fail_old)
@@ -110,6 +111,7 @@ static void scenario(const char *name, const struct sm_model *proto, int steps, 
 	}
 	sim.late_from_step = steps / 2;
 	sim.profiler_lag_steps = scenario_lag;
+	sim.profiler_lag_ramp_pct = scenario_ramp_pct;
 	bsim_run(&sim, steps);
 	/* judged: the first 500 steps, converged from step 100 - with a host far ahead of
 	 * the profiler (scenario_lag) the whole run, converged from two lags on (the samples
@@ -266,7 +268,7 @@ static void gap(int nodes, uint64_t seed)
 	run_workload("gap: 150 us of GPU work before each collective", &w, nodes, seed, 500, 1);
 }
 
-static void overlap(int nodes, uint64_t seed, int lag)
+static void overlap(int nodes, uint64_t seed, int lag, int ramp_pct)
 {
 	struct sm_workload w = base_workload();
 	static const uint64_t sz[] = {1u << 20, 256u << 10, 64u << 10, 16u << 10, 4u << 10};
@@ -280,10 +282,16 @@ static void overlap(int nodes, uint64_t seed, int lag)
 		return;
 	}
 	char name[128];
-	snprintf(name, sizeof(name), "overlap, the host %d steps ahead of the profiler", lag);
+	if (ramp_pct)
+		snprintf(name, sizeof(name), "overlap, the host's lead building up to %d steps (+%d.%02d per step)",
+			 lag, ramp_pct / 100, ramp_pct % 100);
+	else
+		snprintf(name, sizeof(name), "overlap, the host %d steps ahead of the profiler", lag);
 	scenario_lag = lag;
-	run_workload(name, &w, nodes, seed, 2 * lag + 500, 1);
+	scenario_ramp_pct = ramp_pct;
+	run_workload(name, &w, nodes, seed, 2 * lag + 500, !ramp_pct);
 	scenario_lag = 0;
+	scenario_ramp_pct = 0;
 }
 
 /* The policy on a copy of model m, for scenarios that drive the sizes themselves. */
@@ -402,6 +410,57 @@ static void far_screening(uint64_t seed, uint64_t bytes, float est, int most)
 	end_own_scenario("far arm screened short", failed_before);
 }
 
+/* A far arm that survives its one-sample screening, with the host far ahead (GPU call g23,
+ * docs/results.md 14.17: Tree/Simple at 1 MiB on 2 nodes, which NCCL's table puts over 2x
+ * AUTO, played 76-91 collectives of the overlap step's first 300 against a budget of 10).
+ * The round robin's length, from which the tuner estimates its turns in flight, counted
+ * every survivor as screened with cfg_screen samples: the far one needs more, so the turns
+ * credited never covered its budget and the round robin ran until its samples came back, a
+ * whole lag later. Now: the far arm plays its screening and about its budget's share of the
+ * round robin before any of those samples is back. */
+static void far_survivor(uint64_t seed)
+{
+	int failed_before = scenario_failed;
+	scenario_failed = 0;
+	struct sm_workload w = base_workload();
+	const uint64_t bytes = 1u << 20;
+	add_call(&w, NCCLBPF_COLL_ALLREDUCE, bytes, 0);
+	w.queued = 1;
+	struct sm_model m;
+	sm_init(&m, 2, &w, seed);
+	struct sm_band b;
+	CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, bytes, &b) == 0);
+	b.mean_us[SM_TREE_SIMPLE] = 0.8f * b.mean_us[b.auto_pair];
+	b.cost[SM_TREE_SIMPLE] = 3 * b.cost[b.auto_pair]; /* far, not pruned */
+	CHECK(sm_add_band(&m, &b) >= 0);
+	if (open_sim(&m) != 0)
+		return;
+	const int lag = 130, steps = 2 * lag + 120;
+	sim.profiler_lag_steps = lag;
+	bsim_run(&sim, steps);
+	/* its turns before the samples are back: not the final run on it (exploiting it right
+	 * after the screening is right where the screening already left it alone) */
+	int final_from = steps;
+	while (final_from > 0 && sim.decision_pair[final_from - 1][0] == SM_TREE_SIMPLE)
+		final_from--;
+	int early = 0, late = 0;
+	for (int st = 0; st < steps; st++) {
+		int p = sim.decision_pair[st][0];
+		early += st < 2 * lag - 10 && st < final_from && p == SM_TREE_SIMPLE;
+		late += st >= steps - 40 && p == SM_TREE_SIMPLE;
+	}
+	/* 1 + 1 screening, then turns of 4 with 3 samples each until 1 + 3 k >= 10 (k = 3) */
+	const int most = 2 + 3 * 4 + 4; /* and one turn of slack (turns straddle a version) */
+	printf("far survivor at %llu B (Tree/Simple 0.8x AUTO, NCCL's estimate 3x, the host %d steps "
+	       "ahead): %d collectives of it in its turns of the first %d steps (before its round "
+	       "robin's samples are back; at most %d), %d of the last 40\n",
+	       (unsigned long long)bytes, lag, early, 2 * lag - 10, most, late);
+	SCHECK(early <= most, "the far survivor played %d collectives before its samples were back", early);
+	SCHECK(late == 40, "the band ends on the far survivor in %d of the last 40 steps", late);
+	CHECK(sim.mismatches == 0);
+	end_own_scenario("far arm survives its short screening", failed_before);
+}
+
 /* One size at a time, with the latencies measured on the GPU testbed and the host as the
  * sweep's loop behaves there: it waits for every collective and resumes only when the
  * collective's traffic has ended, so the next kernel starts at once (g3 trace,
@@ -489,16 +548,21 @@ int main(int argc, char **argv)
 	obj_path = argv[1];
 	expect_fail = argc > 2 && !strcmp(argv[2], "fail");
 	uint64_t seed = getenv("BANDIT_SEED") ? strtoull(getenv("BANDIT_SEED"), NULL, 0) : 1;
-	/* BANDIT_ONLY=mixed|fsdp|gap|overlap|one|waits: one scenario (studies) */
+	/* BANDIT_ONLY=mixed|fsdp|gap|overlap|deep|ramp|one|waits|far: one scenario (studies) */
 	const char *only = getenv("BANDIT_ONLY");
 #define RUN(name, call) do { if (!only || !strcmp(only, name)) call; } while (0)
 	RUN("mixed", mixed(4, seed));
 	RUN("mixed", mixed(2, seed));
 	RUN("fsdp", fsdp(4, seed));
 	RUN("gap", gap(4, seed));
-	RUN("overlap", overlap(4, seed, 0));
-	RUN("deep", overlap(2, seed, 130));
-	RUN("deep", overlap(4, seed, 130));
+	RUN("overlap", overlap(4, seed, 0, 0));
+	RUN("deep", overlap(2, seed, 130, 0));
+	RUN("deep", overlap(4, seed, 130, 0));
+	/* the host's lead building up over the first steps as on the GPU, by BANDIT_RAMP_PCT %
+	 * of a step per step (2000: a host 21x as fast as the GPU fills the queue in 7 steps) */
+	int ramp = getenv("BANDIT_RAMP_PCT") ? atoi(getenv("BANDIT_RAMP_PCT")) : 2000;
+	RUN("ramp", overlap(2, seed, 130, ramp > 0 ? ramp : 2000));
+	RUN("ramp", overlap(4, seed, 130, ramp > 0 ? ramp : 2000));
 	RUN("one", one_size(4, seed));
 	RUN("one", one_size(2, seed));
 	RUN("waits", one_size_host_waits(seed, 2, waits_2n, 3));
@@ -506,6 +570,7 @@ int main(int argc, char **argv)
 	RUN("far", far_screening(seed, 1u << 20, 3.0f, 2));
 	RUN("far", far_screening(seed, 1u << 20, 1.5f, 2));
 	RUN("far", far_screening(seed, 4u << 20, 1.5f, 0));
+	RUN("far", far_survivor(seed));
 #undef RUN
 	if (expect_fail) {
 		printf("old bandit: %d of %d scenarios it must fail failed\n", must_fail_failed, must_fail_seen);
