@@ -418,13 +418,18 @@ int bandit_pick(struct ncclbpf_tuner_ctx *ctx)
 		 * lag F = band_seq - seen: the round robin began about F after the screening (when
 		 * its samples were published) and lasts about R, the survivors' missing samples
 		 * at l2 - 1 per turn of l2 (in one-size runs the first collective of a turn gives
-		 * no sample); in flight are the decisions after t - F (t: since the screening). */
+		 * no sample); in flight are the decisions after t - F (t: since the screening).
+		 * Every survivor takes its turns until the neediest has its budget: one screened
+		 * short (far) needs budget - sf samples, not budget - sc (g23: the turns credited
+		 * never covered a far survivor's budget, and the round robin ran a whole lag
+		 * longer - Tree/Simple at 1 MiB 76-91 collectives for a budget of 10). */
 		__u64 spt = l2 - NCCLBPF_NZ(l2 - 1);
-		__u64 scr = NCCLBPF_SEL(LT(cfg_screen & 63, budget), cfg_screen & 63, budget);
+		__u64 scr = NCCLBPF_SEL(NCCLBPF_NZ(surv & farm), sf, sc);
+		scr = NCCLBPF_SEL(LT(scr, budget), scr, budget);
 		__u64 spt_d = ncclbpf_opaque(spt);
 		if (spt_d == 0)
 			spt_d = 1;
-		__u64 rr_len = (ns * (budget - scr) + spt_d - 1) / spt_d * l2;
+		__u64 rr_len = ns * ((budget - scr + spt_d - 1) / spt_d) * l2;
 		__u64 t = s - scr_len;
 		__u64 pub = t - NCCLBPF_SEL(LT(flight, t), flight, t); /* published since */
 		__u64 lo = NCCLBPF_SEL(LT(pub, flight), flight, pub);
