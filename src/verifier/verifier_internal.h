@@ -236,7 +236,18 @@ struct vframe {
 	 * always owns its slots (vstate_own before it runs). */
 	bool own;
 	struct vslot *slots;
+	/* Not own, and not NULL: the frame's slots are sp[0..nslots) instead of slots (then
+	 * NULL). A stored state's copy of a stack takes this form: a slot equal to the same
+	 * slot of the path's previous stored state points to that one, so a walked iteration
+	 * that changes one slot copies one slot. Read slots through vframe_slot. */
+	const struct vslot *const *sp;
 };
+
+/* slot i (< f->nslots) of frame f, whichever form it is stored in */
+static inline const struct vslot *vframe_slot(const struct vframe *f, unsigned i)
+{
+	return f->sp ? f->sp[i] : &f->slots[i];
+}
 
 struct vrecord;
 
@@ -352,7 +363,7 @@ struct verifier_env {
 	/* loop widening (verifier_widen.c) */
 	uint8_t *widen_attempt;  /* per insn: VWIDEN_GUESS.. VWIDEN_NEVER (verifier_widen.c) */
 	uint32_t *pred_start, *preds; /* predecessors (CSR), built on first widening */
-	uint8_t **body_of;       /* per loop head: its natural loop (arena), once computed */
+	uint8_t **body_of;       /* per loop head: its natural loop (arena bit set), once computed */
 	uint8_t *widen_shape_miss; /* per loop head: visits whose state moved more than numbers */
 	uint8_t *walk_short; /* per loop head: visits walked because a bound was near (widen.c) */
 	uint32_t next_tag;
@@ -511,7 +522,7 @@ static inline bool vwiden_id(uint32_t id)
 struct vwiden {
 	struct vwiden *parent;  /* enclosing widened loop on the path */
 	struct vrecord *rec;    /* the widened state W stored at the head */
-	uint8_t *body;          /* per insn: in the natural loop of the head */
+	uint8_t *body;          /* bit per insn: in the natural loop of the head (vbody_has) */
 	uint32_t head;
 	uint32_t tag;           /* candidate j carries tag + j */
 	uint32_t jump;          /* the back edge that led to the widening (diagnostics) */
@@ -545,14 +556,28 @@ struct vwiden {
 		struct vscalar s;
 	} ptr[VWIDEN_MAX_PTR];
 };
+/* A loop's body: one bit per instruction (a byte each was most of the memory of a loop
+ * head's first widening in a long program) */
+static inline bool vbody_has(const uint8_t *body, size_t pc)
+{
+	return (body[pc >> 3] >> (pc & 7)) & 1;
+}
+
+static inline void vbody_add(uint8_t *body, size_t pc)
+{
+	body[pc >> 3] |= (uint8_t)(1u << (pc & 7));
+}
+
 /* A register, or the register spilled in a stack slot (pos 11..), of frame f; NULL if none. */
 static inline struct vreg *vpos_reg(struct vframe *f, unsigned pos)
 {
 	if (pos < BPF_NREGS)
 		return &f->regs[pos];
 	unsigned i = pos - BPF_NREGS;
-	if (i < f->nslots && slot_spilled(&f->slots[i]))
-		return &f->slots[i].spill;
+	/* a stored frame's slot: only read (the current state owns its slots) */
+	struct vslot *sl = i < f->nslots ? (struct vslot *)vframe_slot(f, i) : NULL;
+	if (sl && slot_spilled(sl))
+		return &sl->spill;
 	return NULL;
 }
 

@@ -28,6 +28,17 @@ struct vframe *vframe_new(uint32_t callsite)
 	return f;
 }
 
+/* n[0..f->nslots) = f's slots, in whichever form f holds them */
+static void slots_gather(struct vslot *n, const struct vframe *f)
+{
+	if (!f->sp) {
+		memcpy(n, f->slots, f->nslots * sizeof(struct vslot));
+		return;
+	}
+	for (unsigned i = 0; i < f->nslots; i++)
+		n[i] = *f->sp[i];
+}
+
 struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot)
 {
 	struct vframe *f = st->frames[frameno];
@@ -43,11 +54,12 @@ struct vframe *vframe_reserve(struct vstate *st, unsigned frameno, unsigned slot
 		} else { /* never written in place: the array may be a stored state's */
 			n = malloc(cap * sizeof(struct vslot));
 			if (n && f->nslots)
-				memcpy(n, f->slots, f->nslots * sizeof(struct vslot));
+				slots_gather(n, f);
 		}
 		if (!n)
 			return NULL;
 		f->slots = n;
+		f->sp = NULL;
 		f->cap = (uint16_t)cap;
 		f->own = true;
 	}
@@ -69,13 +81,14 @@ static struct vframe *frame_dup(const struct vframe *src, bool compact)
 	f->own = true;
 	f->cap = (uint16_t)cap;
 	f->slots = NULL;
+	f->sp = NULL;
 	if (cap) {
 		f->slots = malloc(cap * sizeof(struct vslot));
 		if (!f->slots) {
 			free(f);
 			return NULL;
 		}
-		memcpy(f->slots, src->slots, src->nslots * sizeof(struct vslot));
+		slots_gather(f->slots, src);
 	}
 	return f;
 }
@@ -104,27 +117,39 @@ int vstate_copy_compact(struct vstate *dst, const struct vstate *src)
 	return state_copy(dst, src, true);
 }
 
-/* The arena array of stored state rec's frame fi when it equals f's slots, else NULL. */
-static struct vslot *same_stored_slots(const struct vrecord *rec, unsigned fi,
-				       const struct vframe *f)
+/* Frame fi of stored state rec, or NULL */
+static const struct vframe *stored_frame(const struct vrecord *rec, unsigned fi)
 {
-	if (!rec || fi >= rec->st.nframes || !f->nslots)
-		return NULL;
-	const struct vframe *p = rec->st.frames[fi];
-	if (p->nslots != f->nslots ||
-	    memcmp(p->slots, f->slots, f->nslots * sizeof(struct vslot)) != 0)
-		return NULL;
-	return p->slots;
+	return rec && fi < rec->st.nframes ? rec->st.frames[fi] : NULL;
+}
+
+/* Bit i: slot i of own frame f equals slot i of p. *all: every slot, and as many. */
+static uint64_t same_slots(const struct vframe *p, const struct vframe *f, bool *all)
+{
+	uint64_t m = 0;
+	unsigned n = f->nslots < p->nslots ? f->nslots : p->nslots, k = 0;
+	_Static_assert(VSLOTS <= 64, "one bit per slot");
+	for (unsigned i = 0; i < n; i++)
+		if (memcmp(vframe_slot(p, i), &f->slots[i], sizeof(struct vslot)) == 0) {
+			m |= 1ull << i;
+			k++;
+		}
+	*all = f->nslots && p->nslots == f->nslots && k == n;
+	return m;
 }
 
 void vstate_share_slots(struct vstate *st)
 {
 	for (uint32_t i = 0; i < st->nframes; i++) {
 		struct vframe *f = st->frames[i];
-		struct vslot *same = f->own ? same_stored_slots(st->rec, i, f) : NULL;
-		if (same) {
+		const struct vframe *p = f->own ? stored_frame(st->rec, i) : NULL;
+		bool all = false;
+		if (p)
+			same_slots(p, f, &all);
+		if (all) { /* the whole stack: share the stored state's (arena, never written) */
 			free(f->slots);
-			f->slots = same;
+			f->slots = p->slots;
+			f->sp = p->sp;
 			f->own = false;
 			f->cap = 0;
 		}
@@ -142,9 +167,10 @@ int vstate_own(struct vstate *st)
 			n = malloc(f->nslots * sizeof(struct vslot));
 			if (!n)
 				return -ENOMEM;
-			memcpy(n, f->slots, f->nslots * sizeof(struct vslot));
+			slots_gather(n, f);
 		}
 		f->slots = n;
+		f->sp = NULL;
 		f->cap = f->nslots;
 		f->own = true;
 	}
@@ -338,8 +364,8 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 		}
 		unsigned ns = of->nslots > nf->nslots ? of->nslots : nf->nslots;
 		for (unsigned i = 0; i < ns; i++) {
-			const struct vslot *os = i < of->nslots ? &of->slots[i] : &invalid_slot;
-			const struct vslot *nsl = i < nf->nslots ? &nf->slots[i] : &invalid_slot;
+			const struct vslot *os = i < of->nslots ? vframe_slot(of, i) : &invalid_slot;
+			const struct vslot *nsl = i < nf->nslots ? vframe_slot(nf, i) : &invalid_slot;
 			if (!slot_cmp(os, nsl, !top || bit(precise, 11 + i), exact, &m))
 				return false;
 		}
@@ -401,8 +427,10 @@ static struct vreg *join_pos(struct vframe *f, unsigned pos)
 	if (pos < BPF_NREGS)
 		return f->regs[pos].type == VT_SCALAR ? &f->regs[pos] : NULL;
 	unsigned i = pos - BPF_NREGS;
-	if (i < f->nslots && slot_spilled(&f->slots[i]) && f->slots[i].spill.type == VT_SCALAR)
-		return &f->slots[i].spill;
+	/* written only in the joined frame, which owns its flat arena array */
+	struct vslot *sl = i < f->nslots ? (struct vslot *)vframe_slot(f, i) : NULL;
+	if (sl && slot_spilled(sl) && sl->spill.type == VT_SCALAR)
+		return &sl->spill;
 	return NULL;
 }
 
@@ -469,12 +497,13 @@ int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstat
 		f->own = false;
 		f->cap = 0;
 		f->nslots = (uint16_t)ns;
+		f->sp = NULL;
 		f->slots = varena_alloc(env, (size_t)ns * sizeof(struct vslot));
 		if (!f->slots)
 			return -ENOMEM;
 		for (unsigned i = 0; i < ns; i++)
-			slot_join(&f->slots[i], i < fa->nslots ? &fa->slots[i] : &invalid_slot,
-				  i < fb->nslots ? &fb->slots[i] : &invalid_slot);
+			slot_join(&f->slots[i], i < fa->nslots ? vframe_slot(fa, i) : &invalid_slot,
+				  i < fb->nslots ? vframe_slot(fb, i) : &invalid_slot);
 		out->frames[fi] = f;
 	}
 	join_ids(out, a, b);
@@ -527,7 +556,7 @@ uint64_t vstate_hash(const struct vstate *st)
 		for (int r = 0; r < BPF_NREGS; r++)
 			h = reg_hash(h, &fr->regs[r]);
 		for (unsigned i = 0; i < fr->nslots; i++) {
-			const struct vslot *sl = &fr->slots[i];
+			const struct vslot *sl = vframe_slot(fr, i);
 			uint64_t t;
 			memcpy(&t, sl->type, 8);
 			if (!t)
@@ -587,8 +616,9 @@ static struct vorig pos_org(const struct vframe *f, unsigned pos)
 	if (pos < BPF_NREGS)
 		return f->regs[pos].type == VT_SCALAR ? f->regs[pos].org : none;
 	unsigned i = pos - BPF_NREGS;
-	if (i < f->nslots && slot_spilled(&f->slots[i]) && f->slots[i].spill.type == VT_SCALAR)
-		return f->slots[i].spill.org;
+	const struct vslot *sl = i < f->nslots ? vframe_slot(f, i) : NULL;
+	if (sl && slot_spilled(sl) && sl->spill.type == VT_SCALAR)
+		return sl->spill.org;
 	return none;
 }
 
@@ -693,15 +723,42 @@ int vstate_snapshot(struct verifier_env *env, struct vstate *out, const struct v
 		f->cap = 0;
 		out->frames[i] = f;
 		if (!src->own || !src->nslots)
-			continue; /* already an arena array (or none) */
-		/* a stack unchanged since the path's last stored state: share its array */
-		f->slots = same_stored_slots(st->rec, i, src);
-		if (f->slots)
+			continue; /* already in the arena (or none) */
+		/* slots unchanged since the path's last stored state are shared with it: the
+		 * whole array when all are, else slot by slot when that saves memory (a
+		 * pointer per slot against a copy per shared slot) */
+		const struct vframe *p = stored_frame(st->rec, i);
+		bool all = false;
+		uint64_t same = p ? same_slots(p, src, &all) : 0;
+		if (all) {
+			f->slots = p->slots;
+			f->sp = p->sp;
 			continue;
-		f->slots = varena_alloc(env, (size_t)src->nslots * sizeof(struct vslot));
-		if (!f->slots)
+		}
+		unsigned n = src->nslots, nsame = (unsigned)__builtin_popcountll(same);
+		if (nsame * sizeof(struct vslot) <= n * sizeof(struct vslot *)) {
+			f->slots = varena_alloc(env, (size_t)n * sizeof(struct vslot));
+			if (!f->slots)
+				return -ENOMEM;
+			memcpy(f->slots, src->slots, (size_t)n * sizeof(struct vslot));
+			continue;
+		}
+		const struct vslot **sp = varena_alloc(env, (size_t)n * sizeof(*sp));
+		struct vslot *copy = n > nsame ? varena_alloc(env, (size_t)(n - nsame) *
+								       sizeof(struct vslot))
+					       : NULL;
+		if (!sp || (n > nsame && !copy))
 			return -ENOMEM;
-		memcpy(f->slots, src->slots, (size_t)src->nslots * sizeof(struct vslot));
+		for (unsigned k = 0, j = 0; k < n; k++) {
+			if ((same >> k) & 1) {
+				sp[k] = vframe_slot(p, k);
+			} else {
+				copy[j] = src->slots[k];
+				sp[k] = &copy[j++];
+			}
+		}
+		f->slots = NULL;
+		f->sp = sp;
 	}
 	return 0;
 }

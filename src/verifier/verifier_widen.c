@@ -124,20 +124,20 @@ static uint8_t *loop_body(struct verifier_env *env, uint32_t head)
 		return env->body_of[head];
 	if (!env->pred_start && build_preds(env))
 		return NULL;
-	uint8_t *body = varena_alloc(env, n);
+	uint8_t *body = varena_alloc(env, (n + 7) / 8);
 	uint32_t *work = malloc(n * sizeof(*work));
 	if (!body || !work) {
 		free(work);
 		return NULL;
 	}
-	memset(body, 0, n);
-	body[head] = 1;
+	memset(body, 0, (n + 7) / 8);
+	vbody_add(body, head);
 	size_t top = 0;
 	/* back-edge sources: predecessors of the head at or after it */
 	for (uint32_t k = env->pred_start[head]; k < env->pred_start[head + 1]; k++) {
 		uint32_t p = env->preds[k];
-		if (p >= head && !body[p]) {
-			body[p] = 1;
+		if (p >= head && !vbody_has(body, p)) {
+			vbody_add(body, p);
 			work[top++] = p;
 		}
 	}
@@ -145,8 +145,8 @@ static uint8_t *loop_body(struct verifier_env *env, uint32_t head)
 		uint32_t x = work[--top];
 		for (uint32_t k = env->pred_start[x]; k < env->pred_start[x + 1]; k++) {
 			uint32_t p = env->preds[k];
-			if (!body[p]) {
-				body[p] = 1;
+			if (!vbody_has(body, p)) {
+				vbody_add(body, p);
 				work[top++] = p;
 			}
 		}
@@ -235,7 +235,7 @@ static bool trace_back(const struct verifier_env *env, uint32_t head, const uint
 	bool any = false;
 	for (uint32_t k = env->pred_start[x]; k < env->pred_start[x + 1]; k++) {
 		uint32_t p = env->preds[k];
-		if (!body[p])
+		if (!vbody_has(body, p))
 			continue;
 		any = true;
 		/* insn p ran just before x: undo it on the traced value */
@@ -389,12 +389,13 @@ static bool guess_bound(const struct verifier_env *env, uint32_t head, const uin
 		uint32_t j = k + head < env->insn_cnt ? k + head : k + head - (uint32_t)env->insn_cnt;
 		const struct bpf_insn *in = &env->insns[j];
 		uint8_t cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
-		if (!body[j] || (cls != BPF_JMP && cls != BPF_JMP32) || BPF_SRC(in->code) != BPF_K ||
-		    op == BPF_JA || op == BPF_CALL || op == BPF_EXIT || (env->insn_flags[j] & VF_LDDW2))
+		if (!vbody_has(body, j) || (cls != BPF_JMP && cls != BPF_JMP32) ||
+		    BPF_SRC(in->code) != BPF_K || op == BPF_JA || op == BPF_CALL || op == BPF_EXIT ||
+		    (env->insn_flags[j] & VF_LDDW2))
 			continue;
 		int64_t taken = (int64_t)j + in->off + 1, fall = (int64_t)j + 1;
-		bool tin = taken >= 0 && taken < (int64_t)env->insn_cnt && body[taken],
-		     fin = fall < (int64_t)env->insn_cnt && body[fall];
+		bool tin = taken >= 0 && taken < (int64_t)env->insn_cnt && vbody_has(body, taken),
+		     fin = fall < (int64_t)env->insn_cnt && vbody_has(body, fall);
 		int tpos = -1;
 		int64_t d = 0;
 		unsigned budget = 512;
@@ -516,8 +517,8 @@ static bool same_shape(const struct vframe *c, const struct vframe *p, uint16_t 
 	static const struct vslot none;
 	unsigned ns = c->nslots > p->nslots ? c->nslots : p->nslots;
 	for (unsigned i = 0; i < ns; i++) {
-		const struct vslot *a = i < c->nslots ? &c->slots[i] : &none,
-				   *b = i < p->nslots ? &p->slots[i] : &none;
+		const struct vslot *a = i < c->nslots ? vframe_slot(c, i) : &none,
+				   *b = i < p->nslots ? vframe_slot(p, i) : &none;
 		if (memcmp(a->type, b->type, 8) || a->spill_at != b->spill_at ||
 		    a->spill_size != b->spill_size)
 			return false;
@@ -656,7 +657,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 	const struct vrecord *prev = NULL;
 	unsigned visits = 0, k = 0;
 	for (const struct vrecord *r = env->cur.rec; r && k < PREV_SEARCH; r = r->parent, k++) {
-		if (!body[r->pc] || (r->widen_own && r->pc == pc) || r->st.nframes != 1)
+		if (!vbody_has(body, r->pc) || (r->widen_own && r->pc == pc) || r->st.nframes != 1)
 			break;
 		if (r->pc == pc && visits++ == 0)
 			prev = r;
@@ -690,7 +691,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 			continue;
 		if (pos >= BPF_NREGS) {
 			const struct vslot *cs = &top->slots[pos - BPF_NREGS],
-					   *ps = &pf->slots[pos - BPF_NREGS];
+					   *ps = vframe_slot(pf, pos - BPF_NREGS);
 			if (cs->spill_at != ps->spill_at || cs->spill_size != ps->spill_size)
 				continue;
 		}
@@ -770,7 +771,7 @@ int verifier_widen_head(struct verifier_env *env, bool *stored)
 		c->taint = vtaint_join(c->taint, p->taint);
 		if (pos >= BPF_NREGS) { /* rank-local bytes of either visit stay rank-local */
 			struct vslot *cs = &top->slots[pos - BPF_NREGS];
-			const struct vslot *ps = &pf->slots[pos - BPF_NREGS];
+			const struct vslot *ps = vframe_slot(pf, pos - BPF_NREGS);
 			cs->taint |= ps->taint;
 			if (!cs->taint_src)
 				cs->taint_src = ps->taint_src;
@@ -811,7 +812,7 @@ void verifier_widen_step(struct verifier_env *env)
 	if (env->cur.nframes == 1) { /* in a callee or callback the loop is still running */
 		struct vwiden *keep = w;
 		for (struct vwiden *x = w; x; x = x->parent)
-			if (!x->body[env->pc])
+			if (!vbody_has(x->body, env->pc))
 				keep = x->parent; /* left x's loop, and every loop inside it */
 		for (struct vwiden *x = w; x != keep; x = x->parent)
 			if (x->nptr)
