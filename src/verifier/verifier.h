@@ -102,6 +102,9 @@ struct nb_verifier_stats {
 	 * (E-COST); set when the program is accepted. */
 	uint64_t max_insns;
 	uint64_t max_insns_limit; /* the limit it was checked against (0 = none) */
+	/* bytes of the stored states (with loop bodies, widening and bpf_loop records) of
+	 * the last exploration: most of a short verification's time is touching them */
+	uint64_t state_bytes;
 };
 
 struct nb_verifier_opts {

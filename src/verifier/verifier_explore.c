@@ -814,6 +814,14 @@ static bool same_callback_runs(const struct vstate *a, const struct vstate *b)
 static int prune_point(struct verifier_env *env)
 {
 	unsigned n = 0;
+	/* registers no later instruction reads are uninitialised from here on (Linux cleans
+	 * stored states the same way): a stored state then shares them with its parent
+	 * instead of copying leftovers, and two visits that differ only in them are equal */
+	struct vframe *top = vcur_frame(env);
+	uint16_t live = env->live_regs[env->pc];
+	for (unsigned r = 0; r < BPF_REG_FP; r++)
+		if (!((live >> r) & 1) && top->regs[r].type != VT_NOT_INIT)
+			vreg_set_not_init(&top->regs[r]);
 	struct vrecord **link = &env->records[env->pc];
 	while (*link) {
 		struct vrecord *r = *link;
@@ -1087,6 +1095,8 @@ int verifier_check(const struct nb_program *prog, const struct nb_map_def *maps,
 	vstate_free(&env->cur);
 	for (size_t i = 0; i < env->npending; i++)
 		vstate_free(&env->pending[i].st);
+	for (const struct varena *a = env->arena; a; a = a->next)
+		env->stats.state_bytes += a->used;
 	varena_free(env->arena);
 	free(env->widen_attempt);
 	free(env->body_of);

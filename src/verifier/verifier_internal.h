@@ -223,7 +223,6 @@ struct vwiden;
 enum { VWIDEN_GUESS, VWIDEN_GUESS_STEP, VWIDEN_NO_GUESS, VWIDEN_NEVER };
 
 struct vframe {
-	struct vreg regs[BPF_NREGS];
 	const struct vloop *loop; /* bpf_loop callback frame: the loop being verified */
 	uint32_t callsite; /* insn of the call that created this frame (0 for the entry) */
 	uint16_t nslots;   /* slots [0, nslots) may be non-INVALID */
@@ -241,12 +240,24 @@ struct vframe {
 	 * slot of the path's previous stored state points to that one, so a walked iteration
 	 * that changes one slot copies one slot. Read slots through vframe_slot. */
 	const struct vslot *const *sp;
+	/* Not NULL: a stored state's frame, allocated without regs (VFRAME_HEAD bytes);
+	 * register r is rp[r], shared with the same register of the previous stored state
+	 * on the path when equal, or an uninitialised register. Read through vframe_reg. */
+	const struct vreg *const *rp;
+	struct vreg regs[BPF_NREGS]; /* last: see rp */
 };
+#define VFRAME_HEAD offsetof(struct vframe, regs)
 
 /* slot i (< f->nslots) of frame f, whichever form it is stored in */
 static inline const struct vslot *vframe_slot(const struct vframe *f, unsigned i)
 {
 	return f->sp ? f->sp[i] : &f->slots[i];
+}
+
+/* register r of frame f, whichever form it is stored in */
+static inline const struct vreg *vframe_reg(const struct vframe *f, unsigned r)
+{
+	return f->rp ? f->rp[r] : &f->regs[r];
 }
 
 struct vrecord;
@@ -571,8 +582,8 @@ static inline void vbody_add(uint8_t *body, size_t pc)
 /* A register, or the register spilled in a stack slot (pos 11..), of frame f; NULL if none. */
 static inline struct vreg *vpos_reg(struct vframe *f, unsigned pos)
 {
-	if (pos < BPF_NREGS)
-		return &f->regs[pos];
+	if (pos < BPF_NREGS) /* a stored frame's register: only read */
+		return (struct vreg *)vframe_reg(f, pos);
 	unsigned i = pos - BPF_NREGS;
 	/* a stored frame's slot: only read (the current state owns its slots) */
 	struct vslot *sl = i < f->nslots ? (struct vslot *)vframe_slot(f, i) : NULL;

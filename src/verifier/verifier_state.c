@@ -28,6 +28,19 @@ struct vframe *vframe_new(uint32_t callsite)
 	return f;
 }
 
+/* *f = *src, with src's registers in full whichever form it holds them in */
+static void frame_copy(struct vframe *f, const struct vframe *src)
+{
+	if (!src->rp) {
+		*f = *src;
+		return;
+	}
+	memcpy(f, src, VFRAME_HEAD);
+	for (unsigned r = 0; r < BPF_NREGS; r++)
+		f->regs[r] = *src->rp[r];
+	f->rp = NULL;
+}
+
 /* n[0..f->nslots) = f's slots, in whichever form f holds them */
 static void slots_gather(struct vslot *n, const struct vframe *f)
 {
@@ -77,7 +90,7 @@ static struct vframe *frame_dup(const struct vframe *src, bool compact)
 	struct vframe *f = malloc(sizeof(*f));
 	if (!f)
 		return NULL;
-	*f = *src;
+	frame_copy(f, src);
 	f->own = true;
 	f->cap = (uint16_t)cap;
 	f->slots = NULL;
@@ -359,7 +372,8 @@ static bool states_cmp(const struct vstate *o, const uint64_t *precise, const st
 		for (unsigned r = 0; r < BPF_NREGS; r++) {
 			if (top && !exact && !((live >> r) & 1))
 				continue; /* dead: never read by the old state's paths */
-			if (!reg_cmp(&of->regs[r], &nf->regs[r], !top || bit(precise, r), exact, &m))
+			if (!reg_cmp(vframe_reg(of, r), vframe_reg(nf, r), !top || bit(precise, r),
+				     exact, &m))
 				return false;
 		}
 		unsigned ns = of->nslots > nf->nslots ? of->nslots : nf->nslots;
@@ -424,8 +438,10 @@ static void slot_join(struct vslot *out, const struct vslot *a, const struct vsl
 /* The scalar of position pos (register, then spilled slot) of frame f, or NULL. */
 static struct vreg *join_pos(struct vframe *f, unsigned pos)
 {
-	if (pos < BPF_NREGS)
-		return f->regs[pos].type == VT_SCALAR ? &f->regs[pos] : NULL;
+	if (pos < BPF_NREGS) { /* written only in the joined frame (full registers) */
+		struct vreg *r = (struct vreg *)vframe_reg(f, pos);
+		return r->type == VT_SCALAR ? r : NULL;
+	}
 	unsigned i = pos - BPF_NREGS;
 	/* written only in the joined frame, which owns its flat arena array */
 	struct vslot *sl = i < f->nslots ? (struct vslot *)vframe_slot(f, i) : NULL;
@@ -493,7 +509,7 @@ int vstate_join(struct verifier_env *env, struct vstate *out, const struct vstat
 		struct vframe *f = varena_alloc(env, sizeof(*f));
 		if (!f)
 			return -ENOMEM;
-		*f = *fa;
+		frame_copy(f, fa);
 		f->own = false;
 		f->cap = 0;
 		f->nslots = (uint16_t)ns;
@@ -554,7 +570,7 @@ uint64_t vstate_hash(const struct vstate *st)
 		const struct vframe *fr = st->frames[f];
 		h = mix(h, fr->callsite);
 		for (int r = 0; r < BPF_NREGS; r++)
-			h = reg_hash(h, &fr->regs[r]);
+			h = reg_hash(h, vframe_reg(fr, r));
 		for (unsigned i = 0; i < fr->nslots; i++) {
 			const struct vslot *sl = vframe_slot(fr, i);
 			uint64_t t;
@@ -614,7 +630,7 @@ static struct vorig pos_org(const struct vframe *f, unsigned pos)
 {
 	static const struct vorig none;
 	if (pos < BPF_NREGS)
-		return f->regs[pos].type == VT_SCALAR ? f->regs[pos].org : none;
+		return vframe_reg(f, pos)->type == VT_SCALAR ? vframe_reg(f, pos)->org : none;
 	unsigned i = pos - BPF_NREGS;
 	const struct vslot *sl = i < f->nslots ? vframe_slot(f, i) : NULL;
 	if (sl && slot_spilled(sl) && sl->spill.type == VT_SCALAR)
@@ -710,15 +726,61 @@ void *varena_alloc(struct verifier_env *env, size_t size)
 	return p;
 }
 
-int vstate_snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st)
+/* an uninitialised register exactly as vreg_set_not_init makes it */
+static const struct vreg vreg_uninit = {
+	.type = VT_NOT_INIT,
+	.s = { .t = { 0, ~0ull }, .umin = 0, .umax = ~0ull, .smin = INT64_MIN, .smax = INT64_MAX,
+	       .u32min = 0, .u32max = UINT32_MAX, .s32min = INT32_MIN, .s32max = INT32_MAX },
+};
+
+/* A stored state's frame: its header, and a pointer per register to an uninitialised
+ * register, to the equal register of the path's previous stored state (rec's frame fi),
+ * or to a copy. A walked iteration changes a few registers: the rest are not copied. */
+static struct vframe *frame_compact(struct verifier_env *env, const struct vframe *src,
+				    const struct vrecord *rec, unsigned fi)
+{
+	struct vframe *f = varena_alloc(env, VFRAME_HEAD);
+	const struct vreg **rp = varena_alloc(env, BPF_NREGS * sizeof(*rp));
+	if (!f || !rp)
+		return NULL;
+	memcpy(f, src, VFRAME_HEAD);
+	const struct vframe *p = stored_frame(rec, fi);
+	for (unsigned r = 0; r < BPF_NREGS; r++) {
+		const struct vreg *x = &src->regs[r];
+		if (memcmp(x, &vreg_uninit, sizeof(*x)) == 0) {
+			rp[r] = &vreg_uninit;
+		} else if (p && memcmp(vframe_reg(p, r), x, sizeof(*x)) == 0) {
+			rp[r] = vframe_reg(p, r);
+		} else {
+			struct vreg *c = varena_alloc(env, sizeof(*c));
+			if (!c)
+				return NULL;
+			*c = *x;
+			rp[r] = c;
+		}
+	}
+	f->rp = rp;
+	return f;
+}
+
+/* compact: registers as frame_compact stores them (stored states; other snapshots are
+ * written into as a whole, vstate_join, or copied from often) */
+static int snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st,
+		    bool compact)
 {
 	*out = *st;
 	for (uint32_t i = 0; i < st->nframes; i++) {
 		const struct vframe *src = st->frames[i];
-		struct vframe *f = varena_alloc(env, sizeof(*f));
+		struct vframe *f;
+		if (compact && !src->rp) {
+			f = frame_compact(env, src, st->rec, i);
+		} else {
+			f = varena_alloc(env, sizeof(*f));
+			if (f)
+				frame_copy(f, src);
+		}
 		if (!f)
 			return -ENOMEM;
-		*f = *src;
 		f->own = false;
 		f->cap = 0;
 		out->frames[i] = f;
@@ -761,6 +823,11 @@ int vstate_snapshot(struct verifier_env *env, struct vstate *out, const struct v
 		f->sp = sp;
 	}
 	return 0;
+}
+
+int vstate_snapshot(struct verifier_env *env, struct vstate *out, const struct vstate *st)
+{
+	return snapshot(env, out, st, false);
 }
 
 void varena_free(struct varena *a)
@@ -816,7 +883,7 @@ int vstate_store(struct verifier_env *env)
 		else
 			top->slots[pos - BPF_NREGS].spill.org = o;
 	}
-	int err = vstate_snapshot(env, &rec->st, &env->cur);
+	int err = snapshot(env, &rec->st, &env->cur, true);
 	if (err)
 		return err;
 	env->cur.rec = rec;

@@ -510,9 +510,9 @@ static bool same_shape(const struct vframe *c, const struct vframe *p, uint16_t 
 {
 	for (unsigned r = 0; r < BPF_NREGS; r++)
 		if (((live >> r) & 1) && r != BPF_REG_FP &&
-		    !moved(mv, r, same_ptr(&c->regs[r], &p->regs[r])))
+		    !moved(mv, r, same_ptr(vframe_reg(c, r), vframe_reg(p, r))))
 			return false;
-	if (!same_ptr(&c->regs[BPF_REG_FP], &p->regs[BPF_REG_FP]))
+	if (!same_ptr(vframe_reg(c, BPF_REG_FP), vframe_reg(p, BPF_REG_FP)))
 		return false;
 	static const struct vslot none;
 	unsigned ns = c->nslots > p->nslots ? c->nslots : p->nslots;
