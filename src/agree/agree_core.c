@@ -443,16 +443,26 @@ uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, uint32_t why, ui
 	/* versions activating at or after F are never committed any more (commit checks it);
 	 * earlier ones still are */
 	uint64_t cur = atomic_load(&ac->fallback_seq);
+	const uint64_t before = cur;
 	while (f < cur && !atomic_compare_exchange_weak(&ac->fallback_seq, &cur, f))
 		;
 	uint64_t eff = atomic_load(&ac->fallback_seq);
-	if (!atomic_exchange(&ac->fallback_logged, true)) {
+	char buf[256];
+	if (!text) {
+		agree_why_text(why, why_rank, why_detail, buf, sizeof(buf));
+		text = buf;
+	}
+	if (atomic_exchange(&ac->fallback_logged, true)) {
+		/* logged once; an earlier F later is said too (issue 23: the stopped leader's WARN
+		 * named the first F it heard, 640, and it fell back at 576 without a word) */
+		bool orderly = why == AGREE_WHY_DESTROYED || strstr(text, "destroyed");
+		if (eff == f && f < before)
+			runtime_log(orderly ? NB_LOG_INFO : NB_LOG_WARN,
+				    NB_LOG_TUNING, "agree: comm 0x%" PRIx64 " rank %d: the fallback "
+				    "point moves from collective %" PRIu64 " to %" PRIu64 " (%s)",
+				    ac->comm_id, atomic_load(&ac->rank), before, f, text);
+	} else {
 		AGREE_STAT(fallbacks, 1);
-		char buf[256];
-		if (!text) {
-			agree_why_text(why, why_rank, why_detail, buf, sizeof(buf));
-			text = buf;
-		}
 		atomic_store(&ac->why, why);
 		atomic_store(&ac->why_rank, why_rank);
 		atomic_store(&ac->why_detail, why_detail);
@@ -485,6 +495,23 @@ int agree_needs(struct agree_comm *ac, uint64_t seq, uint32_t *stream, uint64_t 
 	return 0;
 }
 
+/* Falls back from F = seq (or the earlier F already stored) on. Which versions close is a
+ * function of agreed values only - v, S_v = (v + 1) K and F: exactly those with S_v >= F.
+ * Version v with S_v < F stays decidable by the commit rule (the leader's COMMIT, rule 3, a
+ * WELCOME), as on every other rank: the one that announced F activated v there, or will
+ * fall back at S_v only by a decision the leader announces too. Regression (issue 23,
+ * stress_agree with the leader stopped): the gate's bit closed every uncommitted version,
+ * also v with S_v < F, and the resumed leader's tuner, waiting for v at S_v, fell back there
+ * while the others activated v (test_agree_unit test_fallback_closes_from_f).
+ *
+ * Order: F is stored first (commit refuses S_v >= F, the tuner falls back at seq >= F), then
+ * the gate's bit is set where the next version to commit, c + 1, is the first closed one
+ * (S_{c+1} >= F): a compare-and-swap that a commit racing on another thread (the tuner's
+ * own fallback while the service thread commits) cannot pass. Where c + 1 is still open the
+ * bit stays clear: F alone closes the later versions (agree_commit_version checks it). So
+ * at every collective the tuner's decision is: seq >= F -> NCCL's defaults; else the
+ * version it needs if committed (wait otherwise) - a function of (v committed, S_v, F),
+ * agreed on every rank; the bit only says early what F implies. */
 bool agree_fall_at(struct agree_comm *ac, uint64_t seq, uint32_t why, uint32_t why_rank,
 		   uint32_t why_detail, const char *text)
 {
@@ -496,21 +523,20 @@ bool agree_fall_at(struct agree_comm *ac, uint64_t seq, uint32_t why, uint32_t w
 	uint64_t f = closed ? 0 : seq;
 	for (uint32_t i = 0; !closed && i < ac->n_streams; i++) {
 		struct agree_stream *s = &ac->streams[i];
-		uint64_t v = seq / s->k >= 1 ? seq / s->k - 1 : 0;
-		uint64_t g = atomic_load(&s->gate);
-		for (;;) {
-			if ((g & ~AGREE_GATE_FALLBACK) >= v)
-				break; /* committed: seq has it */
-			if ((g & AGREE_GATE_FALLBACK) ||
-			    atomic_compare_exchange_strong(&s->gate, &g, g | AGREE_GATE_FALLBACK)) {
-				closed = true;
-				break;
-			}
-		}
+		uint64_t need = seq / s->k >= 1 ? seq / s->k - 1 : 0; /* the version seq runs */
+		closed = (atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK) < need;
 	}
 	if (!closed)
 		return false; /* everything seq needs is committed: nothing to fall back for */
-	agree_comm_fallback(ac, f, why, why_rank, why_detail, text);
+	f = agree_comm_fallback(ac, f, why, why_rank, why_detail, text); /* the effective F */
+	for (uint32_t i = 0; f && i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t g = atomic_load(&s->gate);
+		/* S_{c+1} >= F: c + 1 is the first version F closes */
+		while (!(g & AGREE_GATE_FALLBACK) && (g + 2) * s->k >= f &&
+		       !atomic_compare_exchange_weak(&s->gate, &g, g | AGREE_GATE_FALLBACK))
+			;
+	}
 	return true;
 }
 

@@ -294,7 +294,9 @@ static void handle_want(struct agree_comm *ac)
 {
 	int phase = atomic_load_explicit(&ac->want_phase, memory_order_acquire);
 	uint64_t seq = atomic_load(&ac->want_seq);
-	if (!phase || seq == UINT64_MAX || ac->group_dead)
+	/* after the group ended a member has nobody to ask; the leader still decides its own
+	 * wait for a version activating before F (it stays committable: agree_fall_at) */
+	if (!phase || seq == UINT64_MAX || (ac->group_dead && ac->role != AGREE_ROLE_LEADER))
 		return;
 	if (agree_recover_waiting(ac))
 		return; /* the survivors' round decides (bounded: agree_recover_step) */
@@ -450,6 +452,7 @@ void agree_group_on_close(struct agree_comm *ac, int fd)
 			struct agree_peer *p = ac->peers[ac->kids[k]];
 			if (p && !p->gone && p->fd == fd) {
 				p->gone = true;
+				p->departed = ac->peer_bye;
 				p->fd = -1;
 				agree_relay_lost_child(ac, p->rank, ac->peer_bye);
 			}

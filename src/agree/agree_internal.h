@@ -18,7 +18,8 @@
 #include "agree/agree_wire.h"
 #include "maps/map.h"
 
-#define AGREE_GATE_FALLBACK (1ull << 63) /* gate bit: this stream fell back */
+/* gate bit: the version after the committed one never commits here (S_{c+1} >= F) */
+#define AGREE_GATE_FALLBACK (1ull << 63)
 #define AGREE_NO_FALLBACK UINT64_MAX
 #define AGREE_MAX_COMMS 256
 #define AGREE_MAX_COMMS_STR "256"
@@ -51,7 +52,7 @@ struct agree_stream {
 	struct agree_version *active;          /* NULL = version 0 (zeros) */
 	/* [A] */
 	_Atomic uint64_t active_number;        /* tuner's active version number */
-	_Atomic uint64_t gate;                 /* committed version | AGREE_GATE_FALLBACK */
+	_Atomic uint64_t gate;                 /* committed version c | AGREE_GATE_FALLBACK */
 	_Atomic uint64_t closed_epoch;         /* epochs 0..closed-1 ended on this rank */
 	struct agree_version *_Atomic first;   /* oldest committed version still allocated */
 	/* [S] */
@@ -254,9 +255,11 @@ uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, uint32_t why, ui
 uint64_t agree_first_uncommitted_seq(struct agree_comm *ac);
 /* The reason as words ("rank 2's configuration differs from rank 0's: tuner programs"). */
 void agree_why_text(uint32_t why, uint32_t rank, uint32_t detail, char *buf, size_t len);
-/* Falls back at seq, closing what seq needs (the barrier, a version's gate) so that it can
- * no longer be committed here: the leader's arbitration, a member's own decision. false
- * (nothing done) when everything seq needs is committed already. */
+/* Falls back at F = seq when seq needs something not committed (the barrier, a version):
+ * the leader's arbitration, a member's own decision. Closes exactly the versions that
+ * activate at or after F (S_v >= F; F is stored first, then the gate's bit where c + 1 is
+ * the first of them); a version with S_v < F stays committable. false (nothing done) when
+ * everything seq needs is committed already. */
 bool agree_fall_at(struct agree_comm *ac, uint64_t seq, uint32_t why, uint32_t why_rank,
 		   uint32_t why_detail, const char *text);
 /* What collective seq needs and is not committed yet: 1 when it is the join barrier, 2 a
@@ -336,6 +339,7 @@ struct agree_peer { /* a direct child as its leader or relay sees it */
 	int fd;        /* -1 once gone */
 	uint32_t rank;
 	bool gone;     /* left after joining: its acks are frozen */
+	bool departed; /* gone after its BYE: the ACKs it sent still count (leader_commit) */
 	bool orphan;   /* a rank that lost its parent (or its link), told F only */
 	bool ready;    /* joined, and for a relay: its whole subtree joined (READY) */
 };

@@ -51,6 +51,31 @@ static void announce_fallback(struct agree_comm *ac, uint64_t f)
 	ac->group_dead = true;
 }
 
+/* Member r (a direct child, or a relay for its subtree) said BYE and closed - its
+ * communicator was destroyed, it runs no more collectives: the ACKs it sent stand (it holds
+ * those versions; it may have activated them by rule 3 while this leader was stopped).
+ * Agreement ends at the activation of the first version it did not ack (0 before the join
+ * barrier passed); the versions before that still commit once every other member acked
+ * them (leader_commit counts a departed member's ACKs). Before (issue 23, the stopped
+ * leader): the first close ended the group at the first activation not committed, S_v,
+ * although every member had acked v and activated it - the ACKs of the others were on
+ * links this pass had not read yet (run_agree.sh stopped_leader_departed). */
+static uint64_t departed_f(struct agree_comm *ac, uint32_t r)
+{
+	if (atomic_load(&ac->ready) != AGREE_READY_YES)
+		return 0;
+	uint64_t best = UINT64_MAX;
+	for (uint32_t i = 0; i < ac->n_streams; i++) {
+		struct agree_stream *s = &ac->streams[i];
+		uint64_t a = s->rank_acked[r];
+		uint64_t c = atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK;
+		uint64_t f = ((a > c ? a : c) + 2) * s->k; /* S_{a+1} */
+		if (f < best)
+			best = f;
+	}
+	return best;
+}
+
 /* The leader's own wait expired and no child said anything for half the bound, although
  * every child was handed version `need` (its DATA is in the kernel's hands on every link):
  * the leader is the one cut off, and its children, which acked it, activate it when they
@@ -143,6 +168,7 @@ static bool admit_orphan(struct agree_comm *ac, int fd, uint32_t r)
 	p->fd = fd;
 	p->rank = r;
 	p->gone = false;
+	p->departed = false;
 	p->orphan = true;
 	uint32_t q = agree_tree_parent(r, ac->fanout);
 	agree_end_group(ac, AGREE_WHY_LOST, q ? q : r, 0, NULL);
@@ -210,8 +236,11 @@ bool agree_leader_on_msg(struct agree_comm *ac, int fd, const struct agree_msg *
 	case AGREE_MSG_LOST:
 		if (!is_relay || m->lost >= ac->n_ranks || agree_tree_parent(m->lost, ac->fanout) != r)
 			return false;
-		agree_end_group(ac, m->reason & AGREE_FALLBACK_ORDERLY ? AGREE_WHY_DESTROYED
-								      : AGREE_WHY_LOST, m->lost, 0, NULL);
+		if (m->reason & AGREE_FALLBACK_ORDERLY) /* it said BYE: the relay's ACKs stand */
+			agree_end_group_at(ac, departed_f(ac, r), AGREE_WHY_DESTROYED, m->lost, 0,
+					   NULL);
+		else
+			agree_end_group(ac, AGREE_WHY_LOST, m->lost, 0, NULL);
 		return true;
 	case AGREE_MSG_CONTRIB: /* a relay's contribution comes in its PARTIAL */
 		return !is_relay && agree_apply_contrib(ac, r, m);
@@ -241,13 +270,20 @@ void agree_leader_on_close(struct agree_comm *ac, int fd)
 		p->fd = -1;
 		if (p->orphan) /* it was told F already */
 			continue;
-		/* nothing commits without it any more: F = the first version not committed, which
-		 * it holds (it acked everything committed) and nobody activated beyond. It asks
-		 * for this F if it is alive (admit_orphan); after this rank's own destroy, or after
-		 * its BYE, it is the job ending */
-		bool orderly = ac->peer_bye || atomic_load(&ac->closing);
-		ac->peer_bye = false;
-		agree_end_group(ac, orderly ? AGREE_WHY_DESTROYED : AGREE_WHY_LOST, r, 0, NULL);
+		/* after its BYE: its ACKs stand (departed_f) */
+		if (ac->peer_bye) {
+			ac->peer_bye = false;
+			p->departed = true;
+			agree_end_group_at(ac, departed_f(ac, r), AGREE_WHY_DESTROYED, r, 0, NULL);
+			continue;
+		}
+		/* lost (no BYE: killed, cut off, or alive and asking again - it may have lost
+		 * ACKs in flight): nothing commits without it any more: F = the first version not
+		 * committed, which it holds (it acked everything committed) and nobody activated
+		 * beyond. It asks for this F if it is alive (admit_orphan); after this rank's own
+		 * destroy it is the job ending */
+		agree_end_group(ac, atomic_load(&ac->closing) ? AGREE_WHY_DESTROYED : AGREE_WHY_LOST,
+				r, 0, NULL);
 	}
 }
 
@@ -374,6 +410,8 @@ static void fault_die_when_sent(struct agree_comm *ac)
 	for (int i = 0; i < 5000; i++) { /* at most 5 s for a child's full receive buffer */
 		size_t left = 0;
 		for (uint32_t k = 0; k < ac->n_kids; k++) {
+			if (ac->peers[ac->kids[k]]->gone)
+				continue;
 			agree_conn_push(ac->peers[ac->kids[k]]->fd);
 			left += agree_conn_unsent(ac->peers[ac->kids[k]]->fd);
 		}
@@ -424,10 +462,12 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		uint64_t next = g + 1;
 		if (next > s->produced || (stop && next > stop))
 			return;
-		for (uint32_t k = 0; k < ac->n_kids; k++)
-			if (!ac->peers[ac->kids[k]] || ac->peers[ac->kids[k]]->gone ||
-			    s->rank_acked[ac->kids[k]] < next)
+		for (uint32_t k = 0; k < ac->n_kids; k++) {
+			const struct agree_peer *p = ac->peers[ac->kids[k]];
+			/* a member that departed (BYE) counts with the ACKs it sent */
+			if (!p || (p->gone && !p->departed) || s->rank_acked[ac->kids[k]] < next)
 				return;
+		}
 		uint64_t c0 = agree_thread_cpu_ns();
 		struct agree_version *v = s->produced_ring[next % AGREE_PRODUCE_AHEAD];
 		s->produced_ring[next % AGREE_PRODUCE_AHEAD] = NULL;
@@ -441,9 +481,11 @@ static void leader_commit(struct agree_comm *ac, struct agree_stream *s, uint32_
 		agree_fault_mid_commit(ac, next, &b);
 		/* sent now, back to back: a leader killed right after this reached all or none */
 		for (uint32_t k = 0; k < ac->n_kids; k++)
-			agree_conn_send(ac->peers[ac->kids[k]]->fd, &b);
+			if (!ac->peers[ac->kids[k]]->gone)
+				agree_conn_send(ac->peers[ac->kids[k]]->fd, &b);
 		for (uint32_t k = 0; k < ac->n_kids; k++)
-			agree_conn_push(ac->peers[ac->kids[k]]->fd);
+			if (!ac->peers[ac->kids[k]]->gone)
+				agree_conn_push(ac->peers[ac->kids[k]]->fd);
 		agree_buf_free(&b);
 		AGREE_STAT(leader_cpu_ns, agree_thread_cpu_ns() - c0);
 		if (agree_config()->fault_kill_after_commit == next)

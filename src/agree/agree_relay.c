@@ -18,11 +18,17 @@ void agree_relay_forward(struct agree_comm *ac, const struct agree_buf *b)
 	}
 }
 
-/* A child left: the relay stops acking (its ACK means "my whole subtree holds v") and
- * tells the leader, which fixes F from the relay's last ACK (leader_on_msg LOST). orderly:
- * the child said BYE (its communicator was destroyed), so the leader logs it at INFO. */
+static void relay_ack(struct agree_comm *ac, struct agree_stream *s, uint32_t idx);
+
+/* A child left: the relay acks nothing it did not hold (its ACK means "my whole subtree
+ * holds v") and tells the leader (LOST). orderly: the child said BYE (its communicator was
+ * destroyed): the leader logs it at INFO, and what it acked still counts - the relay acks
+ * up first what the departed child's ACKs allow, so that the leader, which fixes F from
+ * the relay's ACKs (leader_on_msg LOST), reads them before the LOST. */
 void agree_relay_lost_child(struct agree_comm *ac, uint32_t r, bool orderly)
 {
+	for (uint32_t i = 0; orderly && ac->fd >= 0 && ac->joined && i < ac->n_streams; i++)
+		relay_ack(ac, &ac->streams[i], i);
 	/* after this relay's own destroy its BYE follows: the leader fixes the same F from
 	 * its ACKs and logs the orderly end instead of a lost member */
 	if (ac->fd >= 0 && ac->joined && !atomic_load(&ac->closing)) {
@@ -100,8 +106,8 @@ static void relay_ack(struct agree_comm *ac, struct agree_stream *s, uint32_t id
 	uint64_t v = s->latest_number;
 	for (uint32_t k = 0; k < ac->n_kids; k++) {
 		struct agree_peer *p = ac->peers[ac->kids[k]];
-		if (!p || p->gone)
-			return; /* not all joined, or one left: nothing newer is acked */
+		if (!p || (p->gone && !p->departed))
+			return; /* not all joined, or one was lost: nothing newer is acked */
 		if (s->rank_acked[ac->kids[k]] < v)
 			v = s->rank_acked[ac->kids[k]];
 	}

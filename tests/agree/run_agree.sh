@@ -36,6 +36,7 @@ declare -A GROUP_OF=(
 	[leader_killed]=flat [leader_killed_mid_commit]=flat [leader_killed_before_join]=flat
 	[late_join]=flat [comm_destroyed]=flat [garbage]=flat [far_behind_short]=flat
 	[join_by_events]=flat [stopped_leader]=flat
+	[stopped_leader_departed]=members
 	[tree_steady]=tree [tree_relay_killed]=tree [tree_child_drop]=tree [tree_leader_killed]=tree
 	[tree_join_by_events]=tree [tree_leader_killed_mid_commit]=tree
 	[tree_relay_killed_mid_commit]=tree [tree_stopped_leader]=tree
@@ -404,6 +405,38 @@ wait_all
 check_decisions
 MIN_VERSIONS=15 expect_no_fallback 0 1 2 3
 check_waits 0 1 2 3
+fi
+
+# ---- 5d. the leader stopped while the others finish the JOB: its service thread holds once
+#          DATA 8 is on every child's socket (hold_after_data) and its tuner waits at a gate
+#          (540) before S_8 = 576. Ranks 1-3 ack 8, ask, get no verdict and activate it
+#          (rule 3); at S_9 = 640 version 9 never came (not acked: they fall back there
+#          safely, FALLBACK 640 up), run to their end, destroy the communicator (BYE) and
+#          exit. Only then does the leader resume, with each rank's ACK of 8, its requests,
+#          FALLBACK 640, BYE and EOF unread. Before (stress_agree, stopped leader, ninth
+#          session): the first close ended the group at the first uncommitted activation,
+#          S_8 = 576, ignoring the ACKs of 8 - the leader fell back at 576 while ranks 1-3
+#          had activated 8: DIVERGENT. Now a member that said BYE keeps the ACKs it sent: the
+#          leader commits 8 and falls back at 640 like everyone ----------------------------
+if want stopped_leader_departed; then
+begin stopped_leader_departed
+set_wait 1500
+NCCLBPF_AGREE_TEST_FAULT=hold_after_data=8,hold_file=$DIR/resume start_rank 0 0 1200 --gate "$DIR/gate0"
+for r in 1 2 3; do start_rank $r $r 1200 --gate "$DIR/gate"; done
+for r in 0 1 2 3; do wait_log "$DIR/out.$r" "^gate 0" 120 || die "rank $r never reached step 0"; done
+echo 540 >"$DIR/gate0.tmp" && mv "$DIR/gate0.tmp" "$DIR/gate0"
+echo 1000000 >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"
+for r in 1 2 3; do
+	wait_log "$DIR/out.$r" "^rank $r done" 120 || die "rank $r did not finish while the leader was stopped"
+	grep -q "version 8 of .*activated it" "$DIR/err.$r" || die "rank $r did not activate version 8 without a verdict"
+done
+touch "$DIR/resume"
+echo 1000000 >"$DIR/gate0.tmp" && mv "$DIR/gate0.tmp" "$DIR/gate0"
+wait_all
+check_decisions
+expect_same_fallback 0 1 2 3
+[ "$F" = 640 ] || die "fell back at $F, not at S_9 = 640"
+check_waits 1 2 3
 fi
 
 # ---- 5b. the leader killed while a rank has not joined yet (regression: that rank fell

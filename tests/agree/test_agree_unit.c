@@ -9,6 +9,7 @@
 
 #include "agree/agree.h"
 #include "agree/agree_internal.h"
+#include "agree/agree_group.h"
 #include "agree/agree_auth.h"
 #include "agree/agree_wire.h"
 #include "maps/map.h"
@@ -383,6 +384,72 @@ static void test_tuner_fallback_permanent(void)
 	agree_comm_tuner_close(ac);
 }
 
+/* Regression (issue 23, stress_agree with the leader stopped, ninth session): a fallback
+ * point F closed every version the communicator had not committed yet, also version v with
+ * S_v < F. The resumed leader's tuner, waiting for v at S_v, read the closed gate as "fall
+ * back now" and fell back at S_v, while the other ranks activated v there (F = S_{v+1} on
+ * every rank) - and v could no longer be committed here. A version activating before F
+ * must stay decidable by the commit rule; only versions activating at or after F close. */
+static void test_fallback_closes_from_f(void)
+{
+	unsetenv("NCCLBPF_AGREE");
+	struct agree_comm *ac = agree_comm_tuner_open(0x79, 4);
+	CHECK(ac != NULL);
+	if (!ac)
+		return;
+	CHECK(agree_tuner_begin(ac, 0) == AGREE_RUN); /* starts it: no group, no streams */
+	agree_tuner_end();
+	/* a joined group, one stream of epoch 8: S_v = 8 (v + 1); nothing committed yet */
+	struct agree_stream *s = &ac->streams[0];
+	ac->grouped = true;
+	atomic_store(&ac->ready, AGREE_READY_YES);
+	ac->n_streams = 1;
+	s->k = 8;
+	s->bytes = 0;
+	s->active = NULL;
+	s->last = NULL;
+	atomic_store(&s->first, NULL);
+	atomic_store(&s->gate, 0);
+	ac->next_event = 8;
+	for (uint64_t q = 0; q < 16; q++) { /* versions 0 (zeros), then S_1 = 16 */
+		CHECK(agree_tuner_begin(ac, q) == AGREE_RUN);
+		agree_tuner_end();
+	}
+	/* F = S_2 = 24: version 1 (S_1 = 16 < F) stays committable, version 2 does not */
+	CHECK(agree_fall_at(ac, 24, AGREE_WHY_TIMEOUT, 1, 2, "test: F = S_2"));
+	CHECK_EQ_U64(atomic_load(&ac->fallback_seq), 24);
+	CHECK((atomic_load(&s->gate) & AGREE_GATE_FALLBACK) == 0);
+	struct agree_version *v1 = agree_version_new(s, 1, NULL);
+	CHECK(v1 != NULL);
+	CHECK(v1 && agree_commit_version(ac, s, v1));
+	CHECK_EQ_U64(atomic_load(&s->gate), 1);
+	/* the tuner runs version 1 from S_1 to F - 1 and falls back from F on */
+	for (uint64_t q = 16; q < 24; q++) {
+		CHECK(agree_tuner_begin(ac, q) == AGREE_RUN);
+		agree_tuner_end();
+	}
+	CHECK_EQ_U64(atomic_load(&s->active_number), 1);
+	struct agree_version *v2 = agree_version_new(s, 2, NULL);
+	CHECK(v2 != NULL);
+	CHECK(!agree_commit_version(ac, s, v2)); /* S_2 = F: closed (freed there) */
+	CHECK_EQ_U64(atomic_load(&s->gate) & ~AGREE_GATE_FALLBACK, 1);
+	for (uint64_t q = 24; q < 40; q++) {
+		CHECK(agree_tuner_begin(ac, q) == AGREE_FALLBACK);
+		agree_tuner_end();
+	}
+	/* a second, earlier fallback at S_2 itself: nothing more to close, version 1 stays */
+	CHECK(!agree_fall_at(ac, 16, AGREE_WHY_TIMEOUT, 1, 1, "test: everything 16 needs"));
+	for (struct agree_version *v = atomic_load(&s->first), *n; v; v = n) {
+		n = atomic_load(&v->next);
+		free(v);
+	}
+	atomic_store(&s->first, NULL);
+	s->last = s->active = NULL;
+	ac->grouped = false;
+	ac->n_streams = 0;
+	agree_comm_tuner_close(ac);
+}
+
 /* The tree's shape: every rank but 0 has exactly one parent, parents are the leader or a
  * relay (r % F == 0), relays' children are the rest of their block, and the leader's
  * direct children stay ~2 sqrt(n) for the default fan-out. */
@@ -608,6 +675,7 @@ int main(void)
 	test_map_binding();
 	test_tuner_without_group();
 	test_tuner_fallback_permanent();
+	test_fallback_closes_from_f();
 	test_hub_parked_lookups();
 	TEST_DONE();
 }
