@@ -371,6 +371,23 @@ static void one_size(int nodes, uint64_t seed)
 	end_own_scenario(what, failed_before);
 }
 
+/* The policy on one AllReduce band of `bytes` on 2 ranks, the host a step ahead, where pair
+ * takes `truth` times AUTO's time and NCCL's table puts it at `est` times AUTO's estimate. */
+static int open_one_band(uint64_t seed, uint64_t bytes, int pair, float truth, float est)
+{
+	struct sm_workload w = base_workload();
+	add_call(&w, NCCLBPF_COLL_ALLREDUCE, bytes, 0);
+	w.queued = 1;
+	struct sm_model m;
+	sm_init(&m, 2, &w, seed);
+	struct sm_band b;
+	CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, bytes, &b) == 0);
+	b.mean_us[pair] = truth * b.mean_us[b.auto_pair];
+	b.cost[pair] = est * b.cost[b.auto_pair];
+	CHECK(sm_add_band(&m, &b) >= 0);
+	return open_sim(&m);
+}
+
 /* A screening turn on an arm that is 8x slower in truth, with the host far ahead (no sample
  * comes back during the screening): GPU calls g17-g20 (docs/results.md 14.15), Ring/LL at 1-4
  * MiB on the testbed, +3.6 ms per collective over 4 collectives, the bandit's whole start
@@ -383,17 +400,7 @@ static void far_screening(uint64_t seed, uint64_t bytes, float est, int most)
 {
 	int failed_before = scenario_failed;
 	scenario_failed = 0;
-	struct sm_workload w = base_workload();
-	add_call(&w, NCCLBPF_COLL_ALLREDUCE, bytes, 0);
-	w.queued = 1;
-	struct sm_model m;
-	sm_init(&m, 2, &w, seed);
-	struct sm_band b;
-	CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, bytes, &b) == 0);
-	b.mean_us[SM_RING_LL] = 8 * b.mean_us[b.auto_pair];
-	b.cost[SM_RING_LL] = est * b.cost[b.auto_pair]; /* not pruned */
-	CHECK(sm_add_band(&m, &b) >= 0);
-	if (open_sim(&m) != 0)
+	if (open_one_band(seed, bytes, SM_RING_LL, 8, est) != 0) /* not pruned */
 		return;
 	sim.profiler_lag_steps = 130;
 	bsim_run(&sim, 120);
@@ -422,18 +429,8 @@ static void far_survivor(uint64_t seed)
 {
 	int failed_before = scenario_failed;
 	scenario_failed = 0;
-	struct sm_workload w = base_workload();
 	const uint64_t bytes = 1u << 20;
-	add_call(&w, NCCLBPF_COLL_ALLREDUCE, bytes, 0);
-	w.queued = 1;
-	struct sm_model m;
-	sm_init(&m, 2, &w, seed);
-	struct sm_band b;
-	CHECK(sm_testbed_band(NCCLBPF_COLL_ALLREDUCE, 2, bytes, &b) == 0);
-	b.mean_us[SM_TREE_SIMPLE] = 0.8f * b.mean_us[b.auto_pair];
-	b.cost[SM_TREE_SIMPLE] = 3 * b.cost[b.auto_pair]; /* far, not pruned */
-	CHECK(sm_add_band(&m, &b) >= 0);
-	if (open_sim(&m) != 0)
+	if (open_one_band(seed, bytes, SM_TREE_SIMPLE, 0.8f, 3) != 0) /* far, not pruned */
 		return;
 	const int lag = 130, steps = 2 * lag + 120;
 	sim.profiler_lag_steps = lag;
