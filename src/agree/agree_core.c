@@ -452,10 +452,11 @@ uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, uint32_t why, ui
 		agree_why_text(why, why_rank, why_detail, buf, sizeof(buf));
 		text = buf;
 	}
+	/* a communicator being destroyed everywhere is not a failure: INFO */
+	bool orderly = why == AGREE_WHY_DESTROYED || strstr(text, "destroyed");
 	if (atomic_exchange(&ac->fallback_logged, true)) {
 		/* logged once; an earlier F later is said too (issue 23: the stopped leader's WARN
 		 * named the first F it heard, 640, and it fell back at 576 without a word) */
-		bool orderly = why == AGREE_WHY_DESTROYED || strstr(text, "destroyed");
 		if (eff == f && f < before)
 			runtime_log(orderly ? NB_LOG_INFO : NB_LOG_WARN,
 				    NB_LOG_TUNING, "agree: comm 0x%" PRIx64 " rank %d: the fallback "
@@ -466,8 +467,6 @@ uint64_t agree_comm_fallback(struct agree_comm *ac, uint64_t f, uint32_t why, ui
 		atomic_store(&ac->why, why);
 		atomic_store(&ac->why_rank, why_rank);
 		atomic_store(&ac->why_detail, why_detail);
-		/* a communicator being destroyed everywhere is not a failure: INFO */
-		bool orderly = why == AGREE_WHY_DESTROYED || strstr(text, "destroyed");
 		/* announced with FALLBACK so that the other ranks log an orderly end at INFO too */
 		atomic_store(&ac->fallback_orderly, orderly);
 		runtime_log(orderly ? NB_LOG_INFO : NB_LOG_WARN, NB_LOG_TUNING,

@@ -379,6 +379,15 @@ expect_warn 1 2 3 -- "recovery round"
 check_waits 1 2 3
 fi
 
+# start_stopped_leader LEADER_GATE: rank 0 with its service thread held once DATA 8 is on
+# every child's socket (test fault hold_after_data, released by $DIR/resume) and its tuner
+# at LEADER_GATE, ranks 1-3 at $DIR/gate; returns when all four wait at step 0
+start_stopped_leader() {
+	NCCLBPF_AGREE_TEST_FAULT=hold_after_data=8,hold_file=$DIR/resume start_rank 0 0 1200 --gate "$1"
+	for r in 1 2 3; do start_rank $r $r 1200 --gate "$DIR/gate"; done
+	for r in 0 1 2 3; do wait_log "$DIR/out.$r" "^gate 0" 120 || die "rank $r never reached step 0"; done
+}
+
 # ---- 5c. the leader STOPPED (not dead) while the others ack, ask and decide: its service
 #          thread holds once DATA 8 is on every child's socket (test fault hold_after_data:
 #          a SIGSTOP, deterministically) until every other rank, holding version 8 and
@@ -391,9 +400,7 @@ fi
 if want stopped_leader; then
 begin stopped_leader
 set_wait 1500
-NCCLBPF_AGREE_TEST_FAULT=hold_after_data=8,hold_file=$DIR/resume start_rank 0 0 1200 --gate "$DIR/gate"
-for r in 1 2 3; do start_rank $r $r 1200 --gate "$DIR/gate"; done
-for r in 0 1 2 3; do wait_log "$DIR/out.$r" "^gate 0" 120 || die "rank $r never reached step 0"; done
+start_stopped_leader "$DIR/gate"
 echo 600 >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"
 for r in 1 2 3; do
 	wait_log "$DIR/err.$r" "version 8 of .*activated it" 120 || die "rank $r did not activate version 8 without a verdict"
@@ -421,9 +428,7 @@ fi
 if want stopped_leader_departed; then
 begin stopped_leader_departed
 set_wait 1500
-NCCLBPF_AGREE_TEST_FAULT=hold_after_data=8,hold_file=$DIR/resume start_rank 0 0 1200 --gate "$DIR/gate0"
-for r in 1 2 3; do start_rank $r $r 1200 --gate "$DIR/gate"; done
-for r in 0 1 2 3; do wait_log "$DIR/out.$r" "^gate 0" 120 || die "rank $r never reached step 0"; done
+start_stopped_leader "$DIR/gate0"
 echo 540 >"$DIR/gate0.tmp" && mv "$DIR/gate0.tmp" "$DIR/gate0"
 echo 1000000 >"$DIR/gate.tmp" && mv "$DIR/gate.tmp" "$DIR/gate"
 for r in 1 2 3; do
